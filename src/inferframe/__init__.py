@@ -1,0 +1,31 @@
+"""inferframe: AI inference as a DataFrame operation.
+
+Example:
+    >>> import inferframe as ifr
+    >>> df = ifr.from_pydict({"review": ["great", "awful"]})
+    >>> df.with_column("n", ifr.col("review").str.length()).to_pydict()
+    {'review': ['great', 'awful'], 'n': [5, 5]}
+"""
+
+from inferframe import functions
+from inferframe.dataframe import (
+    DataFrame, GroupedDataFrame, Schema, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
+    read_csv, read_json, read_parquet,
+)
+from inferframe.datatype import DataType
+from inferframe.errors import (
+    ColumnNotFoundError, ExecutionError, ExpressionTypeError, InferframeError, PlanError, UDFError,
+)
+from inferframe.expressions import Expression, col, lit
+from inferframe.runners import set_runner_native
+from inferframe.series import Series
+from inferframe.udf import cls, func, method
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ColumnNotFoundError", "DataFrame", "DataType", "ExecutionError", "Expression", "ExpressionTypeError",
+    "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col", "from_arrow",
+    "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit", "method",
+    "read_csv", "read_json", "read_parquet", "set_runner_native",
+]

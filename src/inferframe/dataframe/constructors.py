@@ -1,0 +1,93 @@
+"""Ways to make a DataFrame: from Python, Arrow, pandas, and files."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.dataframe.dataframe import DataFrame
+from inferframe.errors import PlanError
+from inferframe.plan import logical as lp
+
+
+def _in_memory(table: pa.Table) -> DataFrame:
+    return DataFrame(lp.Source(lp.InMemory(table), table.schema))
+
+
+def from_pydict(data: dict[str, Any]) -> DataFrame:
+    """A DataFrame from ``{"column": [values...]}``.
+
+    Example:
+        >>> from_pydict({"a": [1, 2]}).count_rows()
+        2
+    """
+    if not isinstance(data, dict):
+        raise TypeError(f"from_pydict() takes a dict of columns, got {type(data).__name__}")
+    lengths = {k: len(v) for k, v in data.items()}
+    if len(set(lengths.values())) > 1:
+        raise PlanError(f"from_pydict(): columns have different lengths {lengths}; every column needs one value per row.")
+    arrays = {}
+    for k, v in data.items():
+        try:
+            arrays[k] = v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v if not hasattr(v, "to_arrow") else v.to_arrow())
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise PlanError(f"from_pydict(): column {k!r} mixes values that cannot share one type: {e}") from None
+    return _in_memory(pa.table(arrays))
+
+
+def from_pylist(rows: list[dict]) -> DataFrame:
+    """A DataFrame from a list of row dicts."""
+    try:
+        return _in_memory(pa.Table.from_pylist(list(rows)))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise PlanError(f"from_pylist(): rows have values that cannot share one column type: {e}") from None
+
+
+def from_arrow(data: Any) -> DataFrame:
+    """A DataFrame from a pyarrow Table, RecordBatch or list of RecordBatches."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif isinstance(data, (list, tuple)):
+        data = pa.Table.from_batches(list(data))
+    if not isinstance(data, pa.Table):
+        raise TypeError(f"from_arrow() takes a pyarrow Table or RecordBatch(es), got {type(data).__name__}")
+    return _in_memory(data)
+
+
+def from_pandas(df: Any) -> DataFrame:
+    """A DataFrame from a pandas DataFrame (the index is dropped)."""
+    return _in_memory(pa.Table.from_pandas(df, preserve_index=False))
+
+
+def _read(format: str, path: Any, **options: Any) -> DataFrame:
+    from inferframe.io import open_source, source_schema
+
+    paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else os.fspath(path)
+    src = open_source(format, paths, **options)
+    return DataFrame(lp.Source(src, source_schema(src)))
+
+
+def read_parquet(path: Any, **options: Any) -> DataFrame:
+    """Read Parquet files: a path, directory, glob, list, or URI (s3://, hf://, ...).
+
+    Example:
+        >>> df = read_parquet("data/*.parquet")  # doctest: +SKIP
+    """
+    return _read("parquet", path, **options)
+
+
+def read_csv(path: Any, **options: Any) -> DataFrame:
+    """Read CSV files (header row expected); options: delimiter, has_header."""
+    return _read("csv", path, **options)
+
+
+def read_json(path: Any, **options: Any) -> DataFrame:
+    """Read JSON-lines files (one object per line)."""
+    return _read("json", path, **options)
+
+
+def from_glob_path(path: Any, **options: Any) -> DataFrame:
+    """One row per file matching ``path``: columns path, size, mtime."""
+    return _read("glob", path, **options)

@@ -1,0 +1,376 @@
+"""The lazy, immutable ``DataFrame``: every method returns a new plan; nothing runs until asked.
+
+Example:
+    >>> import inferframe as ifr
+    >>> df = ifr.from_pydict({"a": [1, 2, 3]}).where(ifr.col("a") > 1)
+    >>> df.to_pydict()
+    {'a': [2, 3]}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from inferframe.dataframe.schema import Schema
+from inferframe.errors import PlanError
+from inferframe.expressions.expression import Expression, col, to_node
+from inferframe.expressions.nodes import Agg, Alias, Call, Col, Node, Unnest, column_not_found, contains_agg, contains_udf
+from inferframe.plan import logical as lp
+from inferframe.plan.optimizer import optimize
+
+
+def _expr(e: Any) -> Node:
+    if isinstance(e, str):
+        return Col(e)
+    if isinstance(e, Expression):
+        return e._node
+    raise TypeError(f"Expected a column name or an expression, got {type(e).__name__}: {e!r}")
+
+
+def _names(items) -> tuple[str, ...]:
+    out = []
+    for it in items:
+        if isinstance(it, (list, tuple)):
+            out.extend(_names(it))
+        elif isinstance(it, str):
+            out.append(it)
+        elif isinstance(it, Expression) and isinstance(it._node, Col):
+            out.append(it._node.column)
+        else:
+            raise TypeError(f"Expected column names, got {it!r}")
+    return tuple(out)
+
+
+class DataFrame:
+    """A lazy table: a logical plan plus, once collected, its result.
+
+    Build one with ``from_pydict``, ``read_parquet`` and friends.
+    """
+
+    def __init__(self, plan: lp.LogicalPlan, result: pa.Table | None = None) -> None:
+        self._plan = plan
+        self._result = result
+
+    # --- schema -------------------------------------------------------
+    def schema(self) -> Schema:
+        """The output columns and their types, known before anything runs."""
+        return Schema(self._plan.schema)
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self._plan.schema.names)
+
+    @property
+    def columns(self) -> list[Expression]:
+        return [col(n) for n in self.column_names]
+
+    def __getitem__(self, name: str) -> Expression:
+        if not isinstance(name, str):
+            raise TypeError("df[...] takes one column name; use select() for several.")
+        if self._plan.schema.get_field_index(name) < 0:
+            raise column_not_found(name, self._plan.schema)
+        return col(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.column_names
+
+    # --- projections --------------------------------------------------
+    def _project_nodes(self, nodes: list[Node]) -> lp.LogicalPlan:
+        """Expand unnest() markers, then build the projection."""
+        plan = self._plan
+        if any(isinstance(n, Unnest) and contains_udf(n.child) for n in nodes):
+            # Compute a struct with a UDF once, then split it, instead of calling the UDF per field.
+            pre, out = [Col(c) for c in plan.schema.names], []
+            for i, n in enumerate(nodes):
+                if isinstance(n, Unnest) and contains_udf(n.child):
+                    pre.append(Alias(n.child, f"__unnest_{i}"))
+                    out.append(Unnest(Col(f"__unnest_{i}")))
+                else:
+                    out.append(n)
+            plan, nodes = lp.Project(plan, tuple(pre)), out
+        expanded: list[Node] = []
+        for n in nodes:
+            if isinstance(n, Unnest):
+                f = n.child.to_field(plan.schema)
+                if not pa.types.is_struct(f.type):
+                    raise PlanError(f"unnest() needs a struct column, but {n.child} is {f.type}.")
+                for i in range(f.type.num_fields):
+                    name = f.type.field(i).name
+                    expanded.append(Alias(Call("struct.get", (n.child,), (("field", name),)), name))
+            else:
+                if contains_agg(n):
+                    raise PlanError(f"{n} is an aggregation; use it in agg() or groupby(...).agg(), not in select().")
+                expanded.append(n)
+        return lp.Project(plan, tuple(expanded))
+
+    def select(self, *columns: Any) -> "DataFrame":
+        """Keep (and compute) these columns: names or expressions."""
+        if not columns:
+            raise PlanError("select() needs at least one column.")
+        return DataFrame(self._project_nodes([_expr(c) for c in columns]))
+
+    def with_column(self, name: str, expr: Any) -> "DataFrame":
+        """Add or replace one column computed from an expression."""
+        return self.with_columns({name: expr})
+
+    def with_columns(self, columns: dict[str, Any]) -> "DataFrame":
+        """Add or replace several columns: ``{"name": expression}``."""
+        new = {name: Alias(to_node(e), name) for name, e in columns.items()}
+        nodes: list[Node] = [new.pop(n) if n in new else Col(n) for n in self.column_names]
+        nodes.extend(new.values())
+        return DataFrame(self._project_nodes(nodes))
+
+    def with_column_renamed(self, existing: str, new: str) -> "DataFrame":
+        if existing not in self.column_names:
+            raise column_not_found(existing, self._plan.schema)
+        return DataFrame(lp.Project(self._plan, tuple(Alias(Col(n), new) if n == existing else Col(n) for n in self.column_names)))
+
+    def exclude(self, *names: str) -> "DataFrame":
+        """Drop these columns."""
+        drop = _names(names)
+        for n in drop:
+            if n not in self.column_names:
+                raise column_not_found(n, self._plan.schema)
+        return DataFrame(lp.Project(self._plan, tuple(Col(n) for n in self.column_names if n not in drop)))
+
+    # --- row operations -----------------------------------------------
+    def where(self, predicate: Expression) -> "DataFrame":
+        """Keep rows where the predicate is true (null counts as false)."""
+        return DataFrame(lp.Filter(self._plan, _expr(predicate)))
+
+    filter = where
+
+    def limit(self, n: int) -> "DataFrame":
+        return DataFrame(lp.Limit(self._plan, n))
+
+    def sort(self, by: Any, desc: bool | list[bool] = False, nulls_first: bool = False) -> "DataFrame":
+        """Sort by one or more columns; ``desc`` may be one flag or one per column."""
+        keys = list(by) if isinstance(by, (list, tuple)) else [by]
+        nodes = [_expr(k) for k in keys]
+        flags = list(desc) if isinstance(desc, (list, tuple)) else [desc] * len(nodes)
+        if len(flags) != len(nodes):
+            raise PlanError(f"sort() got {len(nodes)} keys but {len(flags)} desc flags.")
+        plan, names = self._plan, []
+        if any(not isinstance(n, Col) for n in nodes):
+            extra = [Alias(n, f"__sort_{i}") for i, n in enumerate(nodes) if not isinstance(n, Col)]
+            plan = lp.Project(plan, tuple(Col(c) for c in self.column_names) + tuple(extra))
+        for i, n in enumerate(nodes):
+            names.append(n.column if isinstance(n, Col) else f"__sort_{i}")
+        out = lp.Sort(plan, tuple(names), tuple(bool(f) for f in flags), nulls_first)
+        if plan is not self._plan:
+            out = lp.Project(out, tuple(Col(c) for c in self.column_names))
+        return DataFrame(out)
+
+    def distinct(self, *on: str) -> "DataFrame":
+        """Drop duplicate rows (or rows with duplicate values in ``on``), keeping the first."""
+        return DataFrame(lp.Distinct(self._plan, _names(on) or None))
+
+    unique = distinct
+    drop_duplicates = distinct
+
+    def explode(self, *columns: Any) -> "DataFrame":
+        """One row per list element; empty or null lists give one row with null."""
+        return DataFrame(lp.Explode(self._plan, _names(columns)))
+
+    def join(self, other: "DataFrame", on: Any = None, left_on: Any = None, right_on: Any = None,
+             how: str = "inner", prefix: str = "right.") -> "DataFrame":
+        """Join with another DataFrame on key columns (inner, left, right, outer, semi, anti)."""
+        if on is not None:
+            left_on = right_on = on
+        if left_on is None or right_on is None:
+            raise PlanError("join() needs on=... or both left_on=... and right_on=...")
+        lk = _names(left_on if isinstance(left_on, (list, tuple)) else [left_on])
+        rk = _names(right_on if isinstance(right_on, (list, tuple)) else [right_on])
+        return DataFrame(lp.Join(self._plan, other._plan, lk, rk, how, prefix))
+
+    def concat(self, other: "DataFrame") -> "DataFrame":
+        """Rows of this DataFrame followed by rows of ``other`` (same columns)."""
+        return DataFrame(lp.Concat((self._plan, other._plan)))
+
+    union_all = concat
+
+    def into_batches(self, batch_size: int) -> "DataFrame":
+        """Re-cut the stream into batches of exactly ``batch_size`` rows."""
+        return DataFrame(lp.IntoBatches(self._plan, batch_size))
+
+    def repartition(self, num: int | None, *by: Any) -> "DataFrame":
+        """Split into ``num`` partitions (hash-grouped by ``by`` when given)."""
+        return DataFrame(lp.Repartition(self._plan, num, _names(by)))
+
+    # --- aggregation --------------------------------------------------
+    def groupby(self, *keys: Any) -> "GroupedDataFrame":
+        return GroupedDataFrame(self, [_expr(k) for k in keys])
+
+    group_by = groupby
+
+    def agg(self, *aggs: Any) -> "DataFrame":
+        """Aggregate the whole table to one row: ``df.agg(col("x").sum())``."""
+        return GroupedDataFrame(self, []).agg(*aggs)
+
+    def count(self) -> "DataFrame":
+        return self.agg(*[col(n).count() for n in self.column_names[:1]]) if self.column_names else self
+
+    # --- results ------------------------------------------------------
+    def _optimized(self) -> lp.LogicalPlan:
+        return optimize(self._plan)
+
+    def iter_batches(self) -> Iterator[pa.RecordBatch]:
+        """Stream the result as Arrow record batches, running the plan lazily."""
+        if self._result is not None:
+            yield from self._result.to_batches()
+            return
+        from inferframe.runners import get_runner
+
+        yield from get_runner().run(self._optimized())
+
+    def to_arrow(self) -> pa.Table:
+        if self._result is not None:
+            return self._result
+        batches = list(self.iter_batches())
+        return pa.Table.from_batches(batches, schema=self._plan.schema) if batches else self._plan.schema.empty_table()
+
+    def collect(self) -> "DataFrame":
+        """Run the plan and keep the result in memory; returns the materialised DataFrame."""
+        if self._result is not None:
+            return self
+        table = self.to_arrow()
+        return DataFrame(lp.Source(lp.InMemory(table), table.schema), result=table)
+
+    def to_pydict(self) -> dict[str, list]:
+        return self.to_arrow().to_pydict()
+
+    def to_pylist(self) -> list[dict]:
+        return self.to_arrow().to_pylist()
+
+    def to_pandas(self):
+        return self.to_arrow().to_pandas()
+
+    def iter_rows(self) -> Iterator[dict]:
+        """Yield rows as dicts, streaming batch by batch."""
+        for batch in self.iter_batches():
+            yield from batch.to_pylist()
+
+    def __iter__(self):
+        return self.iter_rows()
+
+    def count_rows(self) -> int:
+        if self._result is not None:
+            return self._result.num_rows
+        plan = self._optimized()
+        if isinstance(plan, lp.Source) and plan.filter is None and plan.limit is None and not isinstance(plan.source, lp.InMemory):
+            from inferframe.io import estimate_rows
+
+            n = estimate_rows(plan.source)
+            if n is not None:
+                return n
+        if isinstance(plan, lp.Source) and isinstance(plan.source, lp.InMemory) and plan.limit is None:
+            return plan.source.table.num_rows
+        from inferframe.runners import get_runner
+
+        return sum(b.num_rows for b in get_runner().run(plan))
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    def show(self, n: int = 8, max_width: int | None = 30, format: str | None = None) -> None:
+        """Print the first ``n`` rows as a table (HTML in notebooks); long values are cut at ``max_width``."""
+        from inferframe.dataframe.display import in_notebook, render_html, render_text
+
+        table = self.limit(n + 1).to_arrow() if self._result is None else self._result.slice(0, n + 1)
+        more = table.num_rows > n
+        table = table.slice(0, n)
+        total = self._result.num_rows if self._result is not None else (n + 1 if more else None)
+        if in_notebook():
+            from IPython.display import HTML, display  # type: ignore
+
+            display(HTML(render_html(table, max_width=max_width)))
+            return
+        text = render_text(table, max_width=max_width, total=total, format=format)
+        if more and self._result is None:
+            text = text.rsplit("\n", 1)[0] + f"\n(Showing first {n} rows)"
+        print(text)
+
+    def explain(self, show_all: bool = True) -> str:
+        """Print the logical plan, and with ``show_all`` the optimized plan too; returns the text."""
+        parts = ["== Logical plan ==", self._plan.tree()]
+        if show_all:
+            parts += ["", "== Optimized plan ==", self._optimized().tree()]
+        text = "\n".join(parts)
+        print(text)
+        return text
+
+    def __repr__(self) -> str:
+        state = "materialised" if self._result is not None else "lazy"
+        return f"DataFrame({state}) [{self.schema()}]"
+
+    def _repr_html_(self) -> str:
+        from inferframe.dataframe.display import render_html
+
+        if self._result is not None:
+            return render_html(self._result.slice(0, 8))
+        return f"<pre>{self.__repr__()}</pre>"
+
+    # --- writers ------------------------------------------------------
+    def _write(self, root: str, format: str, **options: Any) -> "DataFrame":
+        from inferframe.io import write_dataset
+
+        paths = write_dataset(self.iter_batches(), self._plan.schema, str(root), format, **options)
+        from inferframe.dataframe.constructors import from_pydict
+
+        return from_pydict({"path": paths})
+
+    def write_parquet(self, root: str, **options: Any) -> "DataFrame":
+        """Write a directory of Parquet files atomically; returns a DataFrame of the written paths."""
+        return self._write(root, "parquet", **options)
+
+    def write_csv(self, root: str, **options: Any) -> "DataFrame":
+        """Write a directory of CSV files atomically; returns a DataFrame of the written paths."""
+        return self._write(root, "csv", **options)
+
+    def write_json(self, root: str, **options: Any) -> "DataFrame":
+        """Write a directory of JSON-lines files atomically; returns a DataFrame of the written paths."""
+        return self._write(root, "json", **options)
+
+
+class GroupedDataFrame:
+    """``df.groupby(keys)``: finish with ``.agg(...)``."""
+
+    def __init__(self, df: DataFrame, keys: list[Node]) -> None:
+        self.df = df
+        self.keys = keys
+
+    def agg(self, *aggs: Any) -> DataFrame:
+        """Aggregate each group: ``.agg(col("x").sum().alias("total"), col("y").mean())``."""
+        flat: list[Any] = []
+        for a in aggs:
+            flat.extend(a if isinstance(a, (list, tuple)) else [a])
+        if not flat:
+            raise PlanError("agg() needs at least one aggregation, e.g. col('x').sum().")
+        schema = self.df._plan.schema
+        pre: list[Node] = []
+        key_names = []
+        for k in self.keys:
+            k.to_field(schema)
+            key_names.append(k.name())
+            pre.append(k)
+        specs, out_fields = [], [k.to_field(schema).with_name(k.name()) for k in self.keys]
+        for i, a in enumerate(flat):
+            node = _expr(a)
+            name = node.name()
+            inner = node.child if isinstance(node, Alias) else node
+            if not isinstance(inner, Agg):
+                raise PlanError(f"agg() takes aggregations such as col('x').sum(); {node} is not one.")
+            tmp = f"__agg_{i}"
+            pre.append(Alias(inner.child, tmp))
+            out_fields.append(inner.to_field(schema).with_name(name))
+            specs.append((inner.op, tmp, name))
+        names = [f.name for f in out_fields]
+        if len(set(names)) != len(names):
+            raise PlanError(f"agg() would produce duplicate column names {names}; give them distinct .alias() names.")
+        plan = lp.Project(self.df._plan, tuple(pre))
+        return DataFrame(lp.Aggregate(plan, tuple(key_names), tuple(specs), pa.schema(out_fields)))
+
+    def count(self) -> DataFrame:
+        return self.agg(col(self.keys[0].name()).count().alias("count"))

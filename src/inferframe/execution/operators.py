@@ -1,0 +1,227 @@
+"""Physical operators for relational work, each a generator over record batches.
+
+Streaming operators (project, filter, limit, explode, rebatch) touch one
+morsel at a time. Blocking ones (sort, distinct, aggregate, join) gather
+their input into one Arrow table and hand the work to pyarrow/Acero.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from inferframe.errors import ExecutionError
+from inferframe.execution.context import ExecContext
+from inferframe.expressions.evaluate import evaluate, to_pyarrow_filter
+from inferframe.expressions.nodes import Node
+from inferframe.plan.logical import InMemory, JOIN_TYPES, Source
+
+Batches = Iterator[pa.RecordBatch]
+
+
+def scan(node: Source, ctx: ExecContext) -> Batches:
+    """Read the source's batches, applying the pushed-down columns, filter and limit."""
+    if isinstance(node.source, InMemory):
+        table = node.source.table
+        if node.columns is not None:
+            table = table.select(list(node.columns))
+        if node.limit is not None:
+            table = table.slice(0, node.limit)
+        for batch in table.to_batches(max_chunksize=ctx.morsel_size):
+            ctx.check()
+            yield batch
+        return
+    from inferframe.io import scan as io_scan
+
+    pred = to_pyarrow_filter(node.filter) if node.filter is not None else None
+    for batch in io_scan(node.source, columns=list(node.columns) if node.columns is not None else None, filter=pred, limit=node.limit):
+        ctx.check()
+        yield batch
+
+
+def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+
+
+def project(batches: Batches, exprs: tuple[Node, ...], schema: pa.Schema) -> Batches:
+    for batch in batches:
+        arrays = [evaluate(e, batch) for e in exprs]
+        arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def filter_(batches: Batches, predicate: Node) -> Batches:
+    for batch in batches:
+        mask = evaluate(predicate, batch)
+        if pa.types.is_null(mask.type):
+            continue
+        out = batch.filter(mask)
+        if out.num_rows:
+            yield out
+
+
+def limit(batches: Batches, n: int) -> Batches:
+    remaining = n
+    if remaining <= 0:
+        return
+    for batch in batches:
+        if batch.num_rows >= remaining:
+            yield batch.slice(0, remaining)
+            return
+        remaining -= batch.num_rows
+        yield batch
+
+
+def rebatch(batches: Batches, size: int) -> Batches:
+    """Re-chunk a stream into batches of exactly ``size`` rows (the last may be smaller)."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        while batch.num_rows:
+            take = min(size - count, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            count += take
+            batch = batch.slice(take)
+            if count == size:
+                yield _combine(pending)
+                pending, count = [], 0
+    if count:
+        yield _combine(pending)
+
+
+def _combine(parts: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(parts) == 1:
+        return parts[0]
+    return pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
+
+
+def split_morsels(batches: Batches, size: int) -> Batches:
+    """Cut batches larger than ``size`` without merging small ones (cheap, zero-copy)."""
+    for batch in batches:
+        if batch.num_rows <= size:
+            yield batch
+            continue
+        for start in range(0, batch.num_rows, size):
+            yield batch.slice(start, size)
+
+
+def explode(batches: Batches, columns: tuple[str, ...], schema: pa.Schema) -> Batches:
+    for batch in batches:
+        lists = {}
+        for name in columns:
+            arr = batch.column(name)
+            lengths = pc.fill_null(pc.list_value_length(arr), 0)
+            # Empty and null lists keep their row with a null, like pandas.explode.
+            one_null = pa.scalar([None], type=arr.type)
+            lists[name] = pc.if_else(pc.equal(lengths, 0), one_null, arr)
+        first = lists[columns[0]]
+        parents = pc.list_parent_indices(first)
+        for name in columns[1:]:
+            if not pc.all(pc.equal(pc.list_value_length(lists[name]), pc.list_value_length(first))).as_py():
+                raise ExecutionError(f"explode(): the lists in {columns[0]!r} and {name!r} differ in length on some rows.")
+        arrays = []
+        for f in schema:
+            if f.name in lists:
+                arrays.append(pc.list_flatten(lists[f.name]))
+            else:
+                arrays.append(pc.take(batch.column(f.name), parents))
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def gather(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    parts = list(batches)
+    if not parts:
+        return schema.empty_table()
+    return pa.Table.from_batches(parts, schema=schema)
+
+
+def emit(table: pa.Table, ctx: ExecContext) -> Batches:
+    for batch in table.combine_chunks().to_batches(max_chunksize=ctx.morsel_size):
+        yield batch
+
+
+def sort(table: pa.Table, keys, descending, nulls_first: bool) -> pa.Table:
+    order = [(k, "descending" if d else "ascending") for k, d in zip(keys, descending)]
+    return table.sort_by(order, null_placement="at_start" if nulls_first else "at_end")
+
+
+def distinct(table: pa.Table, on) -> pa.Table:
+    keys = list(on) if on else table.column_names
+    _check_groupable(table, keys, "distinct()")
+    indexed = table.append_column("__row", pa.array(range(table.num_rows), type=pa.int64()))
+    # Keep the first row of each key, in first-seen order, so results are deterministic.
+    firsts = indexed.group_by(keys, use_threads=False).aggregate([("__row", "min")])
+    rows = pc.sort_indices(firsts.column("__row_min"))
+    return table.take(pc.take(firsts.column("__row_min"), rows))
+
+
+def _check_groupable(table: pa.Table, keys, what: str) -> None:
+    for k in keys:
+        t = table.schema.field(k).type
+        if pa.types.is_nested(t):
+            raise ExecutionError(f"{what} cannot use {k!r} of type {t} as a key; nested types cannot be compared. Pick scalar columns.")
+
+
+_ACERO = {"count_distinct": "count_distinct", "list": "list", "first": "first", "last": "last", "variance": "variance"}
+
+
+def aggregate(table: pa.Table, group_by, aggs, schema: pa.Schema) -> pa.Table:
+    _check_groupable(table, group_by, "groupby()")
+    specs = []
+    for op, column, _ in aggs:
+        if op == "count":
+            specs.append((column, "count", pc.CountOptions(mode="only_valid")))
+        elif op in ("stddev", "variance"):
+            specs.append((column, op, pc.VarianceOptions(ddof=1)))
+        else:
+            specs.append((column, _ACERO.get(op, op)))
+    out = table.group_by(list(group_by), use_threads=False).aggregate(specs)
+    # Acero names outputs "<col>_<op>" and puts keys last; reorder to the planned schema.
+    names = [f"{c}_{s[1]}" for (op, c, _), s in zip(aggs, specs)]
+    arrays = [out.column(k) for k in group_by] + [out.column(n) for n in names]
+    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)]
+    result = pa.Table.from_arrays(arrays, schema=schema)
+    if group_by:
+        result = result.sort_by([(k, "ascending") for k in group_by])
+    return result
+
+
+def join(left: pa.Table, right: pa.Table, node, schema: pa.Schema) -> pa.Table:
+    _check_groupable(left, node.left_on, "join()")
+    left_names = set(left.column_names)
+    renames = {}
+    for name in right.column_names:
+        if name in node.right_on:
+            continue
+        if name in left_names:
+            renames[name] = node.prefix + name
+    right = right.rename_columns([renames.get(n, n) for n in right.column_names])
+    for lk, rk in zip(node.left_on, node.right_on):
+        lt, rt = left.schema.field(lk).type, right.schema.field(rk).type
+        if lt != rt:
+            common = pa.float64() if (pa.types.is_floating(lt) or pa.types.is_floating(rt)) else lt
+            left = left.set_column(left.schema.get_field_index(lk), lk, left.column(lk).cast(common))
+            right = right.set_column(right.schema.get_field_index(rk), rk, right.column(rk).cast(common))
+    out = left.join(
+        right, keys=list(node.left_on), right_keys=list(node.right_on), join_type=JOIN_TYPES[node.how],
+        use_threads=False, coalesce_keys=True,
+    )
+    out = out.select([n for n in schema.names])
+    return out.cast(schema) if out.schema != schema else out
+
+
+def repartition(table: pa.Table, n: int | None, by, ctx: ExecContext) -> Batches:
+    if by:
+        table = table.sort_by([(k, "ascending") for k in by])
+    parts = n or 1
+    size = max(1, -(-table.num_rows // parts))
+    for start in range(0, table.num_rows, size):
+        yield from table.slice(start, size).combine_chunks().to_batches(max_chunksize=size)
+
+
+def concat(streams: list[Batches], schema: pa.Schema) -> Batches:
+    for stream in streams:
+        for batch in stream:
+            yield batch if batch.schema == schema else batch.cast(schema)

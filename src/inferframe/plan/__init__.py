@@ -1,0 +1,1 @@
+"""Logical plans, optimizer rules and explain()."""

@@ -1,0 +1,398 @@
+"""Logical plan nodes: what to compute, validated when built.
+
+Each node computes its output schema in ``__post_init__``, so a wrong column,
+a type mismatch or a bad join key raises before any data is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.errors import ExpressionTypeError, PlanError
+from inferframe.expressions.nodes import Col, Node, column_not_found, contains_udf
+
+
+class LogicalPlan:
+    """Base class: immutable node with a schema and children."""
+
+    def children(self) -> tuple["LogicalPlan", ...]:
+        return ()
+
+    def with_children(self, children: tuple["LogicalPlan", ...]) -> "LogicalPlan":
+        return self
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema  # type: ignore[attr-defined]
+
+    def _set_schema(self, schema: pa.Schema) -> None:
+        object.__setattr__(self, "_schema", schema)
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def tree(self, indent: int = 0) -> str:
+        pad = "  " * indent
+        lines = [f"{pad}* {self.describe()}"]
+        for c in self.children():
+            lines.append(c.tree(indent + 1))
+        return "\n".join(lines)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+def _schema_str(schema: pa.Schema) -> str:
+    from inferframe.datatype import _short
+
+    return ", ".join(f"{f.name}: {_short(f.type)}" for f in schema)
+
+
+@dataclasses.dataclass(frozen=True)
+class InMemory:
+    """A table held in memory, split into morsels when scanned."""
+
+    table: pa.Table
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Source(LogicalPlan):
+    source: Any  # io.ScanSource or InMemory
+    source_schema: pa.Schema
+    columns: tuple[str, ...] | None = None
+    filter: Node | None = None
+    limit: int | None = None
+
+    def __post_init__(self):
+        schema = self.source_schema
+        if self.columns is not None:
+            schema = pa.schema([schema.field(c) for c in self.columns])
+        self._set_schema(schema)
+
+    def describe(self) -> str:
+        if isinstance(self.source, InMemory):
+            what = f"InMemory rows={self.source.table.num_rows}"
+        else:
+            paths = self.source.paths
+            shown = ", ".join(paths[:2]) + (f", ... ({len(paths)} files)" if len(paths) > 2 else "")
+            what = f"Scan {self.source.format} [{shown}]"
+        extra = ""
+        if self.columns is not None:
+            extra += f" columns=[{', '.join(self.columns)}]"
+        if self.filter is not None:
+            extra += f" filter={self.filter}"
+        if self.limit is not None:
+            extra += f" limit={self.limit}"
+        return what + extra
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Project(LogicalPlan):
+    input: LogicalPlan
+    exprs: tuple[Node, ...]
+
+    def __post_init__(self):
+        fields = [e.to_field(self.input.schema) for e in self.exprs]
+        seen: set[str] = set()
+        for f in fields:
+            if f.name in seen:
+                raise PlanError(
+                    f"Two output columns are both named {f.name!r}. Give one a different name with .alias('...')."
+                )
+            seen.add(f.name)
+        self._set_schema(pa.schema(fields))
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Project(children[0], self.exprs)
+
+    def describe(self) -> str:
+        return f"Project [{', '.join(str(e) for e in self.exprs)}]"
+
+    def has_udf(self) -> bool:
+        return any(contains_udf(e) for e in self.exprs)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Filter(LogicalPlan):
+    input: LogicalPlan
+    predicate: Node
+
+    def __post_init__(self):
+        f = self.predicate.to_field(self.input.schema)
+        if not pa.types.is_boolean(f.type) and not pa.types.is_null(f.type):
+            raise ExpressionTypeError(
+                f"where()/filter() needs a boolean predicate, but {self.predicate} is {f.type}. "
+                "Compare it with something, e.g. col('x') > 0."
+            )
+        self._set_schema(self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Filter(children[0], self.predicate)
+
+    def describe(self) -> str:
+        return f"Filter {self.predicate}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Limit(LogicalPlan):
+    input: LogicalPlan
+    n: int
+
+    def __post_init__(self):
+        if not isinstance(self.n, int) or self.n < 0:
+            raise PlanError(f"limit() needs a non-negative integer, got {self.n!r}")
+        self._set_schema(self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Limit(children[0], self.n)
+
+    def describe(self) -> str:
+        return f"Limit {self.n}"
+
+
+def _check_columns(names, schema: pa.Schema) -> None:
+    for n in names:
+        if schema.get_field_index(n) < 0:
+            raise column_not_found(n, schema)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Sort(LogicalPlan):
+    input: LogicalPlan
+    keys: tuple[str, ...]
+    descending: tuple[bool, ...]
+    nulls_first: bool = False
+
+    def __post_init__(self):
+        _check_columns(self.keys, self.input.schema)
+        self._set_schema(self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Sort(children[0], self.keys, self.descending, self.nulls_first)
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{k} {'desc' if d else 'asc'}" for k, d in zip(self.keys, self.descending))
+        return f"Sort [{keys}]"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Distinct(LogicalPlan):
+    input: LogicalPlan
+    on: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if self.on:
+            _check_columns(self.on, self.input.schema)
+        self._set_schema(self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Distinct(children[0], self.on)
+
+    def describe(self) -> str:
+        return f"Distinct on=[{', '.join(self.on) if self.on else '*'}]"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Explode(LogicalPlan):
+    input: LogicalPlan
+    columns: tuple[str, ...]
+
+    def __post_init__(self):
+        _check_columns(self.columns, self.input.schema)
+        fields = []
+        for f in self.input.schema:
+            if f.name in self.columns:
+                if not (pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_fixed_size_list(f.type)):
+                    raise ExpressionTypeError(f"explode() needs list columns, but {f.name!r} is {f.type}.")
+                fields.append(pa.field(f.name, f.type.value_type))
+            else:
+                fields.append(f)
+        self._set_schema(pa.schema(fields))
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Explode(children[0], self.columns)
+
+    def describe(self) -> str:
+        return f"Explode [{', '.join(self.columns)}]"
+
+
+JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "outer": "full outer", "semi": "left semi", "anti": "left anti"}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Join(LogicalPlan):
+    left: LogicalPlan
+    right: LogicalPlan
+    left_on: tuple[str, ...]
+    right_on: tuple[str, ...]
+    how: str = "inner"
+    prefix: str = "right."
+
+    def __post_init__(self):
+        if self.how not in JOIN_TYPES:
+            raise PlanError(f"Unknown join type {self.how!r}; use one of {', '.join(JOIN_TYPES)}.")
+        if len(self.left_on) != len(self.right_on) or not self.left_on:
+            raise PlanError("join() needs the same number (at least one) of left and right keys.")
+        _check_columns(self.left_on, self.left.schema)
+        _check_columns(self.right_on, self.right.schema)
+        for lk, rk in zip(self.left_on, self.right_on):
+            lt, rt = self.left.schema.field(lk).type, self.right.schema.field(rk).type
+            if not _join_compatible(lt, rt):
+                raise ExpressionTypeError(
+                    f"Join keys {lk!r} ({lt}) and {rk!r} ({rt}) have different types. Cast one with .cast() first."
+                )
+        self._set_schema(self.output_schema())
+
+    def output_schema(self) -> pa.Schema:
+        fields = list(self.left.schema)
+        if self.how in ("semi", "anti"):
+            return pa.schema(fields)
+        left_names = set(self.left.schema.names)
+        for f in self.right.schema:
+            if f.name in self.right_on:
+                continue  # keys are coalesced into the left key columns
+            name = self.prefix + f.name if f.name in left_names else f.name
+            fields.append(f.with_name(name))
+        return pa.schema(fields)
+
+    def children(self):
+        return (self.left, self.right)
+
+    def with_children(self, children):
+        return Join(children[0], children[1], self.left_on, self.right_on, self.how, self.prefix)
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{a}={b}" for a, b in zip(self.left_on, self.right_on))
+        return f"Join {self.how} on [{keys}]"
+
+
+def _join_compatible(a: pa.DataType, b: pa.DataType) -> bool:
+    if a == b:
+        return True
+    num = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t)  # noqa: E731
+    strs = lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)  # noqa: E731
+    return (num(a) and num(b)) or (strs(a) and strs(b))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Aggregate(LogicalPlan):
+    """Group by key columns and aggregate: ``aggs`` holds (op, input column, output name)."""
+
+    input: LogicalPlan
+    group_by: tuple[str, ...]
+    aggs: tuple[tuple[str, str, str], ...]
+    out_schema: pa.Schema
+
+    def __post_init__(self):
+        _check_columns(self.group_by, self.input.schema)
+        _check_columns([c for _, c, _ in self.aggs], self.input.schema)
+        self._set_schema(self.out_schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Aggregate(children[0], self.group_by, self.aggs, self.out_schema)
+
+    def describe(self) -> str:
+        aggs = ", ".join(f"{op}({c}) as {o}" for op, c, o in self.aggs)
+        return f"Aggregate by=[{', '.join(self.group_by)}] [{aggs}]"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Concat(LogicalPlan):
+    inputs: tuple[LogicalPlan, ...]
+
+    def __post_init__(self):
+        first = self.inputs[0].schema
+        for other in self.inputs[1:]:
+            if other.schema.names != first.names or not all(
+                _join_compatible(a.type, b.type) or a.type == b.type for a, b in zip(first, other.schema)
+            ):
+                raise PlanError(
+                    "concat() needs the same columns with the same types in every DataFrame: "
+                    f"[{_schema_str(first)}] vs [{_schema_str(other.schema)}]. Use select()/cast() to align them."
+                )
+        self._set_schema(first)
+
+    def children(self):
+        return self.inputs
+
+    def with_children(self, children):
+        return Concat(tuple(children))
+
+    def describe(self) -> str:
+        return f"Concat ({len(self.inputs)} inputs)"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class IntoBatches(LogicalPlan):
+    input: LogicalPlan
+    batch_size: int
+
+    def __post_init__(self):
+        if not isinstance(self.batch_size, int) or self.batch_size <= 0:
+            raise PlanError(f"into_batches() needs a positive batch size, got {self.batch_size!r}")
+        self._set_schema(self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return IntoBatches(children[0], self.batch_size)
+
+    def describe(self) -> str:
+        return f"IntoBatches {self.batch_size}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Repartition(LogicalPlan):
+    input: LogicalPlan
+    num_partitions: int | None
+    by: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.num_partitions is not None and self.num_partitions <= 0:
+            raise PlanError(f"repartition() needs a positive number of partitions, got {self.num_partitions!r}")
+        _check_columns(self.by, self.input.schema)
+        self._set_schema(self.input.schema)
+
+    def children(self):
+        return (self.input,)
+
+    def with_children(self, children):
+        return Repartition(children[0], self.num_partitions, self.by)
+
+    def describe(self) -> str:
+        by = f" by=[{', '.join(self.by)}]" if self.by else ""
+        return f"Repartition {self.num_partitions}{by}"
+
+
+def is_passthrough(expr: Node) -> str | None:
+    """If ``expr`` only renames or copies a column, return the source column name."""
+    from inferframe.expressions.nodes import Alias
+
+    while isinstance(expr, Alias):
+        expr = expr.child
+    return expr.column if isinstance(expr, Col) else None

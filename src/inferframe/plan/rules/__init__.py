@@ -1,0 +1,1 @@
+"""Optimizer rules, one per module."""

@@ -1,0 +1,31 @@
+"""Move filters toward the scan: below projections and sorts, and into Parquet scans."""
+
+from __future__ import annotations
+
+from inferframe.expressions.evaluate import to_pyarrow_filter
+from inferframe.expressions.nodes import Call, Col, Node, contains_udf
+from inferframe.plan.logical import Filter, InMemory, Project, Sort, Source, is_passthrough
+
+
+def rule(plan):
+    if not isinstance(plan, Filter) or contains_udf(plan.predicate):
+        return None
+    child = plan.input
+    if isinstance(child, Filter):
+        return Filter(child.input, Call("and", (child.predicate, plan.predicate)))
+    if isinstance(child, Sort):
+        return Sort(Filter(child.input, plan.predicate), child.keys, child.descending, child.nulls_first)
+    if isinstance(child, Project):
+        renames = {e.name(): is_passthrough(e) for e in child.exprs}
+        needed = plan.predicate.referenced_columns()
+        if all(renames.get(c) for c in needed):
+            def rename(node: Node) -> Node:
+                return Col(renames[node.column]) if isinstance(node, Col) else node
+
+            return Project(Filter(child.input, plan.predicate.transform_up(rename)), child.exprs)
+        return None
+    if isinstance(child, Source) and not isinstance(child.source, InMemory) and child.limit is None:
+        if child.source.format == "parquet" and to_pyarrow_filter(plan.predicate) is not None:
+            pred = plan.predicate if child.filter is None else Call("and", (child.filter, plan.predicate))
+            return Source(child.source, child.source_schema, child.columns, pred, None)
+    return None

@@ -1,0 +1,103 @@
+"""What the executor needs to run one user function: the function, its types and options."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from inferframe.datatype import to_datatype
+from inferframe.errors import ExpressionTypeError
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassSpec:
+    """A model class with the arguments its instances are built with (``MyModel(args)``)."""
+
+    cls: type
+    args: tuple
+    kwargs: dict
+    max_concurrency: int | None = None
+    use_process: bool = False
+    gpus: float = 0
+
+    def build(self) -> Any:
+        return self.cls(*self.args, **self.kwargs)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class UDFSpec:
+    """One callable user function, as the executor sees it.
+
+    ``fn`` is a plain function, or for a model class the unbound method whose
+    first argument is the instance built from ``owner``. ``layout`` says, per
+    positional argument, whether it comes from an expression ("expr", i) or is
+    a constant Python value ("const", value).
+    """
+
+    name: str
+    fn: Callable
+    return_dtype: pa.DataType | None
+    is_batch: bool = False
+    is_async: bool = False
+    max_concurrency: int | None = None
+    batch_size: int | None = None
+    use_process: bool = False
+    gpus: float = 0
+    owner: ClassSpec | None = None
+    layout: tuple = ()
+    kwargs_layout: tuple = ()
+
+    @property
+    def execution(self) -> str:
+        return "python"
+
+    def return_type(self, arg_fields: list[pa.Field]) -> pa.DataType:
+        if self.return_dtype is None:
+            raise ExpressionTypeError(
+                f"UDF {self.name!r} has no return type: add a return annotation (def f(x) -> str) "
+                "or pass return_dtype=DataType.<type>() to the decorator."
+            )
+        return self.return_dtype
+
+    def bind(self, layout: tuple, kwargs_layout: tuple) -> "UDFSpec":
+        return dataclasses.replace(self, layout=layout, kwargs_layout=kwargs_layout)
+
+    def call_args(self, columns: list[Any]) -> tuple[list, dict]:
+        """Merge per-call values of expression arguments with the constants, in order."""
+        args = [columns[v] if kind == "expr" else v for kind, v in self.layout]
+        kwargs = {k: columns[v] if kind == "expr" else v for k, kind, v in self.kwargs_layout}
+        return args, kwargs
+
+
+def resolve_return_dtype(fn: Callable, return_dtype: Any, *, skip_self: bool = False) -> pa.DataType | None:
+    """Use ``return_dtype`` when given, else the function's return annotation."""
+    if return_dtype is not None:
+        return to_datatype(return_dtype).to_arrow()
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = getattr(fn, "__annotations__", {})
+    ret = hints.get("return")
+    if ret is None or ret is inspect.Signature.empty:
+        return None
+    origin = typing.get_origin(ret)
+    if origin in (typing.Iterator, typing.Generator) or getattr(origin, "__name__", "") in ("Iterator", "Generator", "AsyncIterator"):
+        raise ExpressionTypeError(f"UDF {fn.__name__!r} is a generator; return one value per row instead.")
+    try:
+        return to_datatype(ret).to_arrow()
+    except TypeError as e:
+        raise ExpressionTypeError(f"UDF {fn.__name__!r}: {e}") from None
+
+
+def is_async_callable(fn: Callable) -> bool:
+    return inspect.iscoroutinefunction(fn)
