@@ -19,6 +19,7 @@ from inferframe.expressions.nodes import Node
 from inferframe.plan.logical import InMemory, JOIN_TYPES, Source
 
 Batches = Iterator[pa.RecordBatch]
+_PA_MAJOR = int(pa.__version__.split(".")[0])
 
 
 def scan(node: Source, ctx: ExecContext) -> Batches:
@@ -143,8 +144,10 @@ def emit(table: pa.Table, ctx: ExecContext) -> Batches:
 
 
 def sort(table: pa.Table, keys, descending, nulls_first: bool) -> pa.Table:
-    order = [(k, "descending" if d else "ascending") for k, d in zip(keys, descending)]
-    return table.sort_by(order, null_placement="at_start" if nulls_first else "at_end")
+    placement = "at_start" if nulls_first else "at_end"
+    if _PA_MAJOR >= 25:  # per-key null placement; the global option is deprecated there
+        return table.sort_by([(k, "descending" if d else "ascending", placement) for k, d in zip(keys, descending)])
+    return table.sort_by([(k, "descending" if d else "ascending") for k, d in zip(keys, descending)], null_placement=placement)
 
 
 def distinct(table: pa.Table, on) -> pa.Table:
@@ -171,6 +174,8 @@ def aggregate(table: pa.Table, group_by, aggs, schema: pa.Schema) -> pa.Table:
     _check_groupable(table, group_by, "groupby()")
     specs = []
     for op, column, _ in aggs:
+        if pa.types.is_null(table.schema.field(column).type):
+            table = table.set_column(table.schema.get_field_index(column), column, table.column(column).cast(pa.int64()))
         if op == "count":
             specs.append((column, "count", pc.CountOptions(mode="only_valid")))
         elif op in ("stddev", "variance"):
@@ -181,7 +186,7 @@ def aggregate(table: pa.Table, group_by, aggs, schema: pa.Schema) -> pa.Table:
     # Acero names outputs "<col>_<op>" and puts keys last; reorder to the planned schema.
     names = [f"{c}_{s[1]}" for (op, c, _), s in zip(aggs, specs)]
     arrays = [out.column(k) for k in group_by] + [out.column(n) for n in names]
-    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)]
+    arrays = [a if a.type == f.type else pa.nulls(len(a)) if pa.types.is_null(f.type) else a.cast(f.type) for a, f in zip(arrays, schema)]
     result = pa.Table.from_arrays(arrays, schema=schema)
     if group_by:
         result = result.sort_by([(k, "ascending") for k in group_by])
@@ -200,15 +205,31 @@ def join(left: pa.Table, right: pa.Table, node, schema: pa.Schema) -> pa.Table:
     right = right.rename_columns([renames.get(n, n) for n in right.column_names])
     for lk, rk in zip(node.left_on, node.right_on):
         lt, rt = left.schema.field(lk).type, right.schema.field(rk).type
-        if lt != rt:
-            common = pa.float64() if (pa.types.is_floating(lt) or pa.types.is_floating(rt)) else lt
+        if lt != rt or pa.types.is_null(lt):
+            # Acero needs one concrete key type; an all-null key (e.g. from empty input) takes the other side's.
+            if pa.types.is_null(lt) and pa.types.is_null(rt):
+                common = pa.string()
+            elif pa.types.is_null(lt) or pa.types.is_null(rt):
+                common = rt if pa.types.is_null(lt) else lt
+            else:
+                common = pa.float64() if (pa.types.is_floating(lt) or pa.types.is_floating(rt)) else lt
             left = left.set_column(left.schema.get_field_index(lk), lk, left.column(lk).cast(common))
             right = right.set_column(right.schema.get_field_index(rk), rk, right.column(rk).cast(common))
+    # Acero cannot carry null-typed payload columns: drop them and add them back as nulls.
+    null_cols = [f.name for t in (left, right) for f in t.schema if pa.types.is_null(f.type) and f.name not in (*node.left_on, *node.right_on)]
+    left = left.drop_columns([c for c in null_cols if c in left.column_names])
+    right = right.drop_columns([c for c in null_cols if c in right.column_names])
     out = left.join(
         right, keys=list(node.left_on), right_keys=list(node.right_on), join_type=JOIN_TYPES[node.how],
         use_threads=False, coalesce_keys=True,
     )
-    out = out.select([n for n in schema.names])
+    for c in null_cols:
+        if c in schema.names:
+            out = out.append_column(c, pa.nulls(out.num_rows))
+    out = out.select(list(schema.names))
+    for i, f in enumerate(schema):
+        if pa.types.is_null(f.type) and not pa.types.is_null(out.schema.field(i).type):
+            out = out.set_column(i, f.name, pa.nulls(out.num_rows))  # an all-null key side stays null-typed
     return out.cast(schema) if out.schema != schema else out
 
 

@@ -28,6 +28,8 @@ def _eval(node: Node, batch: pa.RecordBatch):
         return _eval(node.child, batch)
     if isinstance(node, Cast):
         v = _eval(node.child, batch)
+        if pa.types.is_floating(v.type) and pa.types.is_integer(node.dtype):
+            v = pc.trunc(v)  # like int(): drop the fraction, but still fail on overflow
         return v.cast(node.dtype) if isinstance(v, pa.Scalar) else pc.cast(v, node.dtype)
     if isinstance(node, Call):
         args = [_eval(a, batch) for a in node.args]

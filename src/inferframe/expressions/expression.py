@@ -143,9 +143,10 @@ class Expression:
     # --- Python functions ---------------------------------------------
     def apply(self, fn: Callable, return_dtype: Any) -> "Expression":
         """Run a Python function on each value: ``col("x").apply(len, DataType.int64())``."""
-        from inferframe.udf.func import func
+        from inferframe.expressions.udf import UDFSpec, make_call, resolve_return_dtype
 
-        return func(fn, return_dtype=return_dtype)(self)
+        spec = UDFSpec(name=getattr(fn, "__name__", "apply"), fn=fn, return_dtype=resolve_return_dtype(fn, return_dtype))
+        return make_call(spec, (self,), {})
 
     # --- namespaces ---------------------------------------------------
     @property

@@ -187,6 +187,8 @@ class Agg(Node):
     def to_field(self, schema):
         f = self.child.to_field(schema)
         t = f.type
+        if pa.types.is_null(t) and self.op in ("sum", "mean", "stddev", "variance"):
+            t = pa.int64()  # an all-null column (e.g. from empty input) aggregates like an empty number column
         if self.op in ("count", "count_distinct"):
             out = pa.int64()
         elif self.op == "list":

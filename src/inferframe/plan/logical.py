@@ -266,6 +266,11 @@ class Join(LogicalPlan):
 
     def output_schema(self) -> pa.Schema:
         fields = list(self.left.schema)
+        for lk, rk in zip(self.left_on, self.right_on):
+            i = self.left.schema.get_field_index(lk)
+            if pa.types.is_null(fields[i].type) and self.how not in ("semi", "anti"):
+                # An all-null key (e.g. from empty input) takes the other side's type.
+                fields[i] = fields[i].with_type(self.right.schema.field(rk).type)
         if self.how in ("semi", "anti"):
             return pa.schema(fields)
         left_names = set(self.left.schema.names)
@@ -292,7 +297,8 @@ def _join_compatible(a: pa.DataType, b: pa.DataType) -> bool:
         return True
     num = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t)  # noqa: E731
     strs = lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)  # noqa: E731
-    return (num(a) and num(b)) or (strs(a) and strs(b))
+    nulls = pa.types.is_null(a) or pa.types.is_null(b)
+    return nulls or (num(a) and num(b)) or (strs(a) and strs(b))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

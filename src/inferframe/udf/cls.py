@@ -21,8 +21,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from inferframe.udf.func import make_call
-from inferframe.udf.spec import ClassSpec, UDFSpec, is_async_callable, resolve_return_dtype
+from inferframe.expressions.udf import ClassSpec, UDFSpec, is_async_callable, make_call, resolve_return_dtype
 
 _MARK = "__inferframe_method__"
 

@@ -15,30 +15,7 @@ import functools
 from typing import Any, Callable
 
 from inferframe.expressions.expression import Expression
-from inferframe.expressions.nodes import UDFCall
-from inferframe.udf.spec import UDFSpec, is_async_callable, resolve_return_dtype
-
-
-def make_call(spec: UDFSpec, args: tuple, kwargs: dict) -> Expression:
-    """Build the UDF call expression, keeping non-expression arguments as constants."""
-    nodes = []
-    layout = []
-    for a in args:
-        if isinstance(a, Expression):
-            layout.append(("expr", len(nodes)))
-            nodes.append(a._node)
-        else:
-            layout.append(("const", a))
-    kwargs_layout = []
-    for k, v in kwargs.items():
-        if isinstance(v, Expression):
-            kwargs_layout.append((k, "expr", len(nodes)))
-            nodes.append(v._node)
-        else:
-            kwargs_layout.append((k, "const", v))
-    if not nodes:
-        raise TypeError(f"{spec.name}() needs at least one column argument, e.g. {spec.name}(col('x')).")
-    return Expression(UDFCall(spec.bind(tuple(layout), tuple(kwargs_layout)), tuple(nodes)))
+from inferframe.expressions.udf import UDFSpec, is_async_callable, make_call, resolve_return_dtype
 
 
 class Func:

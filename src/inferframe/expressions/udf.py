@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from inferframe.datatype import to_datatype
 from inferframe.errors import ExpressionTypeError
+from inferframe.expressions.nodes import UDFCall
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,3 +102,27 @@ def resolve_return_dtype(fn: Callable, return_dtype: Any, *, skip_self: bool = F
 
 def is_async_callable(fn: Callable) -> bool:
     return inspect.iscoroutinefunction(fn)
+
+
+def make_call(spec: UDFSpec, args: tuple, kwargs: dict):
+    """Build the UDF call expression, keeping non-expression arguments as constants."""
+    from inferframe.expressions.expression import Expression
+
+    nodes = []
+    layout = []
+    for a in args:
+        if isinstance(a, Expression):
+            layout.append(("expr", len(nodes)))
+            nodes.append(a._node)
+        else:
+            layout.append(("const", a))
+    kwargs_layout = []
+    for k, v in kwargs.items():
+        if isinstance(v, Expression):
+            kwargs_layout.append((k, "expr", len(nodes)))
+            nodes.append(v._node)
+        else:
+            kwargs_layout.append((k, "const", v))
+    if not nodes:
+        raise TypeError(f"{spec.name}() needs at least one column argument, e.g. {spec.name}(col('x')).")
+    return Expression(UDFCall(spec.bind(tuple(layout), tuple(kwargs_layout)), tuple(nodes)))
