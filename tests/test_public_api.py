@@ -6,7 +6,7 @@ def test_all_is_pinned():
         "ColumnNotFoundError", "DataFrame", "DataType", "ExecutionError", "Expression", "ExpressionTypeError",
         "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col",
         "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit",
-        "method", "read_csv", "read_json", "read_parquet", "set_runner_native",
+        "method", "read_csv", "read_json", "read_parquet", "set_prices", "set_provider", "set_runner_native",
     ])
     for name in ifr.__all__:
         assert getattr(ifr, name) is not None
@@ -17,7 +17,7 @@ def test_layers_import_one_way():
     import ast
     import pathlib
 
-    order = ["dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "io"]
+    order = ["dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "providers", "runtime", "io"]
     root = pathlib.Path(ifr.__file__).parent
     bad = []
     for i, layer in enumerate(order):
@@ -34,3 +34,14 @@ def test_layers_import_one_way():
                     if parts[0] == "inferframe" and len(parts) > 1 and parts[1] in higher:
                         bad.append(f"{path.relative_to(root)} imports {m}")
     assert not bad, bad
+
+
+def test_executor_never_sees_http_and_runtime_has_no_arrow():
+    import pathlib
+
+    root = pathlib.Path(ifr.__file__).parent
+    for path in (root / "execution").rglob("*.py"):
+        text = path.read_text()
+        assert "inferframe.providers" not in text and "inferframe.runtime" not in text and "aiohttp" not in text, path
+    for path in (root / "runtime").rglob("*.py"):
+        assert "pyarrow" not in path.read_text(), path

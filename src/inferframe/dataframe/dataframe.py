@@ -43,6 +43,10 @@ def _names(items) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _field(node: Node, name: str) -> Node:
+    return Call("struct.get", (node,), (("field", name),))
+
+
 class DataFrame:
     """A lazy table: a logical plan plus, once collected, its result.
 
@@ -78,18 +82,34 @@ class DataFrame:
 
     # --- projections --------------------------------------------------
     def _project_nodes(self, nodes: list[Node]) -> lp.LogicalPlan:
-        """Expand unnest() markers, then build the projection."""
+        """Expand unnest() markers and AI side columns, then build the projection."""
+        from inferframe.functions.ai import ai_call_of
+
         plan = self._plan
-        if any(isinstance(n, Unnest) and contains_udf(n.child) for n in nodes):
-            # Compute a struct with a UDF once, then split it, instead of calling the UDF per field.
-            pre, out = [Col(c) for c in plan.schema.names], []
-            for i, n in enumerate(nodes):
-                if isinstance(n, Unnest) and contains_udf(n.child):
-                    pre.append(Alias(n.child, f"__unnest_{i}"))
-                    out.append(Unnest(Col(f"__unnest_{i}")))
-                else:
-                    out.append(n)
+        pre: list[Node] = [Col(c) for c in plan.schema.names]
+        out: list[Node] = []
+        side: dict[str, Node] = {}
+        for i, n in enumerate(nodes):
+            call = ai_call_of(n)
+            if call is not None and (call.udf.error_column or call.udf.usage_column):
+                # Run the AI call once into a struct, then split value, error and usage out of it.
+                tmp, name = f"__ai_{i}", n.name()
+                pre.append(Alias(call, tmp))
+                out.append(Alias(_field(Col(tmp), "value"), name))
+                if call.udf.error_column:
+                    side[f"{name}_error"] = Alias(_field(Col(tmp), "error"), f"{name}_error")
+                if call.udf.usage_column:
+                    side[f"{name}_usage"] = Alias(_field(Col(tmp), "usage"), f"{name}_usage")
+            elif isinstance(n, Unnest) and contains_udf(n.child):
+                # Compute a struct with a UDF once, then split it, instead of calling the UDF per field.
+                pre.append(Alias(n.child, f"__unnest_{i}"))
+                out.append(Unnest(Col(f"__unnest_{i}")))
+            else:
+                out.append(n)
+        if len(pre) > len(plan.schema.names):
             plan, nodes = lp.Project(plan, tuple(pre)), out
+        # A side column replaces an existing column of the same name (re-running with_column).
+        nodes = [side.pop(n.name(), n) if not isinstance(n, Unnest) else n for n in nodes] + list(side.values())
         expanded: list[Node] = []
         for n in nodes:
             if isinstance(n, Unnest):
@@ -97,8 +117,7 @@ class DataFrame:
                 if not pa.types.is_struct(f.type):
                     raise PlanError(f"unnest() needs a struct column, but {n.child} is {f.type}.")
                 for i in range(f.type.num_fields):
-                    name = f.type.field(i).name
-                    expanded.append(Alias(Call("struct.get", (n.child,), (("field", name),)), name))
+                    expanded.append(Alias(_field(n.child, f.type.field(i).name), f.type.field(i).name))
             else:
                 if contains_agg(n):
                     raise PlanError(f"{n} is an aggregation; use it in agg() or groupby(...).agg(), not in select().")

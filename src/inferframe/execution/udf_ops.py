@@ -151,6 +151,12 @@ class InstancePool:
             close = getattr(inst, "close_process", None)
             if close is not None:
                 close()
+            aclose = getattr(inst, "aclose", None)
+            if self.in_loop and aclose is not None:
+                try:
+                    self.ctx.event_loop.submit(aclose()).result(timeout=5)
+                except Exception:
+                    pass
 
 
 def pool_for(owner, ctx: ExecContext, *, in_loop: bool) -> InstancePool:

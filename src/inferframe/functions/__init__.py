@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from inferframe.expressions.expression import Expression, _call, col, lit
+from inferframe.functions.ai import prompt
 
 
 def format(template: str, *args: Any) -> Expression:
@@ -40,4 +41,4 @@ def when(predicate: Expression, if_true: Any, if_false: Any) -> Expression:
     return predicate.if_else(if_true, if_false)
 
 
-__all__ = ["col", "concat", "format", "lit", "unnest", "when"]
+__all__ = ["col", "concat", "format", "lit", "prompt", "unnest", "when"]

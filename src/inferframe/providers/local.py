@@ -1,0 +1,31 @@
+"""The embedded default: Gemma 3 270M served by a llama.cpp server this library starts itself."""
+
+from __future__ import annotations
+
+from inferframe.providers.base import ProviderSpec
+from inferframe.providers.openai import OpenAIProvider
+
+DEFAULT_MODEL = "gemma-3-270m"
+
+
+class LocalProvider(OpenAIProvider):
+    """OpenAI-compatible calls to the process-wide local llama.cpp server (started on first use).
+
+    Parameters:
+        spec: options ``parallel`` (server slots) and ``timeout``.
+    """
+
+    is_local = True
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        from inferframe.providers.local_server import get_local_server
+
+        server = get_local_server(spec.option("parallel"))
+        super().__init__(ProviderSpec(spec.name, server.base_url, spec.options))
+        self.service = f"the local model server at {self.base_url}"
+        self.n_parallel = server.n_parallel
+
+
+def register(registry) -> None:
+    """Entry-point hook: the embedded local provider."""
+    registry.register("local", LocalProvider, default_model=DEFAULT_MODEL)

@@ -1,0 +1,52 @@
+"""Stop the whole job fast when the service, not a row, is the problem."""
+
+from __future__ import annotations
+
+import collections
+
+from inferframe.runtime.types import FATAL
+
+
+class Breaker:
+    """Trips on an auth failure, an unreachable server, or every recent row failing.
+
+    Parameters:
+        window: how many recent finished rows to look at.
+        min_rows: rows needed before "every recent row failed" can trip.
+    """
+
+    def __init__(self, window: int = 50, min_rows: int = 20, unreachable_after: int = 3) -> None:
+        self.recent: collections.deque[bool] = collections.deque(maxlen=window)
+        self.min_rows = min_rows
+        self.unreachable_after = unreachable_after
+        self.connection_failures = 0
+        self.any_success = False
+        self.reason: str | None = None
+
+    @property
+    def tripped(self) -> bool:
+        return self.reason is not None
+
+    def attempt(self, kind: str | None, message: str, service: str) -> None:
+        """Record one attempt; trip on a fatal kind or a server that never answered."""
+        if kind is None:
+            self.any_success = True
+            self.connection_failures = 0
+            return
+        if kind in FATAL:
+            self.trip(message)
+        elif kind == "connection":
+            self.connection_failures += 1
+            if not self.any_success and self.connection_failures >= self.unreachable_after:
+                self.trip(f"Cannot reach {service}: {message}. Is the server running and the base_url right?")
+
+    def row(self, ok: bool, kind: str | None, message: str) -> None:
+        """Record a finished row; trip when every one of the recent rows failed the same way."""
+        self.recent.append(ok)
+        if not ok and kind in ("server", "connection", "timeout", "malformed", "rate_limit"):
+            if len(self.recent) >= self.min_rows and not any(self.recent):
+                self.trip(f"The last {len(self.recent)} rows all failed; the service looks down. Last error: {message}")
+
+    def trip(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason

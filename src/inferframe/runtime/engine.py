@@ -1,0 +1,176 @@
+"""Run requests through admission, the provider and the retry policy, one row at a time.
+
+Per request: (cache seam) -> rate limiter -> adaptive concurrency -> provider
+-> retry policy -> result. Failures of one row become data; failures of the
+service trip the breaker and stop the job with one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import time
+from typing import Protocol
+
+from inferframe.runtime.breaker import Breaker
+from inferframe.runtime.concurrency import AdaptiveLimit
+from inferframe.runtime.pricing import cost_of
+from inferframe.runtime.ratelimit import RateLimiter
+from inferframe.runtime.retry import RetryPolicy
+from inferframe.runtime.stats import RunStats
+from inferframe.runtime.types import Outcome, Request, Result, RowError, Usage
+
+
+class ServiceError(RuntimeError):
+    """The service, not a row, is failing (bad key, server down): the job stops."""
+
+
+class RowFailed(RuntimeError):
+    """A row failed and the user asked for on_error="raise"."""
+
+
+class Provider(Protocol):
+    name: str
+    service: str
+    is_local: bool
+
+    async def send(self, request: Request) -> Outcome: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeConfig:
+    """How hard to push one provider+model.
+
+    Parameters:
+        max_concurrency: most requests in flight for the whole job.
+        initial_concurrency: where AIMD starts (None: max_concurrency).
+        adaptive: let AIMD move the bound below max_concurrency.
+        rpm / tpm: request and token budgets per minute (None: learn from headers).
+        retry: the retry policy.
+        max_cost: stop sending once this many dollars were spent.
+        max_tokens_budget: stop sending once this many tokens were used.
+        on_error: "null" keeps failures as data; "raise" stops at the first one.
+    """
+
+    max_concurrency: int = 64
+    initial_concurrency: int | None = None
+    adaptive: bool = True
+    rpm: float | None = None
+    tpm: float | None = None
+    retry: RetryPolicy = RetryPolicy()
+    max_cost: float | None = None
+    max_tokens_budget: int | None = None
+    on_error: str = "null"
+
+
+class InferenceRuntime:
+    """Send many requests to one provider within its limits; one instance per job and model.
+
+    Example:
+        >>> # runtime = InferenceRuntime(provider, RuntimeConfig(rpm=500), model="gpt-5")
+        >>> # results = await runtime.run_many([Request("chat", body)])
+    """
+
+    def __init__(self, provider: Provider, config: RuntimeConfig, *, model: str | None, stats: RunStats | None = None,
+                 seed: int | None = None) -> None:
+        self.provider = provider
+        self.config = config
+        self.model = model
+        self.stats = stats or RunStats()
+        self.limiter = RateLimiter(config.rpm, config.tpm)
+        self.slots = AdaptiveLimit(config.initial_concurrency or config.max_concurrency, config.max_concurrency,
+                                   adaptive=config.adaptive)
+        self.breaker = Breaker()
+        self.rng = random.Random(seed)
+        self.cache = None  # seam for the response cache
+
+    def _budget_left(self) -> bool:
+        c = self.config
+        if c.max_cost is not None and self.stats.cost >= c.max_cost:
+            return False
+        if c.max_tokens_budget is not None and self.stats.input_tokens + self.stats.output_tokens >= c.max_tokens_budget:
+            return False
+        return True
+
+    def _check_breaker(self) -> None:
+        if self.breaker.tripped:
+            raise ServiceError(f"{self.provider.service}: {self.breaker.reason}")
+
+    async def run_one(self, request: Request) -> Result:
+        """Run one row to a final result (value or error); raises only when the job must stop."""
+        attempt = 0
+        last: Outcome | None = None
+        while True:
+            self._check_breaker()
+            if not self._budget_left():
+                self.stats.not_run += 1
+                return Result(error=RowError("budget", "not run: the job's max_cost/max_tokens budget was reached; "
+                                             "it runs on the next start", None, attempt), attempts=attempt)
+            await self.limiter.acquire(request.est_tokens)
+            self._check_breaker()
+            attempt += 1
+            async with self.slots:
+                self.stats.in_flight += 1
+                self.stats.requests += 1
+                started = time.monotonic()
+                try:
+                    outcome = await self.provider.send(request)
+                finally:
+                    self.stats.in_flight -= 1
+            latency = time.monotonic() - started
+            last = outcome
+            self.limiter.observe_headers(outcome.headers)
+            if outcome.usage is not None:
+                self.limiter.correct(request.est_tokens, outcome.usage.total)
+            self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
+            if outcome.ok:
+                self.slots.on_success(latency)
+                return self._finish(outcome, attempt)
+            kind = outcome.error_kind
+            if kind == "rate_limit":
+                self.stats.rate_limited += 1
+                # One 429 pauses admission for every row, not just this one.
+                self.limiter.pause(outcome.retry_after if outcome.retry_after is not None else 1.0)
+            if kind in ("rate_limit", "timeout"):
+                self.slots.on_congestion()
+            self._check_breaker()
+            if not self.config.retry.should_retry(kind, attempt):
+                return self._finish(last, attempt)
+            self.stats.retries += 1
+            await asyncio.sleep(self.config.retry.delay(attempt, outcome.retry_after, self.rng))
+
+    def _finish(self, outcome: Outcome, attempts: int) -> Result:
+        usage = outcome.usage or Usage()
+        cost = cost_of(self.model, usage.input_tokens, usage.output_tokens, local=self.provider.is_local)
+        self.stats.add_usage(usage, cost)
+        if outcome.ok:
+            self.stats.rows_done += 1
+            self.breaker.row(True, None, "")
+            return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts)
+        err = RowError(outcome.error_kind or "unknown", outcome.message, outcome.status, attempts)
+        self.stats.rows_done += 1
+        self.stats.errors += 1
+        self.breaker.row(False, outcome.error_kind, outcome.message)
+        if self.config.on_error == "raise":
+            raise RowFailed(f"A row failed ({err.kind}, status {err.status}, {attempts} attempts): {err.message}")
+        return Result(value=None, error=err, usage=usage, cost=cost, attempts=attempts)
+
+    async def run_many(self, requests: list[Request | None]) -> list[Result | None]:
+        """Run requests concurrently (None entries, e.g. null inputs, stay None); order is kept."""
+
+        async def one(r: Request | None):
+            return None if r is None else await self.run_one(r)
+
+        tasks = [asyncio.ensure_future(one(r)) for r in requests]
+        try:
+            return await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            raise
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
