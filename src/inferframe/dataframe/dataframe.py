@@ -16,7 +16,9 @@ import pyarrow as pa
 from inferframe.dataframe.schema import Schema
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, col, to_node
-from inferframe.expressions.nodes import Agg, Alias, Call, Col, Node, Unnest, column_not_found, contains_agg, contains_udf
+from inferframe.expressions.nodes import (
+    Agg, Alias, Call, Col, Node, UDFCall, Unnest, column_not_found, contains_agg, contains_udf,
+)
 from inferframe.plan import logical as lp
 from inferframe.plan.optimizer import optimize
 
@@ -41,6 +43,42 @@ def _names(items) -> tuple[str, ...]:
         else:
             raise TypeError(f"Expected column names, got {it!r}")
     return tuple(out)
+
+
+def _has_ai(plan: lp.LogicalPlan) -> bool:
+    from inferframe.functions.ai import AISpec
+
+    def walk(p):
+        yield p
+        for c in p.children():
+            yield from walk(c)
+
+    for p in walk(plan):
+        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
+        for e in exprs:
+            if any(isinstance(n, UDFCall) and isinstance(n.udf, AISpec) for n in e.walk()):
+                return True
+    return False
+
+
+def _cheap_total(plan: lp.LogicalPlan) -> int | None:
+    """Rows the job will produce, when knowable without reading data (for the progress bar)."""
+    if isinstance(plan, (lp.Project, lp.IntoBatches)):
+        return _cheap_total(plan.input)
+    if isinstance(plan, lp.Limit):
+        inner = _cheap_total(plan.input)
+        return plan.n if inner is None else min(plan.n, inner)
+    if isinstance(plan, lp.Source) and plan.filter is None:
+        if isinstance(plan.source, lp.InMemory):
+            n = plan.source.table.num_rows
+        else:
+            from inferframe.io import estimate_rows
+
+            n = estimate_rows(plan.source)
+        if n is not None and plan.limit is not None:
+            n = min(n, plan.limit)
+        return n
+    return None
 
 
 def _field(node: Node, name: str) -> Node:
@@ -235,26 +273,34 @@ class DataFrame:
     def _optimized(self) -> lp.LogicalPlan:
         return optimize(self._plan)
 
-    def iter_batches(self) -> Iterator[pa.RecordBatch]:
-        """Stream the result as Arrow record batches, running the plan lazily."""
+    def iter_batches(self, progress: bool | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream the result as Arrow record batches, running the plan lazily.
+
+        Parameters:
+            progress: show the progress line for AI calls (None: on terminals only).
+        """
         if self._result is not None:
             yield from self._result.to_batches()
             return
+        from inferframe.observe import job_progress
         from inferframe.runners import get_runner
 
-        yield from get_runner().run(self._optimized())
+        plan = self._optimized()
+        show = progress if _has_ai(plan) else False
+        with job_progress(_cheap_total(plan) if show is not False else None, show):
+            yield from get_runner().run(plan)
 
-    def to_arrow(self) -> pa.Table:
+    def to_arrow(self, progress: bool | None = None) -> pa.Table:
         if self._result is not None:
             return self._result
-        batches = list(self.iter_batches())
+        batches = list(self.iter_batches(progress))
         return pa.Table.from_batches(batches, schema=self._plan.schema) if batches else self._plan.schema.empty_table()
 
-    def collect(self) -> "DataFrame":
+    def collect(self, progress: bool | None = None) -> "DataFrame":
         """Run the plan and keep the result in memory; returns the materialised DataFrame."""
         if self._result is not None:
             return self
-        table = self.to_arrow()
+        table = self.to_arrow(progress)
         return DataFrame(lp.Source(lp.InMemory(table), table.schema), result=table)
 
     def to_pydict(self) -> dict[str, list]:
@@ -332,10 +378,10 @@ class DataFrame:
         return f"<pre>{self.__repr__()}</pre>"
 
     # --- writers ------------------------------------------------------
-    def _write(self, root: str, format: str, **options: Any) -> "DataFrame":
+    def _write(self, root: str, format: str, progress: bool | None = None, **options: Any) -> "DataFrame":
         from inferframe.io import write_dataset
 
-        paths = write_dataset(self.iter_batches(), self._plan.schema, str(root), format, **options)
+        paths = write_dataset(self.iter_batches(progress), self._plan.schema, str(root), format, **options)
         from inferframe.dataframe.constructors import from_pydict
 
         return from_pydict({"path": paths})

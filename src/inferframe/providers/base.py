@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import uuid
 from typing import Any, Callable
 
 from inferframe.errors import PlanError
@@ -31,6 +32,7 @@ class ProviderSpec:
     name: str
     base_url: str | None = None
     options: tuple = ()
+    key_ref: str | None = None  # handle to a key held in this process's memory, never the key
 
     def option(self, key: str, default: Any = None) -> Any:
         return dict(self.options).get(key, default)
@@ -91,7 +93,7 @@ REGISTRY = Registry()
 
 _state_lock = threading.Lock()
 _default: ProviderSpec | None = None
-_keys: dict[str, str] = {}  # provider name -> key given to set_provider; memory only
+_keys: dict[str, str] = {}  # key_ref -> key given to set_provider or a call; memory only
 
 
 def set_provider(name: str, *, base_url: str | None = None, api_key: str | None = None, **options: Any) -> None:
@@ -103,9 +105,11 @@ def set_provider(name: str, *, base_url: str | None = None, api_key: str | None 
     REGISTRY.get(name)
     global _default
     with _state_lock:
-        _default = ProviderSpec(name, base_url, tuple(sorted(options.items())))
+        ref = None
         if api_key is not None:
-            _keys[name] = api_key
+            ref = f"default:{name}"
+            _keys[ref] = api_key
+        _default = ProviderSpec(name, base_url, tuple(sorted(options.items())), ref)
 
 
 def reset_provider() -> None:
@@ -138,15 +142,17 @@ def resolve(provider: str | ProviderSpec | None, *, model: str | None = None, ba
     if base_url is not None:
         spec = dataclasses.replace(spec, base_url=base_url)
     if api_key is not None:
+        ref = f"call:{uuid.uuid4().hex}"
         with _state_lock:
-            _keys[spec.name] = api_key
+            _keys[ref] = api_key
+        spec = dataclasses.replace(spec, key_ref=ref)
     return spec
 
 
 def api_key_for(spec: ProviderSpec) -> str | None:
     info = REGISTRY.get(spec.name)
     with _state_lock:
-        key = _keys.get(spec.name)
+        key = _keys.get(spec.key_ref) if spec.key_ref else None
     if key is None and info.key_env:
         key = os.environ.get(info.key_env)
     return key

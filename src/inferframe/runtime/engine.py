@@ -106,13 +106,14 @@ class InferenceRuntime:
         while True:
             self._check_breaker()
             if not self._budget_left():
-                self.stats.not_run += 1
-                return Result(error=RowError("budget", "not run: the job's max_cost/max_tokens budget was reached; "
-                                             "it runs on the next start", None, attempt), attempts=attempt)
+                return self._not_run(attempt)
             await self.limiter.acquire(request.est_tokens)
             self._check_breaker()
             attempt += 1
             async with self.slots:
+                # Checked again with a slot held: rows queued behind the cap must not all slip through.
+                if not self._budget_left():
+                    return self._not_run(attempt - 1)
                 self.stats.in_flight += 1
                 self.stats.requests += 1
                 started = time.monotonic()
@@ -141,6 +142,12 @@ class InferenceRuntime:
                 return self._finish(last, attempt)
             self.stats.retries += 1
             await asyncio.sleep(self.config.retry.delay(attempt, outcome.retry_after, self.rng))
+
+    def _not_run(self, attempts: int) -> Result:
+        self.stats.not_run += 1
+        self.stats.rows_done += 1
+        return Result(error=RowError("budget", "not run: the job's max_cost/max_tokens budget was reached; "
+                                     "it runs on the next start", None, attempts), attempts=attempts)
 
     def _finish(self, outcome: Outcome, attempts: int) -> Result:
         usage = outcome.usage or Usage()

@@ -1,0 +1,111 @@
+"""A live progress line for AI work, and the totals of the last run.
+
+Shown on a terminal while a job with AI calls runs: rows done/total, rows/s,
+in flight, tokens, cost, retries, 429s, errors and ETA. Quiet when stdout is
+not a terminal, with ``progress=False``, or with INFERFRAME_PROGRESS=0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from typing import Iterator
+
+from inferframe.runtime.stats import CURRENT_RUN, RunStats
+
+_enabled: bool | None = None
+_last: list[dict] = []
+
+
+def set_progress(enabled: bool | None) -> None:
+    """Turn the progress bar on or off for every job (None: automatic, on terminals only)."""
+    global _enabled
+    _enabled = enabled
+
+
+def last_run() -> list[dict]:
+    """Totals of each AI call in the last job: rows, requests, tokens, cost, retries, 429s, errors.
+
+    Example:
+        >>> isinstance(last_run(), list)
+        True
+    """
+    return [dict(d) for d in _last]
+
+
+def _should_show(explicit: bool | None) -> bool:
+    if explicit is not None:
+        return explicit
+    if _enabled is not None:
+        return _enabled
+    if os.environ.get("INFERFRAME_PROGRESS", "").lower() in ("0", "false", "no"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _fmt_tokens(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
+
+
+def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
+    """One status line for one AI call."""
+    elapsed = max(1e-9, time.monotonic() - stats.started)
+    done = stats.rows_done
+    rate = done / elapsed
+    if total:
+        frac = min(1.0, done / total)
+        bar = "━" * int(frac * width) + "╺" + " " * (width - int(frac * width) - 1)
+        eta = (total - done) / rate if rate > 0 else None
+        eta_s = time.strftime("%H:%M:%S", time.gmtime(eta)) if eta is not None else "--:--:--"
+        head = f"{stats.label} {bar} {done}/{total} rows"
+    else:
+        eta_s = "--:--:--"
+        head = f"{stats.label} {done} rows"
+    parts = [
+        head, f"{rate:.1f} rows/s", f"{stats.in_flight} in flight",
+        f"{_fmt_tokens(stats.input_tokens + stats.output_tokens)} tok", f"${stats.cost:.4f}",
+        f"{stats.retries} retries", f"{stats.rate_limited}×429", f"{stats.errors} errors",
+    ]
+    if stats.cache_hits:
+        parts.append(f"{stats.cache_hits} cached")
+    if stats.not_run:
+        parts.append(f"{stats.not_run} not run (budget)")
+    parts.append(f"ETA {eta_s}")
+    return " · ".join(parts)
+
+
+@contextlib.contextmanager
+def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
+    """Track the AI calls of one job; draw a live line while it runs when ``show`` allows."""
+    CURRENT_RUN.clear()
+    stop = threading.Event()
+    thread = None
+    if _should_show(show):
+        from rich.console import Console
+        from rich.live import Live
+        from rich.text import Text
+
+        console = Console(file=sys.stdout)
+
+        def lines() -> Text:
+            return Text("\n".join(render_line(s, total) for s in CURRENT_RUN.runs()))
+
+        def draw() -> None:
+            with Live(lines(), console=console, refresh_per_second=4, transient=False) as live:
+                while not stop.wait(0.25):
+                    live.update(lines())
+                live.update(lines())
+
+        thread = threading.Thread(target=draw, name="inferframe-progress", daemon=True)
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=2)
+        global _last
+        _last = [s.as_dict() for s in CURRENT_RUN.runs()]

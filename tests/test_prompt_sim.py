@@ -1,0 +1,163 @@
+"""prompt() against the project's OpenAI-compatible simulator: limits, faults, errors as data."""
+
+import pickle
+import threading
+import time
+
+import cloudpickle
+import pytest
+
+import inferframe as ifr
+from inferframe import col
+from inferframe.functions import prompt
+from inferframe.observe import last_run
+from inferframe.simulator import Simulator, SimulatorConfig
+
+KEY = "sk-test-very-secret-123"
+
+
+@pytest.fixture
+def sim():
+    with Simulator(SimulatorConfig(require_api_key=KEY)) as s:
+        yield s
+
+
+def rows(n):
+    return ifr.from_pydict({"q": [f"question {i}" for i in range(n)]})
+
+
+def ask(sim, **kw):
+    kw.setdefault("model", "gpt-5-mini")
+    return prompt(col("q"), provider="openai", base_url=sim.base_url, api_key=KEY, **kw)
+
+
+def test_every_row_answered_in_order(sim):
+    out = rows(200).with_column("a", ask(sim)).to_pydict()
+    assert out["a"] == [f"sim answer: question {i}" for i in range(200)]
+    assert out["a_error"] == [None] * 200
+    assert sim.stats()["total_requests"] == 200
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_chat_and_responses_apis(sim, chat):
+    out = rows(5).with_column("a", ask(sim, use_chat_completions=chat, system_message="Be brief.", max_tokens=50)).to_pydict()
+    assert out["a"][3] == "sim answer: question 3"
+    endpoint = "chat.completions" if chat else "responses"
+    assert sim.stats()["by_endpoint"].get(endpoint) == 5
+
+
+def test_rate_limited_run_answers_every_row(sim):
+    sim.configure(rpm=3000, ratelimit_burst_s=1.0)
+    t = time.perf_counter()
+    out = rows(150).with_column("a", ask(sim, max_concurrency=64)).to_pydict()
+    elapsed = time.perf_counter() - t
+    assert out["a_error"] == [None] * 150 and None not in out["a"]
+    # 3000 rpm = 50 rows/s: 150 rows need about 2 s after the first second's burst.
+    assert elapsed > 1.0
+    stats = sim.stats()
+    assert stats["by_status"].get("200") == 150 or stats["by_status"].get(200) == 150
+
+
+def test_faults_lose_no_row(sim):
+    sim.configure(p_500=0.1, p_503=0.05, p_connection_reset=0.05, p_malformed=0.05, seed=3)
+    out = rows(200).with_column("a", ask(sim, max_retries=8)).to_pydict()
+    assert out["a_error"] == [None] * 200
+    assert out["a"] == [f"sim answer: question {i}" for i in range(200)]
+    run = last_run()[0]
+    assert run["retries"] > 10 and run["errors"] == 0
+
+
+def test_timeouts_are_retried(sim):
+    sim.configure(p_timeout=0.05, timeout_hang_s=30, seed=5)
+    out = rows(60).with_column("a", ask(sim, timeout=0.5, max_retries=6)).to_pydict()
+    assert out["a_error"] == [None] * 60
+
+
+def test_bad_request_is_data_not_retried(sim):
+    sim.configure(fail_rules=[{"match": "question 7", "status": 400, "message": "bad thing"}])
+    out = rows(20).with_column("a", ask(sim)).to_pydict()
+    assert out["a"][7] is None
+    err = out["a_error"][7]
+    assert err["kind"] == "bad_request" and err["status"] == 400 and err["attempts"] == 1 and "bad thing" in err["message"]
+    assert all(out["a"][i] for i in range(20) if i != 7)
+    failed = rows(20).with_column("a", ask(sim)).where(col("a_error").not_null()).count_rows()
+    assert failed == 1
+
+
+def test_on_error_raise(sim):
+    sim.configure(fail_rules=[{"match": "question 3", "status": 422}])
+    with pytest.raises(Exception, match="422"):
+        rows(10).with_column("a", ask(sim, on_error="raise")).collect()
+
+
+def test_length_and_refusal_are_errors(sim):
+    sim.configure(p_length=0.5, p_refusal=0.5, seed=1)
+    out = rows(20).with_column("a", ask(sim)).to_pydict()
+    kinds = {e["kind"] for e in out["a_error"]}
+    assert kinds == {"length", "refusal"}
+    assert out["a"] == [None] * 20
+
+
+def test_wrong_key_stops_fast_without_leaking_it(sim):
+    t = time.perf_counter()
+    with pytest.raises(Exception) as e:
+        rows(500).with_column("a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="sk-wrong-key",
+                                          model="gpt-5-mini")).collect()
+    assert time.perf_counter() - t < 5
+    assert "401" in str(e.value)
+    assert "sk-wrong-key" not in str(e.value)
+    assert sim.stats()["total_requests"] < 200
+
+
+def test_unreachable_server_stops_fast():
+    t = time.perf_counter()
+    with pytest.raises(Exception, match="Cannot reach"):
+        rows(100).with_column("a", prompt(col("q"), provider="openai", base_url="http://127.0.0.1:9/v1", api_key="k",
+                                          model="gpt-5-mini", max_retries=10)).collect()
+    assert time.perf_counter() - t < 15
+
+
+def test_missing_key_and_unknown_provider_fail_before_any_request(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ifr.PlanError, match="needs an API key"):
+        prompt(col("q"), provider="openai", model="gpt-5")
+    with pytest.raises(ifr.PlanError, match="Unknown provider 'opnai'"):
+        prompt(col("q"), provider="opnai", model="gpt-5")
+    with pytest.raises(ifr.ColumnNotFoundError):
+        rows(1).with_column("a", prompt(col("qq"), provider="openai", base_url="http://x/v1", model="m"))
+
+
+def test_key_never_reaches_the_plan_or_a_pickle(sim):
+    df = rows(3).with_column("a", ask(sim))
+    blob = cloudpickle.dumps(df._plan)
+    assert KEY.encode() not in blob
+    assert KEY not in df.explain()
+
+
+def test_max_cost_marks_the_rest_not_run(sim):
+    ifr.set_prices({"sim-priced": (1000.0, 1000.0)})
+    sim.configure(allow_unknown_models=True)
+    out = rows(50).with_column("a", ask(sim, model="sim-priced", max_cost=0.05, max_concurrency=1)).to_pydict()
+    not_run = [e for e in out["a_error"] if e and e["kind"] == "budget"]
+    answered = [a for a in out["a"] if a]
+    assert answered and not_run and len(answered) + len(not_run) == 50
+    assert last_run()[0]["cost"] >= 0.05
+
+
+def test_usage_column_and_cost(sim):
+    out = rows(4).with_column("a", ask(sim, usage_column=True)).to_pydict()
+    u = out["a_usage"][0]
+    assert u["input_tokens"] > 0 and u["output_tokens"] > 0 and u["cost"] > 0
+
+
+def test_ctrl_c_mid_run_stops_cleanly(sim):
+    sim.configure(latency_ms=2000)
+    df = rows(300).with_column("a", ask(sim))
+    timer = threading.Timer(0.7, lambda: __import__("_thread").interrupt_main())
+    timer.start()
+    t = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        df.collect()
+    assert time.perf_counter() - t < 8
+    time.sleep(0.3)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("inferframe") and "simulator" not in t.name] == []
