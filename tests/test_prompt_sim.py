@@ -161,3 +161,13 @@ def test_ctrl_c_mid_run_stops_cleanly(sim):
     assert time.perf_counter() - t < 8
     time.sleep(0.3)
     assert [t.name for t in threading.enumerate() if t.name.startswith("inferframe") and "simulator" not in t.name] == []
+
+
+def test_estimate_before_running(sim):
+    df = rows(40).with_column("a", ask(sim, max_tokens=20))
+    est = df.estimate()
+    call = est["calls"][0]
+    assert call["rows"] == 40 and call["max_output_tokens"] == 800
+    assert call["input_tokens"] > 40
+    assert est["cost_usd"] > 0
+    assert sim.stats()["total_requests"] == 0  # nothing was sent

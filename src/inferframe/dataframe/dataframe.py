@@ -61,6 +61,19 @@ def _has_ai(plan: lp.LogicalPlan) -> bool:
     return False
 
 
+def _ai_calls(plan: lp.LogicalPlan):
+    """(projection, AI call) pairs in the plan."""
+    from inferframe.functions.ai import AISpec
+
+    if isinstance(plan, lp.Project):
+        for e in plan.exprs:
+            for n in e.walk():
+                if isinstance(n, UDFCall) and isinstance(n.udf, AISpec):
+                    yield plan, n
+    for c in plan.children():
+        yield from _ai_calls(c)
+
+
 def _cheap_total(plan: lp.LogicalPlan) -> int | None:
     """Rows the job will produce, when knowable without reading data (for the progress bar)."""
     if isinstance(plan, (lp.Project, lp.IntoBatches)):
@@ -312,9 +325,9 @@ class DataFrame:
     def to_pandas(self):
         return self.to_arrow().to_pandas()
 
-    def iter_rows(self) -> Iterator[dict]:
+    def iter_rows(self, progress: bool | None = None) -> Iterator[dict]:
         """Yield rows as dicts, streaming batch by batch."""
-        for batch in self.iter_batches():
+        for batch in self.iter_batches(progress):
             yield from batch.to_pylist()
 
     def __iter__(self):
@@ -335,6 +348,35 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         return sum(b.num_rows for b in get_runner().run(plan))
+
+    def estimate(self) -> dict:
+        """Rows, tokens and dollars of every AI call in the plan, before any request is sent.
+
+        Reads the data and evaluates the prompts' inputs, but calls no model. Output tokens
+        are bounded by max_tokens when set (None otherwise); cost is None for unknown prices.
+
+        Example:
+            >>> from inferframe.functions import prompt
+            >>> df = from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gpt-5-mini", provider="openai", base_url="http://x/v1", max_tokens=10))  # doctest: +SKIP
+            >>> df.estimate()["calls"][0]["rows"]  # doctest: +SKIP
+            1
+        """
+        from inferframe.functions.ai import AISpec, estimate_call
+
+        calls = []
+        for node, call in _ai_calls(self._optimized()):
+            if any(isinstance(n, UDFCall) and isinstance(n.udf, AISpec) for a in call.args for n in a.walk()) or _has_ai(node.input):
+                calls.append({"call": call.udf.owner.args[0].label, "rows": None, "note": "depends on another AI call's output"})
+                continue
+            inputs = DataFrame(lp.Project(node.input, tuple(Alias(a, f"__p{i}") for i, a in enumerate(call.args))))
+            rows = [tuple(r.values()) for r in inputs.iter_rows(progress=False)]
+            calls.append(estimate_call(call.udf.owner.args[0], rows))
+        costs = [c.get("cost_usd") for c in calls]
+        return {
+            "calls": calls,
+            "input_tokens": sum(c.get("input_tokens") or 0 for c in calls),
+            "cost_usd": None if any(c is None for c in costs) else sum(costs),
+        }
 
     def __len__(self) -> int:
         return self.count_rows()

@@ -46,6 +46,31 @@ class AICallConfig:
     label: str
 
 
+def build_body(c: AICallConfig, parts: list) -> dict | None:
+    """The JSON request body for one row (None when an input is null)."""
+    if any(p is None for p in parts):
+        return None
+    text = "".join(str(p) for p in parts)
+    opts = dict(c.options)
+    extra = opts.pop("extra_body", None) or {}
+    if c.endpoint == "chat":
+        if "max_output_tokens" in opts:
+            opts["max_tokens"] = opts.pop("max_output_tokens")
+        messages = ([{"role": "system", "content": c.system_message}] if c.system_message else [])
+        messages.append({"role": "user", "content": text})
+        body = {"model": c.model, "messages": messages, **opts}
+    else:
+        if "max_tokens" in opts:
+            opts["max_output_tokens"] = opts.pop("max_tokens")
+        body = {"model": c.model, "input": text, **opts}
+        if c.system_message:
+            body["instructions"] = c.system_message
+    if c.model is None:
+        body.pop("model")
+    body.update(extra)
+    return body
+
+
 class AIClient:
     """Built once per run on the shared event loop; turns batches of rows into requests and results."""
 
@@ -58,35 +83,11 @@ class AIClient:
         CURRENT_RUN.add(self.stats)
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats)
 
-    def body(self, parts: list) -> dict | None:
-        c = self.config
-        if any(p is None for p in parts):
-            return None
-        text = "".join(str(p) for p in parts)
-        opts = dict(c.options)
-        extra = opts.pop("extra_body", None) or {}
-        if c.endpoint == "chat":
-            if "max_output_tokens" in opts:
-                opts["max_tokens"] = opts.pop("max_output_tokens")
-            messages = ([{"role": "system", "content": c.system_message}] if c.system_message else [])
-            messages.append({"role": "user", "content": text})
-            body = {"model": c.model, "messages": messages, **opts}
-        else:
-            if "max_tokens" in opts:
-                opts["max_output_tokens"] = opts.pop("max_tokens")
-            body = {"model": c.model, "input": text, **opts}
-            if c.system_message:
-                body["instructions"] = c.system_message
-        if c.model is None:
-            body.pop("model")
-        body.update(extra)
-        return body
-
     async def __call__(self, *columns) -> list[dict]:
         rows = list(zip(*[s.to_pylist() for s in columns]))
         requests = []
         for parts in rows:
-            body = self.body(list(parts))
+            body = build_body(self.config, list(parts))
             if body is None:
                 requests.append(None)
                 continue
@@ -218,3 +219,23 @@ def ai_call_of(node) -> UDFCall | None:
             return inner
     return None
 
+
+
+def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
+    """Rows, input tokens, maximum output tokens and dollars for one AI call, before sending anything."""
+    from inferframe.runtime.pricing import cost_of, price_of
+
+    n = inp = out = 0
+    for parts in rows:
+        body = build_body(config, list(parts))
+        if body is None:
+            continue
+        i, o = estimate_request(body, config.model)
+        n, inp, out = n + 1, inp + i, out + o
+    local = config.provider.name == "local"
+    known = local or price_of(config.model) is not None
+    return {
+        "call": config.label, "provider": config.provider.name, "model": config.model, "rows": n,
+        "input_tokens": inp, "max_output_tokens": out if out else None,
+        "cost_usd": cost_of(config.model, inp, out, local=local) if known else None,
+    }

@@ -1,0 +1,271 @@
+"""Write a stream of record batches as a directory of part files, atomically.
+
+Files are first written into a hidden temporary directory inside ``root``
+(``root/._inferframe_tmp_<uuid>/``, invisible to ``resolve_paths`` because of
+the leading dot) and moved into place only after the last batch was written.
+Any error or ``KeyboardInterrupt`` before that point deletes the temporary
+directory, so ``root`` looks exactly as it did before the call.
+
+Example::
+
+    >>> paths = write_dataset(batches, schema, "out/", "parquet")  # doctest: +SKIP
+    >>> paths  # doctest: +SKIP
+    ['/home/me/out/part-00000.parquet']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import uuid
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from inferframe.io._batches import cast_batch
+from inferframe.io._part_writers import (
+    PartWriter,
+    check_writable,
+    file_extension,
+    open_part_writer,
+    stream_compression,
+)
+from inferframe.io.filesystems import display_path, filesystem_for, local_path, split_scheme
+
+__all__ = ["write_dataset", "WRITE_MODES"]
+
+WRITE_MODES = ("overwrite", "append")
+
+TMP_PREFIX = "._inferframe_tmp_"
+
+# Part files any inferframe write may have produced, whatever format or codec.
+_PART_NAME = re.compile(r"^part-(\d+)\.(?:parquet|csv|jsonl)(?:\.(?:gz|bz2|zst|lz4|br))?$")
+
+
+def write_dataset(
+    batches: Iterable[pa.RecordBatch | pa.Table],
+    schema: pa.Schema,
+    root: str,
+    format: str,
+    *,
+    rows_per_file: int = 1_000_000,
+    compression: str | None = None,
+    filesystem: pafs.FileSystem | None = None,
+    mode: str = "overwrite",
+) -> list[str]:
+    """Stream ``batches`` into ``root/part-00000.<ext>``, ``part-00001.<ext>``, ...
+
+    Memory stays bounded: each batch is written as it arrives (parquet buffers at
+    most one row group, capped at 64 MiB). A new file starts every
+    ``rows_per_file`` rows. Empty input still writes one file (parquet schema,
+    csv header; an empty ``.jsonl``), so the schema survives.
+
+    What happens to files already in ``root``:
+
+    * files that are not ``part-<n>.<ext>`` files are never touched;
+    * ``mode="overwrite"`` (default): new parts replace same-named ones, and then
+      leftover ``part-*`` files from earlier writes are deleted, so the directory
+      holds exactly the new data. Old parts are removed only after the new ones
+      are in place.
+    * ``mode="append"``: new parts are numbered after the highest existing part
+      number, so nothing is replaced. Not safe with concurrent writers.
+
+    Atomicity: nothing appears in ``root`` until all batches were written; a
+    failure or interrupt before that leaves ``root`` unchanged (a ``root`` this
+    call created is removed again). Each file then appears whole, by rename;
+    a reader listing ``root`` during the short commit may see some new parts next
+    to old ones, but never a half-written file. A process killed outright
+    (SIGKILL, power loss) can leave a ``._inferframe_tmp_*`` directory behind;
+    readers skip it and it is safe to delete.
+
+    Args:
+        batches: record batches (or tables) matching ``schema``; consumed once.
+        schema: schema of the output; batches are cast to it if their types differ.
+        root: output directory, local path or URI.
+        format: ``'parquet'``, ``'csv'`` or ``'json'`` (JSON lines, ``.jsonl``;
+            nested values as JSON, timestamps as ISO strings, binary as base64).
+        rows_per_file: maximum rows in one file.
+        compression: parquet codec (default snappy), or for csv/json one of
+            ``gzip``, ``bz2``, ``zstd``, ``lz4``, ``brotli`` (adds ``.gz`` etc.).
+        filesystem: filesystem to write to; inferred from ``root`` when None.
+        mode: ``'overwrite'`` or ``'append'``, see above.
+
+    Returns:
+        The final paths of the written files, in order (URIs for remote roots).
+
+    Raises:
+        ValueError: bad format, mode, compression, rows_per_file, or a batch that
+            does not fit ``schema``; CSV with nested columns.
+        NotADirectoryError: ``root`` is an existing file.
+
+    Example::
+
+        >>> write_dataset([pa.record_batch({"a": [1]})], pa.schema([("a", pa.int64())]),
+        ...               "out", "csv")  # doctest: +SKIP
+        ['/home/me/out/part-00000.csv']
+    """
+    if mode not in WRITE_MODES:
+        raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
+    if not isinstance(rows_per_file, int) or rows_per_file < 1:
+        raise ValueError(f"rows_per_file must be a positive integer, got {rows_per_file!r}")
+    check_writable(format, schema, compression)
+    fs, root_path = _root(root, filesystem)
+
+    info = fs.get_file_info(root_path)
+    if info.type == pafs.FileType.File:
+        raise NotADirectoryError(f"Cannot write a dataset to {root!r}: it is a file.")
+    created_root = info.type == pafs.FileType.NotFound
+    fs.create_dir(root_path, recursive=True)
+    existing = _existing_parts(fs, root_path)
+    first = max(existing.values()) + 1 if mode == "append" and existing else 0
+
+    tmp = _join(root_path, TMP_PREFIX + uuid.uuid4().hex)
+    try:
+        fs.create_dir(tmp, recursive=True)
+        names = _write_parts(
+            batches, schema, fs, tmp, format, rows_per_file, compression, first
+        )
+        for name in names:
+            # A rename: readers see either the old file or the complete new one.
+            fs.move(_join(tmp, name), _join(root_path, name))
+    except BaseException:
+        _discard(fs, tmp, root_path if created_root else None)
+        raise
+    _discard(fs, tmp, None)
+
+    if mode == "overwrite":
+        for stale in sorted(set(existing) - set(names)):
+            with contextlib.suppress(FileNotFoundError):
+                fs.delete_file(_join(root_path, stale))
+    return [display_path(fs, _join(root_path, name)) for name in names]
+
+
+def _root(root: str, filesystem: pafs.FileSystem | None) -> tuple[pafs.FileSystem, str]:
+    root = os.fspath(root)
+    if filesystem is None:
+        fs, path = filesystem_for(root)
+    elif filesystem.type_name == "local":
+        fs, path = filesystem, local_path(split_scheme(root)[1])
+    else:
+        fs, path = filesystem, split_scheme(root)[1]
+    return fs, (path.rstrip("/") or "/")
+
+
+def _join(directory: str, name: str) -> str:
+    return directory.rstrip("/") + "/" + name
+
+
+def _existing_parts(fs: pafs.FileSystem, root_path: str) -> dict[str, int]:
+    """Map the name of each part file directly in ``root_path`` to its number."""
+    selector = pafs.FileSelector(root_path, recursive=False)
+    out = {}
+    for info in fs.get_file_info(selector):
+        m = _PART_NAME.match(info.base_name)
+        if m and info.type == pafs.FileType.File:
+            out[info.base_name] = int(m.group(1))
+    return out
+
+
+def _write_parts(
+    batches: Iterable[pa.RecordBatch | pa.Table],
+    schema: pa.Schema,
+    fs: pafs.FileSystem,
+    directory: str,
+    format: str,
+    rows_per_file: int,
+    compression: str | None,
+    first: int,
+) -> list[str]:
+    ext = file_extension(format, compression)
+    names: list[str] = []
+    sink: pa.NativeFile | None = None
+    writer: PartWriter | None = None
+    rows_in_file = 0
+
+    def open_next() -> None:
+        nonlocal sink, writer, rows_in_file
+        name = f"part-{first + len(names):05d}{ext}"
+        names.append(name)
+        sink = fs.open_output_stream(
+            _join(directory, name), compression=stream_compression(format, compression)
+        )
+        writer = open_part_writer(format, sink, schema, compression)
+        rows_in_file = 0
+
+    def close_current() -> None:
+        nonlocal sink, writer
+        if writer is not None:
+            writer.close()
+        if sink is not None:
+            sink.close()
+        sink, writer = None, None
+
+    try:
+        for batch in _conformed(batches, schema):
+            offset = 0
+            while offset < batch.num_rows:
+                # Open lazily so exactly-full files are not followed by an empty one.
+                if writer is None or rows_in_file >= rows_per_file:
+                    close_current()
+                    open_next()
+                take = min(rows_per_file - rows_in_file, batch.num_rows - offset)
+                writer.write(batch.slice(offset, take))
+                offset += take
+                rows_in_file += take
+        if not names:
+            open_next()  # empty input: one zero-row file keeps the schema
+        close_current()
+    except BaseException:
+        # Release file handles before the caller deletes the directory.
+        with contextlib.suppress(Exception):
+            if sink is not None:
+                sink.close()
+        raise
+    return names
+
+
+def _conformed(
+    batches: Iterable[pa.RecordBatch | pa.Table], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    for index, item in enumerate(batches):
+        if isinstance(item, pa.Table):
+            parts = item.to_batches()
+        elif isinstance(item, pa.RecordBatch):
+            parts = [item]
+        else:
+            raise TypeError(
+                f"Item {index} is a {type(item).__name__}, not a pyarrow RecordBatch or Table"
+            )
+        for batch in parts:
+            yield _conform(batch, schema, index)
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema, index: int) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    if batch.schema.names != schema.names:
+        raise ValueError(
+            f"Batch {index} has columns {batch.schema.names}, expected {schema.names}"
+        )
+    if batch.schema.types == schema.types:
+        return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+    return cast_batch(
+        batch,
+        schema,
+        lambda name, e: ValueError(
+            f"Batch {index}: column {name!r} cannot be cast to the output schema's "
+            f"{schema.field(name).type}: {e}"
+        ),
+    )
+
+
+def _discard(fs: pafs.FileSystem, tmp: str, created_root: str | None) -> None:
+    """Best-effort removal of the temp dir (and of a root this write created, if empty)."""
+    with contextlib.suppress(Exception):
+        fs.delete_dir(tmp)
+    if created_root is not None:
+        with contextlib.suppress(Exception):
+            if not fs.get_file_info(pafs.FileSelector(created_root)):
+                fs.delete_dir(created_root)

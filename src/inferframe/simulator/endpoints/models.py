@@ -1,0 +1,40 @@
+"""GET /v1/models and GET /v1/models/{model} (the config's ``models``).
+
+Example::
+
+    [m.id for m in client.models.list()]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import SimError
+from ..pipeline import simple_handler
+
+__all__ = ["register"]
+
+
+def register(app: web.Application, state: Any) -> None:
+    """Add the model listing routes."""
+
+    def list_models(request: web.Request) -> dict:
+        return {"object": "list", "data": state.list_models()}
+
+    def get_model(request: web.Request) -> dict:
+        model = request.match_info["model"]
+        for m in state.list_models():
+            if m["id"] == model:
+                return m
+        raise SimError(
+            404,
+            f"The model '{model}' does not exist",
+            "invalid_request_error",
+            "model",
+            "model_not_found",
+        )
+
+    app.router.add_get("/v1/models", simple_handler(state, "models", list_models))
+    app.router.add_get("/v1/models/{model:.+}", simple_handler(state, "models", get_model))

@@ -1,0 +1,319 @@
+"""The request pipeline shared by every inference endpoint (HTTP plumbing, limits, faults, latency).
+
+An endpoint module supplies an object with ``name`` (stats key), ``path``,
+``text_faults`` (whether refusal/length faults apply), ``prepare(state, body)
+-> Prepared`` (validate + extract) and ``render(state, prep, result) -> dict``
+(the success body).  :func:`inference_handler` wraps it into an aiohttp
+handler that runs, in order: auth -> body hash/record -> JSON parse -> stream
+check -> prepare -> rate limit -> fail rules / random faults -> answer ->
+latency -> response with OpenAI headers.
+
+Example (a new module registering its own route)::
+
+    def register(app, state):
+        app.router.add_post(MyEndpoint.path, inference_handler(state, MyEndpoint()))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import socket
+import struct
+from hashlib import blake2b
+from time import monotonic
+from typing import Any, Callable, Optional
+
+from aiohttp import web
+
+from .answers import finish_text, raw_answer
+from .errors import SimError, error_for_status, invalid_api_key, invalid_json, invalid_request, overloaded, server_error
+from .faults import draws
+from .jsonio import dumps, loads
+from .ratelimit import Decision, format_duration
+
+__all__ = ["Prepared", "inference_handler", "simple_handler", "check_auth", "rate_limit_error", "json_response",
+           "execute"]
+
+_LINGER0 = struct.pack("ii", 1, 0)
+_JSON = "application/json"
+
+
+class Prepared:
+    """A validated request.
+
+    Attributes: model, body, text (all prompt text, for fail rules), user_text
+    (last user message), prompt_tokens, max_out (None = unlimited), cost
+    (rate-limit tokens), fmt ('text' | 'json_schema' | 'json_object'), schema,
+    n (choices), stop (list of stop strings), extra (endpoint specific).
+    """
+
+    __slots__ = ("model", "body", "text", "user_text", "prompt_tokens", "max_out", "cost",
+                 "fmt", "schema", "n", "stop", "extra")
+
+    def __init__(self, model: str, body: dict, text: str, user_text: str, prompt_tokens: int,
+                 max_out: Optional[int] = None, cost: int = 0, fmt: str = "text", schema: Any = None,
+                 n: int = 1, stop: Optional[list] = None, extra: Any = None) -> None:
+        self.model = model
+        self.body = body
+        self.text = text
+        self.user_text = user_text
+        self.prompt_tokens = prompt_tokens
+        self.max_out = max_out
+        self.cost = cost
+        self.fmt = fmt
+        self.schema = schema
+        self.n = n
+        self.stop = stop
+        self.extra = extra
+
+
+def json_response(payload: Any, status: int = 200, headers: Optional[dict] = None) -> web.Response:
+    """JSON response with the simulator's encoder."""
+    return web.Response(body=dumps(payload), status=status, headers=headers, content_type=_JSON)
+
+
+def check_auth(state: Any, request: web.Request) -> None:
+    """Raise 401 unless the request carries the configured bearer key."""
+    want = state.auth_header
+    if want is not None:
+        got = request.headers.get("Authorization")
+        if got != want:
+            key = got[7:] if got and got.startswith("Bearer ") else got
+            raise invalid_api_key(key)
+
+
+def rate_limit_error(d: Decision, model: str, cost: int) -> SimError:
+    """The 429 of a denied :class:`Decision`, with Retry-After headers (OpenAI wording)."""
+    if d.reason == "too_large":
+        return SimError(
+            429,
+            f"Request too large for {model} in organization org-simulator on tokens per min (TPM): "
+            f"Limit {d.limit}, Requested {d.used}. The input or output tokens must be reduced in order to run "
+            "successfully. Visit https://platform.openai.com/account/rate-limits to learn more.",
+            "tokens",
+            None,
+            "rate_limit_exceeded",
+        )
+    if d.reason == "requests":
+        unit, requested = "requests per min (RPM)", 1
+    else:
+        unit, requested = "tokens per min (TPM)", cost
+    wait = d.retry_after_s
+    return SimError(
+        429,
+        f"Rate limit reached for {model} in organization org-simulator on {unit}: Limit {d.limit}, "
+        f"Used {d.used}, Requested {requested}. Please try again in {format_duration(wait)}. "
+        "Visit https://platform.openai.com/account/rate-limits to learn more.",
+        d.reason or "requests",
+        None,
+        "rate_limit_exceeded",
+        {"retry-after": str(max(1, math.ceil(wait))), "retry-after-ms": str(max(1, math.ceil(wait * 1000)))},
+    )
+
+
+def _drop_connection(request: web.Request) -> web.Response:
+    """Close the TCP connection with a RST and no response."""
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER0)
+            except OSError:
+                pass
+        transport.abort()
+    return web.Response(status=500)  # never reaches the client
+
+
+class _NoResponse(Exception):
+    def __init__(self, resp: web.Response) -> None:
+        self.resp = resp
+
+
+def inference_handler(state: Any, ep: Any) -> Callable:
+    """aiohttp handler running the full pipeline for endpoint object ``ep``."""
+    name = ep.name
+    path = ep.path
+    state.endpoints[path] = ep
+    path_key = path.encode() + b"\x00"
+    text_faults = ep.text_faults
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        st = state
+        stats = st.stats
+        stats.total += 1
+        stats.by_endpoint[name] = stats.by_endpoint.get(name, 0) + 1
+        stats.in_flight += 1
+        if stats.in_flight > stats.max_in_flight:
+            stats.max_in_flight = stats.in_flight
+        t0 = monotonic()
+        headers = {"x-request-id": st.next_id("req_"), "openai-version": "2020-10-01"}
+        try:
+            body_bytes = await _process(request, st, ep, headers, t0)
+            status = 200
+        except SimError as e:
+            if e.headers:
+                headers.update(e.headers)
+            body_bytes, status = e.body(), e.status
+        except _NoResponse as nr:
+            return nr.resp
+        finally:
+            stats.in_flight -= 1
+        headers["openai-processing-ms"] = str(int((monotonic() - t0) * 1000))
+        key = str(status)
+        bs = stats.by_status
+        bs[key] = bs.get(key, 0) + 1
+        return web.Response(body=body_bytes, status=status, headers=headers, content_type=_JSON)
+
+    async def _process(request: web.Request, st: Any, ep: Any, headers: dict, t0: float) -> bytes:
+        cfg = st.cfg
+        stats = st.stats
+        if st.auth_header is not None:
+            check_auth(st, request)
+        raw = await request.read()
+        h = blake2b(path_key + raw, digest_size=16).digest()
+        if cfg.track_request_hashes:
+            attempt = stats.seen(h)
+        else:
+            attempt = stats.total
+        if cfg.record_requests:
+            st.record(request.method, path, raw, h)
+        try:
+            body = loads(raw)
+        except ValueError:
+            raise invalid_json() from None
+        if not isinstance(body, dict):
+            raise invalid_request("Invalid body: expected a JSON object.", code="invalid_type")
+        if body.get("stream"):
+            raise invalid_request(
+                "Streaming is not supported by the simulator; send stream=false.",
+                param="stream",
+                code="unsupported_value",
+            )
+        prep = ep.prepare(st, body)
+        stats.prompt_tokens += prep.prompt_tokens
+
+        limiter = st.limiter
+        if limiter is not None:
+            d = limiter.acquire(prep.model if cfg.ratelimit_scope == "model" else "*", prep.cost, t0)
+            headers.update(d.headers)
+            if not d.allowed:
+                stats.rate_limited += 1
+                raise rate_limit_error(d, prep.model, prep.cost)
+
+        u_fault, u_lat = draws(st.seed_key, h, attempt)
+        kind: Optional[str] = None
+        rule = None
+        if st.rules:
+            text = prep.text
+            for r in st.rules:
+                if r.match in text and (r.times is None or attempt < r.times):
+                    rule = r
+                    kind = r.kind
+                    stats.rule_hits += 1
+                    break
+        if kind is None and st.faults.active and name in st.faults.endpoints:
+            kind = st.faults.pick(u_fault)
+            if kind is not None:
+                if not text_faults and (kind == "refusal" or kind == "length"):
+                    kind = None
+                else:
+                    f = stats.faults
+                    f[kind] = f.get(kind, 0) + 1
+        lat = st.latency
+        delay = 0.0 if lat.zero else lat.sample(u_lat)
+
+        if kind is not None and kind not in ("refusal", "length", "malformed"):
+            if delay:
+                await asyncio.sleep(delay)
+            if kind == "error":
+                raise error_for_status(rule.status, rule.message, rule.code)
+            if kind == "server_error":
+                raise server_error()
+            if kind == "overloaded":
+                raise overloaded()
+            stats.no_response += 1
+            if kind == "timeout":
+                await asyncio.sleep(cfg.timeout_hang_s)
+            raise _NoResponse(_drop_connection(request))  # connection_reset, or a timeout that ran out
+
+        payload, tokens = await answer(st, ep, prep, kind if kind == "refusal" or kind == "length" else None)
+        if tokens:
+            stats.completion_tokens += tokens * prep.n
+            if lat.per_token_s:
+                delay += lat.per_token_s * tokens
+        out = dumps(payload)
+        if kind == "malformed":
+            out = out[: max(1, len(out) // 2)]
+        if delay:
+            await asyncio.sleep(delay)
+        return out
+
+    handle.__name__ = f"handle_{name.replace('.', '_')}"
+    return handle
+
+
+async def answer(state: Any, ep: Any, prep: Prepared, fault: Optional[str] = None) -> tuple[dict, int]:
+    """(success body, tokens generated per choice) for a prepared request.
+
+    Runs the responder / default answer, stop sequences, truncation and the
+    'refusal' / 'length' faults, then the endpoint's render.
+    """
+    result = None
+    if ep.text_faults:
+        responded = None
+        if state.responder is not None:
+            try:
+                responded = state.responder(prep.body)
+                if state.responder_async:
+                    responded = await responded
+            except Exception as exc:  # surface responder bugs as a 500 the test can read
+                raise SimError(500, f"responder raised {type(exc).__name__}: {exc}", "server_error") from exc
+        result = finish_text(state, prep, raw_answer(state.cfg, prep, responded), fault)
+    return ep.render(state, prep, result), (result.tokens if result is not None else 0)
+
+
+async def execute(state: Any, path: str, body: dict) -> tuple[int, dict]:
+    """Run one request body through endpoint ``path`` without HTTP, limits, faults or latency.
+
+    Returns (status, JSON body).  Meant for modules that answer requests in bulk
+    (e.g. a future /v1/batches).  Example::
+
+        status, out = await execute(state, "/v1/chat/completions", {"model": "gpt-4o-mini", "messages": [...]})
+    """
+    ep = state.endpoints.get(path)
+    if ep is None:
+        err = SimError(404, f"Invalid URL (POST {path})")
+        return err.status, loads(err.body())
+    try:
+        return 200, (await answer(state, ep, ep.prepare(state, body)))[0]
+    except SimError as err:
+        return err.status, loads(err.body())
+
+
+def simple_handler(state: Any, name: str, fn: Callable[[web.Request], Any]) -> Callable:
+    """Handler for cheap GET endpoints: auth, counters and SimError handling around ``fn``.
+
+    ``fn(request)`` returns a JSON-able payload (sync or async).
+    """
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        stats = state.stats
+        stats.total += 1
+        stats.by_endpoint[name] = stats.by_endpoint.get(name, 0) + 1
+        headers = {"x-request-id": state.next_id("req_"), "openai-version": "2020-10-01"}
+        try:
+            check_auth(state, request)
+            payload = fn(request)
+            if asyncio.iscoroutine(payload):
+                payload = await payload
+            body, status = dumps(payload), 200
+        except SimError as e:
+            if e.headers:
+                headers.update(e.headers)
+            body, status = e.body(), e.status
+        stats.status(status)
+        return web.Response(body=body, status=status, headers=headers, content_type=_JSON)
+
+    return handle

@@ -1,0 +1,151 @@
+"""OpenAI-style rate limiting: continuously refilled request and token buckets.
+
+Each bucket holds up to ``limit * burst_s / 60`` units and refills at
+``limit / 60`` units per second, so over any minute at most about ``limit``
+units pass (and ``burst_s=60`` allows a whole minute's quota at once).  A
+request needs 1 request unit and ``cost`` token units; a denied request
+consumes nothing.  Headers follow OpenAI: ``x-ratelimit-limit-*``,
+``x-ratelimit-remaining-*``, ``x-ratelimit-reset-*`` (Go-style durations such as
+``"1s"``, ``"6m0s"``, ``"20ms"``).
+
+Example::
+
+    rl = RateLimiter(rpm=60, tpm=None)
+    d = rl.acquire("gpt-4o-mini", cost=10, now=time.monotonic())
+    d.allowed, d.headers["x-ratelimit-remaining-requests"]   # True, '59'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+__all__ = ["RateLimiter", "Decision", "format_duration"]
+
+
+def format_duration(seconds: float) -> str:
+    """Format like Go's time.Duration (as OpenAI's reset headers do).
+
+    Examples: 0 -> '0s', 0.02 -> '20ms', 1 -> '1s', 59.56 -> '59.56s', 360 -> '6m0s', 3725 -> '1h2m5s'.
+    """
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1.0:
+        ms = math.ceil(seconds * 1000)
+        return "1s" if ms >= 1000 else f"{ms}ms"
+    total_ms = math.ceil(seconds * 1000)
+    h, rem = divmod(total_ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, ms = divmod(rem, 1000)
+    sec = f"{s}.{ms:03d}".rstrip("0").rstrip(".") if ms else str(s)
+    if h:
+        return f"{h}h{m}m{sec}s"
+    if m:
+        return f"{m}m{sec}s"
+    return f"{sec}s"
+
+
+class _Bucket:
+    __slots__ = ("capacity", "rate", "level", "last")
+
+    def __init__(self, limit: int, burst_s: float, now: float) -> None:
+        self.rate = limit / 60.0
+        self.capacity = max(1.0, self.rate * burst_s)
+        self.level = self.capacity
+        self.last = now
+
+    def refill(self, now: float) -> float:
+        level = self.level + (now - self.last) * self.rate
+        if level > self.capacity:
+            level = self.capacity
+        self.level = level
+        self.last = now
+        return level
+
+
+class Decision:
+    """Outcome of :meth:`RateLimiter.acquire`.
+
+    Attributes: allowed, headers (x-ratelimit-* to put on the response),
+    reason ('requests' | 'tokens' | 'too_large' | None), retry_after_s, used, limit.
+    """
+
+    __slots__ = ("allowed", "headers", "reason", "retry_after_s", "used", "limit")
+
+    def __init__(self, allowed, headers, reason=None, retry_after_s=0.0, used=0, limit=0):
+        self.allowed = allowed
+        self.headers = headers
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+        self.used = used
+        self.limit = limit
+
+
+class RateLimiter:
+    """Request/token buckets per key (the model, or one global key).
+
+    Params:
+        rpm, tpm: limits per minute (None = unlimited for that dimension).
+        burst_s: bucket capacity in seconds of refill (default 60).
+    """
+
+    def __init__(self, rpm: Optional[int], tpm: Optional[int], burst_s: float = 60.0) -> None:
+        self.rpm = rpm
+        self.tpm = tpm
+        self.burst_s = burst_s
+        self._req: dict[str, _Bucket] = {}
+        self._tok: dict[str, _Bucket] = {}
+        self._rpm_s = str(rpm) if rpm else ""
+        self._tpm_s = str(tpm) if tpm else ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rpm or self.tpm)
+
+    def acquire(self, key: str, cost: int, now: float) -> Decision:
+        """Take 1 request and ``cost`` tokens from ``key``'s buckets if both suffice."""
+        headers: dict[str, str] = {}
+        rb = tb = None
+        rlevel = tlevel = 0.0
+        if self.rpm:
+            rb = self._req.get(key)
+            if rb is None:
+                rb = self._req[key] = _Bucket(self.rpm, self.burst_s, now)
+            rlevel = rb.refill(now)
+        if self.tpm:
+            tb = self._tok.get(key)
+            if tb is None:
+                tb = self._tok[key] = _Bucket(self.tpm, self.burst_s, now)
+            tlevel = tb.refill(now)
+        reason = None
+        wait = 0.0
+        used = limit = 0
+        if tb is not None and cost > tb.capacity:
+            reason, used, limit = "too_large", cost, self.tpm or 0
+        else:
+            if rb is not None and rlevel < 1.0:
+                reason = "requests"
+                wait = (1.0 - rlevel) / rb.rate
+                used, limit = int(rb.capacity - rlevel), self.rpm or 0
+            if tb is not None and tlevel < cost:
+                w = (cost - tlevel) / tb.rate
+                if reason is None or w > wait:
+                    reason, wait = "tokens", w
+                    used, limit = int(tb.capacity - tlevel), self.tpm or 0
+        allowed = reason is None
+        if allowed:
+            if rb is not None:
+                rlevel -= 1.0
+                rb.level = rlevel
+            if tb is not None:
+                tlevel -= cost
+                tb.level = tlevel
+        if rb is not None:
+            headers["x-ratelimit-limit-requests"] = self._rpm_s
+            headers["x-ratelimit-remaining-requests"] = str(int(rlevel))
+            headers["x-ratelimit-reset-requests"] = format_duration((rb.capacity - rlevel) / rb.rate)
+        if tb is not None:
+            headers["x-ratelimit-limit-tokens"] = self._tpm_s
+            headers["x-ratelimit-remaining-tokens"] = str(max(0, int(tlevel)))
+            headers["x-ratelimit-reset-tokens"] = format_duration((tb.capacity - tlevel) / tb.rate)
+        return Decision(allowed, headers, reason, wait, used, limit)
