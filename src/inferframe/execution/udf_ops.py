@@ -195,6 +195,19 @@ def _batch_call(spec, instance, series: list, offset: int, n: int):
         raise UDFError(f"UDF {spec.name!r} failed on the batch of rows {offset}..{offset + n - 1}: {type(e).__name__}: {e}") from e
 
 
+class _RowJob:
+    """One morsel's rows waiting for the async workers; ``future`` resolves to its values."""
+
+    __slots__ = ("rows", "offset", "values", "remaining", "future")
+
+    def __init__(self, rows: list, offset: int) -> None:
+        self.rows = rows
+        self.offset = offset
+        self.values: list = [None] * len(rows)
+        self.remaining = len(rows)
+        self.future: cf.Future = cf.Future()
+
+
 class UDFOperator:
     """Evaluate one UDF call per morsel and append its output column.
 
@@ -219,6 +232,7 @@ class UDFOperator:
         else:
             self.workers = spec.max_concurrency or DEFAULT_SYNC_THREADS
         self._error: cf.Future = cf.Future()
+        self._offsets: dict[int, int] = {}
 
     # --- morsel preparation -------------------------------------------
     def _inputs(self, batch: pa.RecordBatch) -> list[pa.Array]:
@@ -256,6 +270,7 @@ class UDFOperator:
             for batch in morsels:
                 self.ctx.check()
                 fut = submit(batch, offset)
+                self._offsets[id(fut)] = offset
                 offset += batch.num_rows
                 pending.append((batch, fut))
                 pending_rows += batch.num_rows
@@ -286,10 +301,13 @@ class UDFOperator:
             if self.ctx.stop.is_set():
                 raise Cancelled()
         pending.popleft()
+        offset = self._offsets.pop(id(head), 0)
         try:
             values = head.result()
         except (cf.CancelledError, asyncio.CancelledError):
             raise Cancelled() from None
+        if not isinstance(values, pa.Array):
+            values = self._convert(values, offset, batch.num_rows)
         return batch, self._append(batch, values)
 
     def _append(self, batch: pa.RecordBatch, array: pa.Array) -> pa.RecordBatch:
@@ -360,43 +378,86 @@ class UDFOperator:
 
     # async, on the shared loop
     def _submit_async(self) -> Callable:
+        return self._submit_async_batches() if self.spec.is_batch else self._submit_async_rows()
+
+    def _submit_async_rows(self) -> Callable:
+        """A fixed pool of worker coroutines pulls rows from one queue.
+
+        A task per row parked on a semaphore costs O(waiters) per release in
+        asyncio; a worker pool keeps the bound exact at O(1) per row, and the
+        stage thread (not the loop) prepares inputs and converts outputs.
+        """
         loop = self.ctx.event_loop
         spec = self.spec
         instances = pool_for(self.owner, self.ctx, in_loop=True) if self.owner is not None else None
-        limit = self.in_flight_rows if not spec.is_batch else (spec.max_concurrency or 4)
-        sem = loop.call(lambda: asyncio.Semaphore(limit))
+        n_workers = self.in_flight_rows
         self.in_flight = 0
         self.max_seen_in_flight = 0
+        state: dict = {}
+        fn = spec.fn
+        simple = all(kind == "expr" for kind, _ in spec.layout) and not spec.kwargs_layout
 
-        async def one_row(inst, args, kwargs, row: int):
-            async with sem:
+        async def worker(queue: asyncio.Queue) -> None:
+            inst = instances.pick() if instances is not None else None
+            while True:
+                job, i = await queue.get()
+                if job.future.done():
+                    continue
+                args, kwargs = job.rows[i] if not simple else (job.rows[i], {})
                 self.in_flight += 1
-                self.max_seen_in_flight = max(self.max_seen_in_flight, self.in_flight)
+                if self.in_flight > self.max_seen_in_flight:
+                    self.max_seen_in_flight = self.in_flight
                 try:
-                    return await (spec.fn(inst, *args, **kwargs) if inst is not None else spec.fn(*args, **kwargs))
+                    value = await (fn(inst, *args, **kwargs) if inst is not None else fn(*args, **kwargs))
                 except asyncio.CancelledError:
                     raise
                 except Exception as e:
-                    err = _row_error(spec, e, row, args)
+                    err = _row_error(spec, e, job.offset + i, args)
                     err.__cause__ = e
                     self._fail(err)
-                    raise err from e
+                    if not job.future.done():
+                        job.future.set_exception(err)
+                    continue
                 finally:
                     self.in_flight -= 1
+                job.values[i] = value
+                job.remaining -= 1
+                if job.remaining == 0 and not job.future.done():
+                    job.future.set_result(job.values)
 
-        async def rows(batch: pa.RecordBatch, offset: int):
-            inst = instances.pick() if instances is not None else None
-            try:
-                cols = [a.to_pylist() for a in self._inputs(batch)]
-                calls = []
-                for i in range(batch.num_rows):
-                    args, kwargs = spec.call_args([c[i] for c in cols])
-                    calls.append(one_row(inst, args, kwargs, offset + i))
-                values = await asyncio.gather(*calls)
-                return self._convert(values, offset, batch.num_rows)
-            except UDFError as e:
-                self._fail(e)
-                raise
+        def start() -> None:
+            queue: asyncio.Queue = asyncio.Queue()
+            state["queue"] = queue
+            state["workers"] = [asyncio.ensure_future(worker(queue)) for _ in range(n_workers)]
+
+        def enqueue(job: "_RowJob") -> None:
+            if "queue" not in state:
+                start()
+            put = state["queue"].put_nowait
+            for i in range(len(job.rows)):
+                put((job, i))
+
+        def submit(batch: pa.RecordBatch, offset: int) -> cf.Future:
+            cols = [a.to_pylist() for a in self._inputs(batch)]
+            if simple:
+                order = [v for _, v in spec.layout]
+                rows = list(zip(*[cols[j] for j in order])) if cols else [()] * batch.num_rows
+            else:
+                rows = [spec.call_args([c[i] for c in cols]) for i in range(batch.num_rows)]
+            job = _RowJob(rows, offset)
+            if not rows:
+                job.future.set_result([])
+            else:
+                loop.loop.call_soon_threadsafe(enqueue, job)
+            return job.future
+
+        return submit
+
+    def _submit_async_batches(self) -> Callable:
+        loop = self.ctx.event_loop
+        spec = self.spec
+        instances = pool_for(self.owner, self.ctx, in_loop=True) if self.owner is not None else None
+        sem = loop.call(lambda: asyncio.Semaphore(spec.max_concurrency or 4))
 
         async def whole(batch: pa.RecordBatch, offset: int):
             from inferframe.series import Series
@@ -415,5 +476,4 @@ class UDFOperator:
                     self._fail(e)
                     raise
 
-        make = whole if spec.is_batch else rows
-        return lambda batch, offset: loop.submit(make(batch, offset))
+        return lambda batch, offset: loop.submit(whole(batch, offset))

@@ -1,0 +1,318 @@
+"""Engine cost of prompt(): rows/s against the OpenAI simulator, four clients side by side.
+
+Every client sends the same chat-completions requests (one short user message
+per row, model "gpt-5-mini") to a simulator running in its own process
+(``Simulator.spawn``), with at most ``--concurrency`` (default 512) requests in
+flight, at each simulator latency in ``--latencies`` (default 200 ms and 0 ms):
+
+  aiohttp     bare ``aiohttp`` client + ``asyncio.Semaphore``: orjson body in,
+              orjson parse out, read the answer. The ceiling of this machine.
+  openai-sdk  plain asyncio loop over ``openai.AsyncOpenAI`` (default client)
+              with a semaphore.
+  inferframe  ``prompt(col("q"), provider="openai", base_url=..., use_chat_completions=True,
+              max_concurrency=C)`` then ``to_arrow()``.
+  daft        Daft 0.7's ``daft.functions.prompt(col("q"), provider=OpenAIProvider(base_url=...),
+              use_chat_completions=True, concurrency=K)`` on ``into_batches(B)``. Daft
+              sends through ``openai.AsyncOpenAI``. In Daft 0.7 the concurrency of an
+              async UDF counts *batches* and lets K+1 be in flight, every row of a batch
+              at once, so B=64 and K = C/B - 1 give C rows in flight (the simulator's
+              max-in-flight column confirms it at 200 ms).
+
+Each (client, latency) runs in a fresh Python subprocess against a freshly
+spawned simulator. The child first runs a 64-row warm-up (imports, first-query
+setup), resets the simulator's counters, then times the run: wall time from
+building the client/query to having every answer in memory (connection set-up
+included, as every client opens a fresh pool). The parent polls the simulator
+for requests in flight and measures its CPU time.
+
+Ideal at latency L: C / L rows/s (2,560 rows/s at 200 ms with 512 in flight);
+at 0 ms the client's (or the server's) CPU is the limit. On a 2-core machine
+client and server share the cores.
+
+Usage:
+    .venv/bin/python bench/prompt_throughput.py                       # 5,000 rows at 200 ms and at 0 ms
+    .venv/bin/python bench/prompt_throughput.py --rows-200ms 10000 --rows-0ms 3000
+    .venv/bin/python bench/prompt_throughput.py --clients aiohttp,inferframe --latencies 0
+    .venv/bin/python bench/prompt_throughput.py --profile             # also py-spy the inferframe child
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _sim_util import (ProcCPU, SimSampler, child_cpu_seconds, emit_result, machine_line, run_child, sim_admin,
+                       table)
+
+MODEL = "gpt-5-mini"
+API_KEY = "sk-bench"
+CLIENTS = ("aiohttp", "openai-sdk", "inferframe", "daft")
+WARMUP_ROWS = 64
+
+
+def texts(n: int, offset: int = 0) -> list[str]:
+    return [f"Row {i:07d}: the parcel arrived on time and the product works well. What is the sentiment?"
+            for i in range(offset, offset + n)]
+
+
+# --------------------------------------------------------------------------- children
+
+
+async def _aiohttp_run(base_url: str, rows: list[str], conc: int) -> list:
+    import aiohttp
+    import orjson
+
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
+    sem = asyncio.Semaphore(conc)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc)) as session:
+        async def one(text: str):
+            async with sem:
+                body = orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": text}]})
+                async with session.post(url, data=body, headers=headers) as resp:
+                    data = orjson.loads(await resp.read())
+                    if resp.status != 200:
+                        return None
+                    return data["choices"][0]["message"]["content"]
+
+        return await asyncio.gather(*(one(t) for t in rows))
+
+
+async def _openai_run(base_url: str, rows: list[str], conc: int) -> list:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=API_KEY)
+    sem = asyncio.Semaphore(conc)
+
+    async def one(text: str):
+        async with sem:
+            try:
+                r = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": text}])
+            except openai.OpenAIError:
+                return None
+            return r.choices[0].message.content
+
+    try:
+        return await asyncio.gather(*(one(t) for t in rows))
+    finally:
+        await client.close()
+
+
+def _inferframe_run(base_url: str, rows: list[str], conc: int) -> tuple[list, dict]:
+    import inferframe as ifr
+    from inferframe.functions import prompt
+    from inferframe.observe import last_run
+
+    df = ifr.from_pydict({"q": rows})
+    df = df.with_column("a", prompt(ifr.col("q"), provider="openai", base_url=base_url, api_key=API_KEY, model=MODEL,
+                                    use_chat_completions=True, max_concurrency=conc))
+    out = df.to_arrow(progress=False)
+    report = last_run()
+    return out.column("a").to_pylist(), (report[0] if report else {})
+
+
+def _daft_run(base_url: str, rows: list[str], conc: int, batch: int) -> list:
+    import daft
+    from daft.ai.openai.provider import OpenAIProvider
+    from daft.functions import prompt
+
+    provider = OpenAIProvider(base_url=base_url, api_key=API_KEY)
+    k = max(1, conc // batch - 1)
+    df = daft.from_pydict({"q": rows}).into_batches(batch)
+    df = df.with_column("a", prompt(daft.col("q"), provider=provider, model=MODEL, use_chat_completions=True,
+                                    concurrency=k, on_error="log"))
+    return df.to_arrow().column("a").to_pylist()
+
+
+def child_main(args: argparse.Namespace) -> None:
+    base_url = args.url
+    root = base_url[: -len("/v1")]
+
+    def run(rows: list[str]):
+        extra: dict = {}
+        if args.child == "aiohttp":
+            vals = asyncio.run(_aiohttp_run(base_url, rows, args.concurrency))
+        elif args.child == "openai-sdk":
+            vals = asyncio.run(_openai_run(base_url, rows, args.concurrency))
+        elif args.child == "inferframe":
+            vals, extra = _inferframe_run(base_url, rows, args.concurrency)
+        elif args.child == "daft":
+            vals = _daft_run(base_url, rows, args.concurrency, args.daft_batch)
+        else:
+            raise SystemExit(f"unknown client {args.child}")
+        return vals, extra
+
+    run(texts(WARMUP_ROWS, offset=9_000_000))  # untimed
+    sim_admin(root, "POST", "/_sim/reset", {})
+    rows = texts(args.rows)
+    cpu0 = child_cpu_seconds()
+    t0 = time.perf_counter()
+    vals, extra = run(rows)
+    seconds = time.perf_counter() - t0
+    cpu = child_cpu_seconds() - cpu0
+    ok = sum(1 for v in vals if v is not None)
+    # Daft may reorder rows; check the answers echo the rows' own ids as a multiset.
+    want = collections.Counter(t[:11] for t in rows)
+    got = collections.Counter(v.removeprefix("sim answer: ")[:11] for v in vals if v is not None)
+    emit_result({"seconds": seconds, "rows": len(vals), "ok": ok, "failed": len(vals) - ok,
+                 "answers_match": got == want, "cpu_s": cpu, "report": extra})
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def run_one(client: str, latency_ms: float, rows: int, args: argparse.Namespace, profile_to: str | None = None) -> dict:
+    from inferframe.simulator import Simulator, SimulatorConfig
+
+    proc = Simulator.spawn(SimulatorConfig(latency_ms=latency_ms))
+    try:
+        sampler = SimSampler(proc.url, interval=0.2).start()
+        cpu = ProcCPU(proc.pid)
+        cpu.start()
+        prefix = None
+        if profile_to:
+            prefix = [str(Path(sys.executable).with_name("py-spy")), "record", "--nonblocking", "--rate", "200",
+                      "--format", "raw", "-o", profile_to, "--"]
+        res = run_child([__file__, "--child", client, "--url", proc.base_url, "--rows", str(rows),
+                         "--concurrency", str(args.concurrency), "--daft-batch", str(args.daft_batch)],
+                        timeout=args.timeout, prefix=prefix)
+        sampler.stop()
+        res["server_cpu_s"] = cpu.seconds()
+        st = proc.stats()
+        res["server_requests"] = st["total_requests"]
+        res["non_200"] = st["total_requests"] - st["by_status"].get("200", 0)
+        res["max_in_flight"] = st["max_in_flight"]
+        res["mean_in_flight"] = sampler.mean_in_flight()
+        res["duplicates"] = st["duplicate_requests"]
+    finally:
+        proc.close()
+    res["rows_per_s"] = res["rows"] / res["seconds"]
+    return res
+
+
+def print_profile(path: str, top: int = 18) -> None:
+    """Self and inclusive % of samples per function from py-spy's raw (collapsed) output."""
+    self_c: collections.Counter = collections.Counter()
+    incl: collections.Counter = collections.Counter()
+    total = 0
+    idle = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            n = int(n)
+            total += n
+            frames = stack.split(";")
+            leaf = frames[-1]
+            if "select (selectors.py" in leaf or "_run_once" in leaf and "select" in leaf:
+                idle += n
+            self_c[leaf] += n
+            for fr in set(frames):
+                incl[fr] += n
+    if not total:
+        print("  (no samples)")
+        return
+    print(f"  {total} samples (py-spy --nonblocking, 200 Hz, all threads)")
+    print("  top self time:")
+    print(table(["% self", "function (file:line)"], [[f"{100 * c / total:5.1f}", fr] for fr, c in self_c.most_common(top)],
+                "rl"))
+    print("  top inclusive time (frames on the stack):")
+    skip = ("<module>", "run (asyncio/runners.py", "run_until_complete", "run_forever", "_run_once", "_run (asyncio/events",
+            "_bootstrap", "child_main", "main (")
+    rows = [[f"{100 * c / total:5.1f}", fr] for fr, c in incl.most_common(200) if not any(s in fr for s in skip)]
+    print(table(["% incl", "function (file:line)"], rows[:top], "rl"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows-200ms", type=int, default=5000, help="rows at latency 200 ms (and any latency > 0)")
+    ap.add_argument("--rows-0ms", type=int, default=5000, help="rows at latency 0 ms")
+    ap.add_argument("--latencies", default="200,0", help="simulator latencies in ms, comma separated")
+    ap.add_argument("--concurrency", type=int, default=512, help="requests in flight for every client")
+    ap.add_argument("--clients", default=",".join(CLIENTS), help=f"subset of {','.join(CLIENTS)}")
+    ap.add_argument("--daft-batch", type=int, default=64, help="into_batches() size for Daft")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per child")
+    ap.add_argument("--profile", action="store_true", help="after the table, py-spy the inferframe child at each latency")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child_main(args)
+        return
+
+    import daft
+
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    latencies = [float(x) for x in args.latencies.split(",")]
+    print(f"prompt_throughput: chat completions against the simulator (separate process), "
+          f"{args.concurrency} requests in flight per client")
+    print(f"  {machine_line()}; daft {daft.__version__}; Daft: into_batches({args.daft_batch}), "
+          f"concurrency={max(1, args.concurrency // args.daft_batch - 1)}")
+    results: dict = {}
+    for lat in latencies:
+        n = args.rows_0ms if lat == 0 else args.rows_200ms
+        for c in clients:
+            print(f"  running {c:<10} latency {lat:g} ms, {n:,} rows ...", flush=True)
+            results[(lat, c)] = run_one(c, lat, n, args)
+
+    for lat in latencies:
+        ideal = args.concurrency / (lat / 1000) if lat else None
+        print()
+        print(f"latency {lat:g} ms, {args.rows_0ms if lat == 0 else args.rows_200ms:,} rows"
+              + (f"; ideal {ideal:,.0f} rows/s ({args.concurrency} in flight / {lat / 1000:g} s)" if ideal else
+                 "; ideal = CPU bound"))
+        base = results.get((lat, "aiohttp"))
+        rows = []
+        for c in clients:
+            r = results[(lat, c)]
+            rows.append([
+                c, f"{r['seconds']:.2f}", f"{r['rows_per_s']:,.0f}",
+                f"{100 * r['rows_per_s'] / base['rows_per_s']:.0f}%" if base else "-",
+                f"{100 * r['rows_per_s'] / ideal:.0f}%" if ideal else "-",
+                f"{r['ok']:,}", f"{r['failed']:,}", "yes" if r["answers_match"] else "NO",
+                f"{r['server_requests']:,}", r["non_200"], r["max_in_flight"], f"{r['mean_in_flight']:.0f}",
+                f"{r['cpu_s']:.1f}", f"{1e6 * r['cpu_s'] / r['rows']:,.0f}", f"{r['server_cpu_s']:.1f}",
+            ])
+        print(table(["client", "seconds", "rows/s", "vs aiohttp", "vs ideal", "ok rows", "failed", "answers ok",
+                     "server reqs", "non-200", "max in flight", "mean in flight", "client CPU s", "CPU us/row",
+                     "server CPU s"], rows))
+        ifr = results.get((lat, "inferframe"))
+        if ifr:
+            parts = []
+            for other in ("aiohttp", "daft", "openai-sdk"):
+                o = results.get((lat, other))
+                if o:
+                    parts.append(f"inferframe/{other} = {ifr['rows_per_s'] / o['rows_per_s']:.2f}x")
+            print("  " + ", ".join(parts))
+            if base:
+                frac = ifr["rows_per_s"] / base["rows_per_s"]
+                print(f"  target inferframe >= 80% of bare aiohttp: {100 * frac:.0f}% -> {'PASS' if frac >= 0.8 else 'FAIL'}")
+            rep = ifr.get("report") or {}
+            if rep:
+                print(f"  inferframe last_run(): requests {rep.get('requests')}, retries {rep.get('retries')}, "
+                      f"rate_limited {rep.get('rate_limited')}, errors {rep.get('errors')}")
+
+    if args.profile:
+        out_dir = Path(__file__).resolve().parent / "out"
+        out_dir.mkdir(exist_ok=True)
+        for lat in latencies:
+            n = args.rows_0ms if lat == 0 else args.rows_200ms
+            path = str(out_dir / f"prompt_throughput_inferframe_{lat:g}ms.pyspy.txt")
+            print()
+            print(f"py-spy profile of the inferframe child, latency {lat:g} ms, {n:,} rows (warm-up included) -> {path}")
+            r = run_one("inferframe", lat, n, args, profile_to=path)
+            print(f"  (under py-spy: {r['rows_per_s']:,.0f} rows/s)")
+            print_profile(path)
+
+
+if __name__ == "__main__":
+    main()
