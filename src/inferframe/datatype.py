@@ -229,7 +229,16 @@ class DataType:
         return (DataType, (self._arrow,))
 
 
+def compact(t: pa.DataType) -> str:
+    """A short type name for table headers: structs list only their field names."""
+    if pa.types.is_struct(t):
+        return "struct{" + ", ".join(t.field(i).name for i in range(t.num_fields)) + "}"
+    return _short(t)
+
+
 def _short(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):
+        return f"category<{_short(t.value_type)}>"
     if isinstance(t, _ImageType):
         return "image"
     if isinstance(t, _FileType):

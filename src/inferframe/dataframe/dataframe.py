@@ -136,29 +136,29 @@ class DataFrame:
         """Expand unnest() markers and AI side columns, then build the projection."""
         from inferframe.functions.ai import ai_call_of
 
-        plan = self._plan
-        pre: list[Node] = [Col(c) for c in plan.schema.names]
+        state = {"plan": self._plan, "n": 0}
         out: list[Node] = []
         side: dict[str, Node] = {}
-        for i, n in enumerate(nodes):
+        for n in nodes:
             call = ai_call_of(n)
             if call is not None and (call.udf.error_column or call.udf.usage_column):
                 # Run the AI call once into a struct, then split value, error and usage out of it.
-                tmp, name = f"__ai_{i}", n.name()
-                pre.append(Alias(call, tmp))
+                tmp, errors = self._hoist(call, state)
+                name = n.name()
                 out.append(Alias(_field(Col(tmp), "value"), name))
                 if call.udf.error_column:
-                    side[f"{name}_error"] = Alias(_field(Col(tmp), "error"), f"{name}_error")
+                    err = errors[0] if len(errors) == 1 else Call("fill_null", tuple(errors))
+                    side[f"{name}_error"] = Alias(err, f"{name}_error")
                 if call.udf.usage_column:
                     side[f"{name}_usage"] = Alias(_field(Col(tmp), "usage"), f"{name}_usage")
             elif isinstance(n, Unnest) and contains_udf(n.child):
                 # Compute a struct with a UDF once, then split it, instead of calling the UDF per field.
-                pre.append(Alias(n.child, f"__unnest_{i}"))
-                out.append(Unnest(Col(f"__unnest_{i}")))
+                tmp = self._stage(n.child, state)
+                out.append(Unnest(Col(tmp)))
             else:
                 out.append(n)
-        if len(pre) > len(plan.schema.names):
-            plan, nodes = lp.Project(plan, tuple(pre)), out
+        plan = state["plan"]
+        nodes = out if plan is not self._plan else nodes
         # A side column replaces an existing column of the same name (re-running with_column).
         nodes = [side.pop(n.name(), n) if not isinstance(n, Unnest) else n for n in nodes] + list(side.values())
         expanded: list[Node] = []
@@ -174,6 +174,33 @@ class DataFrame:
                     raise PlanError(f"{n} is an aggregation; use it in agg() or groupby(...).agg(), not in select().")
                 expanded.append(n)
         return lp.Project(plan, tuple(expanded))
+
+    @staticmethod
+    def _stage(expr: Node, state: dict) -> str:
+        """Compute ``expr`` once into a new temporary column on top of the plan so far."""
+        tmp = f"__stage_{state['n']}"
+        state["n"] += 1
+        plan = state["plan"]
+        state["plan"] = lp.Project(plan, tuple(Col(c) for c in plan.schema.names) + (Alias(expr, tmp),))
+        return tmp
+
+    def _hoist(self, call: UDFCall, state: dict) -> tuple[str, list[Node]]:
+        """Stage an AI call and, first, the AI calls feeding it; return its column and the error columns, outer first."""
+        from inferframe.functions.ai import ai_call_of
+
+        errors: list[Node] = []
+
+        def inner(node: Node) -> Node:
+            nested = ai_call_of(node)
+            if nested is None:
+                return node
+            tmp, errs = self._hoist(nested, state)
+            errors.extend(errs)  # a row that failed upstream reports that error downstream
+            return _field(Col(tmp), "value")
+
+        new_call = call.with_children(tuple(a.transform_up(inner) for a in call.args))
+        tmp = self._stage(new_call, state)
+        return tmp, [_field(Col(tmp), "error"), *errors]
 
     def select(self, *columns: Any) -> "DataFrame":
         """Keep (and compute) these columns: names or expressions."""

@@ -9,7 +9,7 @@ import json
 
 import pyarrow as pa
 
-from inferframe.datatype import _short
+from inferframe.datatype import compact
 
 
 def _cell(value, max_width: int | None) -> str:
@@ -51,7 +51,7 @@ def render_text(table: pa.Table, *, max_width: int | None = 30, total: int | Non
         raise ValueError(f"show(format=...) takes one of {', '.join(repr(k) for k in styles if k)}, got {format!r}")
     t = Table(box=styles[format], show_lines=False, header_style="bold")
     for field in table.schema:
-        t.add_column(f"{field.name}\n{_short(field.type)}", overflow="fold", max_width=(max_width + 2) if max_width else None)
+        t.add_column(f"{field.name}\n{compact(field.type)}", overflow="fold", max_width=(max_width + 2) if max_width else None)
     for row in table.to_pylist():
         t.add_row(*[_cell(row[name], max_width) for name in table.column_names])
     buf = io.StringIO()
@@ -62,7 +62,7 @@ def render_text(table: pa.Table, *, max_width: int | None = 30, total: int | Non
 
 
 def render_html(table: pa.Table, *, max_width: int | None = 30) -> str:
-    head = "".join(f"<th>{html.escape(f.name)}<br><small>{html.escape(_short(f.type))}</small></th>" for f in table.schema)
+    head = "".join(f"<th>{html.escape(f.name)}<br><small>{html.escape(compact(f.type))}</small></th>" for f in table.schema)
     rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(row[n], max_width))}</td>" for n in table.column_names) + "</tr>"
         for row in table.to_pylist()

@@ -57,18 +57,41 @@ def to_result_array(name: str, values: Any, dtype: pa.DataType, offset: int, exp
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise UDFError(f"UDF {name!r} returned {values.type} values, which do not fit its declared type {dtype}: {e}") from None
     try:
-        return pa.array(values, type=dtype)
+        return _from_pylist(values, dtype)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
         values = list(values)
         for i, v in enumerate(values):
             try:
-                pa.array([v], type=dtype)
+                _from_pylist([v], dtype)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, ValueError):
                 raise UDFError(
                     f"UDF {name!r} returned {_short(v)} ({type(v).__name__}) at row {offset + i}, which does not fit "
                     f"its declared type {dtype}. Fix the function or declare a matching return_dtype."
                 ) from None
         raise
+
+
+def _storage(t: pa.DataType) -> pa.DataType:
+    """``t`` with extension types (images, files) replaced by their storage types."""
+    if isinstance(t, pa.ExtensionType):
+        return t.storage_type
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_storage(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_storage(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_storage(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_storage(t.value_type)), t.list_size)
+    return t
+
+
+def _from_pylist(values, dtype: pa.DataType) -> pa.Array:
+    storage = _storage(dtype)
+    if storage == dtype:
+        return pa.array(values, type=dtype)
+    # pyarrow cannot build nested extension types from Python objects: build the storage, then cast.
+    return pa.array(values, type=storage).cast(dtype)
 
 
 def _gpu_available() -> bool:

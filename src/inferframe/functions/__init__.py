@@ -14,6 +14,7 @@ from typing import Any
 
 from inferframe.expressions.expression import Expression, _call, col, lit
 from inferframe.functions.ai import prompt
+from inferframe.functions.files import decode_image, download, encode_image, file, image, resize_image
 
 
 def format(template: str, *args: Any) -> Expression:
@@ -41,4 +42,11 @@ def when(predicate: Expression, if_true: Any, if_false: Any) -> Expression:
     return predicate.if_else(if_true, if_false)
 
 
-__all__ = ["col", "concat", "format", "lit", "prompt", "unnest", "when"]
+# Method forms used by the seeds: col("url").download(), col("path").file().
+Expression.download = lambda self, **kw: download(self, **kw)  # type: ignore[attr-defined]
+Expression.file = lambda self: file(self)  # type: ignore[attr-defined]
+
+__all__ = [
+    "col", "concat", "decode_image", "download", "encode_image", "file", "format", "image", "lit", "prompt",
+    "resize_image", "unnest", "when",
+]

@@ -18,18 +18,21 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
 from inferframe.expressions.udf import ClassSpec, UDFSpec
+from inferframe.functions.messages import MediaOptions, column_kind, content_parts, conversation
 from inferframe.providers import base as providers
-from inferframe.runtime import InferenceRuntime, Request, RuntimeConfig
+from inferframe.runtime import InferenceRuntime, Request, Result, RowError, RuntimeConfig
 from inferframe.runtime.retry import RetryPolicy
 from inferframe.runtime.stats import RunStats
 from inferframe.runtime.tokens import estimate_request
 
-ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()), ("attempts", pa.int64())])
+ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()),
+                        ("attempts", pa.int64()), ("raw", pa.string())])
 USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64())])
 
-# Request options that belong to the runtime, not the request body.
+# Options that shape the runtime or the message parts, not the request body.
 _RUNTIME_OPTIONS = {"max_concurrency", "rpm", "tpm", "max_retries", "max_cost", "max_tokens_budget", "on_error",
-                    "timeout", "adaptive", "initial_concurrency", "usage_column", "error_column"}
+                    "timeout", "adaptive", "initial_concurrency", "usage_column", "error_column", "repair"}
+_MEDIA_OPTIONS = {f.name for f in dataclasses.fields(MediaOptions)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,31 +47,49 @@ class AICallConfig:
     runtime: RuntimeConfig
     n_parts: int
     label: str
+    media: MediaOptions = MediaOptions()
+    return_format: Any = None  # a Pydantic model, JSON schema, Literal/Enum or choices; validated per row
+    format_request: tuple = ()  # request fields that ask the server to enforce the schema
+    repair: bool = False
 
 
-def build_body(c: AICallConfig, parts: list) -> dict | None:
+def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None) -> dict | None:
     """The JSON request body for one row (None when an input is null)."""
-    if any(p is None for p in parts):
+    if any(v is None for v in values):
         return None
-    text = "".join(str(p) for p in parts)
+    kinds = kinds or ["text"] * len(values)
     opts = dict(c.options)
     extra = opts.pop("extra_body", None) or {}
+    if kinds == ["messages"]:
+        messages = conversation(values[0], c.endpoint)
+    else:
+        content = content_parts(values, kinds, names or [None] * len(values), c.endpoint, c.media)
+        messages = [{"role": "user", "content": content}]
     if c.endpoint == "chat":
         if "max_output_tokens" in opts:
             opts["max_tokens"] = opts.pop("max_output_tokens")
-        messages = ([{"role": "system", "content": c.system_message}] if c.system_message else [])
-        messages.append({"role": "user", "content": text})
-        body = {"model": c.model, "messages": messages, **opts}
+        system = [{"role": "system", "content": c.system_message}] if c.system_message else []
+        body = {"model": c.model, "messages": system + messages, **opts}
     else:
         if "max_tokens" in opts:
             opts["max_output_tokens"] = opts.pop("max_tokens")
-        body = {"model": c.model, "input": text, **opts}
+        simple = len(messages) == 1 and isinstance(messages[0]["content"], str)
+        body = {"model": c.model, "input": messages[0]["content"] if simple else messages, **opts}
         if c.system_message:
             body["instructions"] = c.system_message
     if c.model is None:
         body.pop("model")
-    body.update(extra)
+    _merge(body, dict(c.format_request))
+    _merge(body, extra)
     return body
+
+
+def _merge(body: dict, extra: dict) -> None:
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(body.get(k), dict):
+            _merge(body[k], v)
+        else:
+            body[k] = v
 
 
 class AIClient:
@@ -82,23 +103,55 @@ class AIClient:
         self.stats = RunStats(label=config.label)
         CURRENT_RUN.add(self.stats)
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats)
+        self.validator = None
+        if config.return_format is not None:
+            from inferframe.structured import Validator
+
+            self.validator = Validator(config.return_format)
+
+    async def _read_files(self, cols: list[list], kinds: list[str]) -> None:
+        from inferframe.media import fetch_many
+
+        for j, kind in enumerate(kinds):
+            if kind == "file":
+                cols[j] = await fetch_many(cols[j], max_concurrency=32)
 
     async def __call__(self, *columns) -> list[dict]:
-        rows = list(zip(*[s.to_pylist() for s in columns]))
-        requests = []
-        for parts in rows:
-            body = build_body(self.config, list(parts))
+        kinds = [column_kind(s.to_arrow().type) for s in columns]
+        cols = [s.to_pylist() for s in columns]
+        names = [list(c) if k == "file" else None for c, k in zip(cols, kinds)]
+        await self._read_files(cols, kinds)
+        requests: list[Request | None] = []
+        early: dict[int, RowError] = {}
+        for i in range(len(columns[0]) if columns else 0):
+            values = [c[i] for c in cols]
+            bad = next((v for v in values if isinstance(v, BaseException)), None)
+            if bad is not None:
+                early[i] = RowError("input", f"{type(bad).__name__}: {bad}", None, 0)
+                requests.append(None)
+                continue
+            try:
+                body = build_body(self.config, values, kinds, [n[i] if n else None for n in names])
+            except (ValueError, TypeError) as e:  # MediaError is a ValueError: a bad image or file in this row
+                early[i] = RowError("input", f"{type(e).__name__}: {e}", None, 0)
+                requests.append(None)
+                continue
             if body is None:
                 requests.append(None)
                 continue
             inp, out = estimate_request(body, self.config.model)
             requests.append(Request(self.config.endpoint, body, inp + out))
         results = await self.runtime.run_many(requests)
+        if self.validator is not None:
+            results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
         out = []
-        for r in results:
+        for i, r in enumerate(results):
             if r is None:
+                err = early.get(i)
+                if err is not None:
+                    self.stats.errors += 1
                 self.stats.rows_done += 1
-                out.append({"value": None, "error": None, "usage": None})
+                out.append({"value": None, "error": err.as_dict() if err else None, "usage": None})
                 continue
             out.append({
                 "value": r.value,
@@ -106,6 +159,42 @@ class AIClient:
                 "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost},
             })
         return out
+
+    async def _validated(self, request: Request, result: Result) -> Result:
+        """Check a structured answer; optionally ask once more with the validation error."""
+        if result.error is not None or result.value is None:
+            return result
+        value, problem = self.validator.validate(result.value)
+        if problem is None:
+            return dataclasses.replace(result, value=value)
+        raw = result.value
+        if self.config.repair:
+            retry = await self.runtime.run_one(self._repair_request(request, raw, problem))
+            if retry.error is None and retry.value is not None:
+                value2, problem2 = self.validator.validate(retry.value)
+                merged = dataclasses.replace(result, attempts=result.attempts + retry.attempts)
+                merged.usage.input_tokens += retry.usage.input_tokens
+                merged.usage.output_tokens += retry.usage.output_tokens
+                merged.cost += retry.cost
+                if problem2 is None:
+                    return dataclasses.replace(merged, value=value2)
+                raw, problem, result = retry.value, problem2, merged
+        self.stats.errors += 1
+        err = RowError("schema", f"The answer does not match the return format: {problem}", None, result.attempts, raw)
+        return dataclasses.replace(result, value=None, error=err)
+
+    def _repair_request(self, request: Request, raw: str, problem: str) -> Request:
+        from inferframe.structured import repair_message
+
+        body = dict(request.body)
+        fix = repair_message(raw, problem)
+        if request.endpoint == "chat":
+            body["messages"] = [*body["messages"], {"role": "assistant", "content": raw}, {"role": "user", "content": fix}]
+        else:
+            first = body["input"]
+            history = [{"role": "user", "content": first}] if isinstance(first, str) else list(first)
+            body["input"] = [*history, {"role": "assistant", "content": raw}, {"role": "user", "content": fix}]
+        return Request(request.endpoint, body, request.est_tokens * 2)
 
     async def aclose(self) -> None:
         await self.runtime.aclose()
@@ -129,27 +218,29 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     """Ask a model about every row; the column holds its answer (null when the row failed).
 
     Parameters:
-        messages: a text column, or a list of expressions whose texts are joined into one user message.
-        return_format: reserved for structured outputs (a Pydantic model); not supported yet.
+        messages: a text column; or a list of expressions (text, image, binary and file columns)
+            sent as one user message; or a column of [{role, content}] conversations.
+        return_format: a Pydantic model, a JSON schema dict, a ``Literal[...]``/Enum, or a list of
+            choices: the column becomes typed (a struct, or a dictionary-encoded string) and every
+            answer is validated; answers that break it are errors of kind "schema".
         system_message: instructions sent with every row.
-        provider: "local" (default with no key), "openai", "lm_studio", or a plugin's name.
+        provider: "local" (default with no key), "openai", "lm_studio", "vllm", or a plugin's name.
         model: the model name; the local provider serves "gemma-3-270m".
         use_chat_completions: use /chat/completions instead of /responses (local default: True).
         **options: request options passed through (temperature, max_tokens / max_output_tokens, seed,
-            stop, reasoning, tools, extra_body, ...) and runtime options: max_concurrency, rpm, tpm,
+            stop, reasoning, tools, extra_body, ...); runtime options: max_concurrency, rpm, tpm,
             max_retries, max_cost, max_tokens_budget, timeout, on_error ("null" or "raise"),
-            error_column (add "<name>_error", default True), usage_column (add "<name>_usage").
+            error_column (add "<name>_error", default True), usage_column (add "<name>_usage"),
+            repair (ask once more when an answer breaks return_format); media options:
+            max_image_size, image_format, image_detail, pdf_mode ("file" or "text").
 
     With ``df.with_column("label", prompt(...))`` a failed row gets a null label and its
-    error in ``label_error``: struct{kind, message, status, attempts}.
+    error in ``label_error``: struct{kind, message, status, attempts, raw}.
 
     Example:
         >>> from inferframe import col
         >>> expr = prompt(col("review"), system_message="Classify the sentiment.", model="gemma-3-270m")
     """
-    if return_format is not None:
-        raise PlanError("prompt(return_format=...) is not supported yet; parse the text answer, or use "
-                        "extra_body={'response_format': {...}} to constrain the server's output.")
     parts = _parts(messages)
     spec = providers.resolve(provider, model=model, base_url=options.pop("base_url", None),
                              api_key=options.pop("api_key", None))
@@ -161,7 +252,13 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     on_error = options.get("on_error", "null")
     if on_error not in ("null", "raise"):
         raise PlanError(f"on_error must be 'null' or 'raise', got {on_error!r}.")
+    choices = options.pop("choices", None)
+    if choices is not None:
+        if return_format is not None:
+            raise PlanError("Pass either return_format=... or choices=[...], not both.")
+        return_format = list(choices)
     runtime_opts = {k: options.pop(k) for k in list(options) if k in _RUNTIME_OPTIONS}
+    media = MediaOptions(**{k: options.pop(k) for k in list(options) if k in _MEDIA_OPTIONS})
     if "timeout" in runtime_opts:
         spec = dataclasses.replace(spec, options=tuple(sorted({**dict(spec.options), "timeout": runtime_opts["timeout"]}.items())))
     max_conc = int(runtime_opts.get("max_concurrency") or (getattr(info, "default_concurrency", None) or 64))
@@ -178,23 +275,33 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     )
     if use_chat_completions is None:
         use_chat_completions = spec.name != "openai"
+    endpoint = "chat" if use_chat_completions else "responses"
+    value_type, format_request = pa.string(), ()
+    if return_format is not None:
+        from inferframe.structured import arrow_type_for, json_schema_for, response_format_for
+
+        value_type = arrow_type_for(return_format)
+        name, schema = json_schema_for(return_format)
+        server = "vllm" if spec.name == "vllm" or spec.option("server") == "vllm" else endpoint
+        format_request = tuple(response_format_for(name, schema, server).items())
     config = AICallConfig(
-        endpoint="chat" if use_chat_completions else "responses", provider=spec, model=model,
-        system_message=system_message, options=tuple(sorted(options.items())), runtime=runtime,
-        n_parts=len(parts), label=f"prompt[{model}]",
+        endpoint=endpoint, provider=spec, model=model, system_message=system_message,
+        options=tuple(sorted(options.items())), runtime=runtime, n_parts=len(parts),
+        label=f"prompt[{model}]", media=media, return_format=return_format, format_request=format_request,
+        repair=bool(runtime_opts.get("repair", False)),
     )
-    return _ai_expression(config, parts, pa.string(), error_column=runtime_opts.get("error_column", True),
+    return _ai_expression(config, parts, value_type, error_column=runtime_opts.get("error_column", True),
                           usage_column=runtime_opts.get("usage_column", False))
 
 
 def _ai_expression(config: AICallConfig, parts: list, value_type: pa.DataType, *, error_column: bool,
-                   usage_column: bool) -> Expression:
+                   usage_column: bool, owner: type = AIClient, name: str = "prompt") -> Expression:
     out_type = pa.struct([("value", value_type), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
     batch = 128
     window = max(2, -(-2 * config.runtime.max_concurrency // batch) + 1)
     spec = AISpec(
-        name="prompt", fn=AIClient.__call__, return_dtype=out_type, is_batch=True, is_async=True,
-        max_concurrency=window, batch_size=batch, owner=ClassSpec(AIClient, (config,), {}),
+        name=name, fn=owner.__call__, return_dtype=out_type, is_batch=True, is_async=True,
+        max_concurrency=window, batch_size=batch, owner=ClassSpec(owner, (config,), {}),
         layout=tuple(("expr", i) for i in range(len(parts))), error_column=error_column, usage_column=usage_column,
     )
     call = UDFCall(spec, tuple(parts))
@@ -220,14 +327,16 @@ def ai_call_of(node) -> UDFCall | None:
     return None
 
 
-
 def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
     """Rows, input tokens, maximum output tokens and dollars for one AI call, before sending anything."""
     from inferframe.runtime.pricing import cost_of, price_of
 
     n = inp = out = 0
     for parts in rows:
-        body = build_body(config, list(parts))
+        try:
+            body = build_body(config, list(parts))
+        except (ValueError, TypeError):
+            continue
         if body is None:
             continue
         i, o = estimate_request(body, config.model)

@@ -157,7 +157,7 @@ class InferenceRuntime:
             self.stats.rows_done += 1
             self.breaker.row(True, None, "")
             return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts)
-        err = RowError(outcome.error_kind or "unknown", outcome.message, outcome.status, attempts)
+        err = RowError(outcome.error_kind or "unknown", outcome.message, outcome.status, attempts, outcome.raw)
         self.stats.rows_done += 1
         self.stats.errors += 1
         self.breaker.row(False, outcome.error_kind, outcome.message)

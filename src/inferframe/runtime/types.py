@@ -58,9 +58,11 @@ class RowError:
     message: str
     status: int | None
     attempts: int
+    raw: str | None = None  # what the model said, when it said something unusable (cut off, off-schema)
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "message": self.message, "status": self.status, "attempts": self.attempts}
+        return {"kind": self.kind, "message": self.message, "status": self.status, "attempts": self.attempts,
+                "raw": self.raw}
 
 
 @dataclasses.dataclass
