@@ -348,3 +348,28 @@ def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
         "input_tokens": inp, "max_output_tokens": out if out else None,
         "cost_usd": cost_of(config.model, inp, out, local=local) if known else None,
     }
+
+
+def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, **options: Any) -> Expression:
+    """Put every row into exactly one of ``labels``; the column is a dictionary-encoded string.
+
+    The labels are enforced by the server where it can (JSON schema / grammar) and checked on
+    every answer; anything else is an error of kind "schema" for that row.
+
+    Parameters:
+        text: the text column to classify.
+        labels: the allowed labels (at least two, distinct).
+        system_message: instructions; by default a short instruction naming the labels.
+        **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency, ...).
+
+    Example:
+        >>> from inferframe import col
+        >>> expr = classify_text(col("review"), ["positive", "negative"], model="gemma-3-270m")
+    """
+    labels = list(labels)
+    if len(labels) < 2 or len(set(labels)) != len(labels) or not all(isinstance(x, str) and x for x in labels):
+        raise PlanError(f"classify_text() needs at least two distinct, non-empty string labels, got {labels!r}.")
+    if system_message is None:
+        system_message = ("Classify the text into exactly one of these labels: " + ", ".join(labels)
+                          + ". Answer with the label only.")
+    return prompt(text, return_format=labels, system_message=system_message, **options)
