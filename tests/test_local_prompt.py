@@ -1,0 +1,71 @@
+"""prompt() on the embedded local model: a real llama.cpp server with the packaged Gemma 3 270M."""
+
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+import inferframe as ifr
+from inferframe import col
+from inferframe.functions import classify_text, format, prompt
+
+FEW_SHOT = (
+    "Classify the sentiment of each review as positive or negative.\n\n"
+    "Review: I love it, works perfectly.\nSentiment: positive\n\n"
+    "Review: Terrible, broke in a day.\nSentiment: negative\n\n"
+)
+
+
+@pytest.fixture(scope="module")
+def reviews():
+    return ifr.read_csv("examples/data/reviews.csv")
+
+
+def test_every_row_gets_a_non_empty_answer(reviews):
+    df = reviews.limit(200).with_column(
+        "answer", prompt(format("Review: {}\nSentiment:", col("review")), system_message=FEW_SHOT, max_tokens=3,
+                         stop=["\n"], temperature=0),
+    )
+    out = df.to_pydict()
+    assert len(out["answer"]) == 200
+    assert out["answer_error"] == [None] * 200
+    assert all(a is not None and a.strip() for a in out["answer"])
+
+
+def test_system_message_changes_the_answers(reviews):
+    rows = reviews.limit(12)
+    q = format("Review: {}\nSentiment:", col("review"))
+    sentiment = rows.with_column("a", prompt(q, system_message=FEW_SHOT, max_tokens=3, stop=["\n"], temperature=0))
+    other = (
+        "Translate each word to French.\n\nWord: cat\nFrench: chat\n\nWord: house\nFrench: maison\n\n"
+    )
+    french = rows.with_column("a", prompt(q, system_message=other, max_tokens=3, stop=["\n"], temperature=0))
+    a, b = sentiment.to_pydict()["a"], french.to_pydict()["a"]
+    assert a != b
+    # The few-shot prompt mostly answers with the labels it was shown.
+    assert sum(x.strip().lower() in ("positive", "negative") for x in a) >= 9
+
+
+class Product(BaseModel):
+    product: str
+    sentiment: Literal["positive", "negative", "neutral"]
+    stars: int
+
+
+def test_structured_extraction_gives_a_valid_struct_for_every_row(reviews):
+    df = reviews.limit(100).with_column(
+        "info", prompt(format("Review: {}\nExtract the product, the sentiment and a star rating (1-5) as JSON.", col("review")),
+                       Product, max_tokens=60, temperature=0),
+    )
+    out = df.to_pydict()
+    assert out["info_error"] == [None] * 100, [e for e in out["info_error"] if e][:3]
+    assert all(r["sentiment"] in ("positive", "negative", "neutral") and isinstance(r["stars"], int) for r in out["info"])
+    assert all(isinstance(r["product"], str) for r in out["info"])
+
+
+def test_classify_text_is_constrained_to_the_labels(reviews):
+    out = reviews.limit(20).with_column(
+        "label", classify_text(col("review"), ["positive", "negative", "neutral"], temperature=0, max_tokens=20)
+    ).to_pydict()
+    assert out["label_error"] == [None] * 20
+    assert set(out["label"]) <= {"positive", "negative", "neutral"}
