@@ -7,6 +7,7 @@ Cut multiplicatively on 429s, timeouts and rising latency; grow additively
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 
 
@@ -27,23 +28,38 @@ class AdaptiveLimit:
         self.adaptive = adaptive
         self.in_flight = 0
         self.peak = 0
-        self._cond = asyncio.Condition()
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
         self._last_cut = 0.0
         self._base_latency: float | None = None
         self._latency = 0.0
 
     async def __aenter__(self):
-        async with self._cond:
-            while self.in_flight >= int(self.limit):
-                await self._cond.wait()
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
+        # Single-threaded asyncio: no await between the check and the increment, so no lock is needed.
+        while self.in_flight >= int(self.limit):
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._wake(1)  # pass on the slot we were handed
+                raise
+        self.in_flight += 1
+        if self.in_flight > self.peak:
+            self.peak = self.in_flight
         return self
 
     async def __aexit__(self, *exc):
-        async with self._cond:
-            self.in_flight -= 1
-            self._cond.notify(1)
+        self.in_flight -= 1
+        if self._waiters:
+            self._wake(1)
+
+    def _wake(self, n: int) -> None:
+        while n > 0 and self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                n -= 1
 
     def on_success(self, latency: float) -> None:
         if not self.adaptive:
@@ -59,7 +75,7 @@ class AdaptiveLimit:
             grew = int(self.limit)
             self.limit = min(self.maximum, self.limit + 1.0 / max(1.0, self.limit))
             if int(self.limit) > grew:
-                self._wake()
+                self._wake(int(self.limit) - grew)
 
     def on_congestion(self) -> None:
         if not self.adaptive:
@@ -70,10 +86,3 @@ class AdaptiveLimit:
         self._last_cut = now
         self.limit = max(self.minimum, self.limit * 0.7)
         self._latency = 0.0
-
-    def _wake(self) -> None:
-        async def notify():
-            async with self._cond:
-                self._cond.notify_all()
-
-        asyncio.ensure_future(notify())

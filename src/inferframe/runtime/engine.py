@@ -113,6 +113,7 @@ class InferenceRuntime:
             async with self.slots:
                 # Checked again with a slot held: rows queued behind the cap must not all slip through.
                 if not self._budget_left():
+                    self.limiter.release(request.est_tokens, None)
                     return self._not_run(attempt - 1)
                 self.stats.in_flight += 1
                 self.stats.requests += 1
@@ -123,7 +124,7 @@ class InferenceRuntime:
                     self.stats.in_flight -= 1
             latency = time.monotonic() - started
             last = outcome
-            self.limiter.observe_headers(outcome.headers)
+            self.limiter.release(request.est_tokens, outcome.headers)
             if outcome.usage is not None:
                 self.limiter.correct(request.est_tokens, outcome.usage.total)
             self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)

@@ -1,0 +1,171 @@
+"""Unit tests of the runtime's parts; no network and no real sleeping."""
+
+import asyncio
+import random
+
+import pytest
+
+from inferframe.runtime.breaker import Breaker
+from inferframe.runtime.concurrency import AdaptiveLimit
+from inferframe.runtime.pricing import cost_of, price_of, set_prices
+from inferframe.runtime.ratelimit import RateLimiter, parse_reset
+from inferframe.runtime.retry import RetryPolicy
+from inferframe.runtime.tokens import estimate_request
+
+
+def test_parse_reset():
+    assert parse_reset("1s") == 1.0
+    assert parse_reset("6m0s") == 360.0
+    assert parse_reset("20ms") == pytest.approx(0.02)
+    assert parse_reset("1h2m3.5s") == pytest.approx(3723.5)
+    assert parse_reset("junk") is None
+
+
+def test_limiter_learns_from_headers_and_never_refunds():
+    lim = RateLimiter()
+    assert lim.requests.rate is None
+    lim.in_flight_requests, lim.in_flight_tokens = 1, 100
+    lim.release(100, {"x-ratelimit-limit-requests": "600", "x-ratelimit-limit-tokens": "60000",
+                      "x-ratelimit-remaining-requests": "5", "x-ratelimit-remaining-tokens": "50000"})
+    assert lim.requests.rate == 600 and lim.tokens.rate == 60000
+    assert lim.requests.level <= 5  # never more than the server says is left
+    before = lim.tokens.level
+    lim.correct(estimated=100, actual=40)
+    assert lim.tokens.level == before  # the server charged the estimate: no refund
+    lim.correct(estimated=100, actual=150)
+    assert lim.tokens.level == before - 50
+
+
+def test_user_limits_win_over_headers_and_pause_empties_buckets():
+    lim = RateLimiter(rpm=60)
+    lim.in_flight_requests = 1
+    lim.release(0, {"x-ratelimit-limit-requests": "6000"})
+    assert lim.requests.rate == 60
+    lim.pause(2.0)
+    assert lim.requests.level <= 0
+
+
+class FakeClock:
+    """Virtual time for the limiter: sleeping advances the clock instead of waiting."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    async def sleep(self, seconds):
+        self.now += max(0.0, seconds)
+        await asyncio.sleep(0)
+
+
+def test_limiter_paces_at_the_rate(monkeypatch):
+    import types
+
+    import inferframe.runtime.ratelimit as rl
+
+    clock = FakeClock()
+    monkeypatch.setattr(rl, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(rl, "asyncio", types.SimpleNamespace(sleep=clock.sleep, Lock=asyncio.Lock, Event=asyncio.Event))
+
+    async def run():
+        lim = rl.RateLimiter(rpm=600, burst_seconds=1)  # 10 per second, 10 at once
+        start = clock.now
+        for _ in range(30):
+            await lim.acquire(1)
+            lim.release(1, None)
+        return clock.now - start
+
+    elapsed = asyncio.run(run())
+    assert elapsed == pytest.approx(2.0, abs=0.05)  # 10 at once, then 20 more at 10/s
+
+
+def test_probe_then_everyone():
+    async def run():
+        lim = RateLimiter()
+        order = []
+
+        async def row(i):
+            await lim.acquire(1)
+            order.append(i)
+            await asyncio.sleep(0.01 if i == 0 else 0)
+            lim.release(1, None)
+
+        await asyncio.gather(*(row(i) for i in range(5)))
+        return order
+
+    order = asyncio.run(run())
+    assert order[0] == 0 and sorted(order) == [0, 1, 2, 3, 4]
+
+
+def test_aimd_cuts_on_congestion_and_grows_when_healthy():
+    lim = AdaptiveLimit(initial=100, maximum=200)
+    lim.on_congestion()
+    assert lim.limit == pytest.approx(70)
+    lim.on_congestion()  # a second signal in the same round does not cut again
+    assert lim.limit == pytest.approx(70)
+    for _ in range(700):
+        lim.on_success(0.1)
+    assert 75 < lim.limit <= 200
+    fixed = AdaptiveLimit(initial=10, maximum=10, adaptive=False)
+    fixed.on_congestion()
+    assert fixed.limit == 10
+
+
+def test_aimd_bounds_in_flight():
+    async def run():
+        lim = AdaptiveLimit(initial=3, maximum=3)
+        peak = 0
+
+        async def work():
+            nonlocal peak
+            async with lim:
+                peak = max(peak, lim.in_flight)
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(work() for _ in range(50)))
+        return peak, lim.in_flight
+
+    assert asyncio.run(run()) == (3, 0)
+
+
+def test_retry_policy():
+    p = RetryPolicy(max_attempts=3, base=1.0, cap=8.0)
+    assert p.should_retry("rate_limit", 1) and p.should_retry("server", 2)
+    assert not p.should_retry("server", 3)
+    for kind in ("bad_request", "not_found", "auth", "length", "refusal"):
+        assert not p.should_retry(kind, 1)
+    rng = random.Random(0)
+    delays = [p.delay(4, None, rng) for _ in range(200)]
+    assert 0 <= min(delays) and max(delays) <= 8.0 and len(set(delays)) > 100  # full jitter, capped
+    assert p.delay(1, 5.0, rng) >= 5.0  # Retry-After always honoured
+
+
+def test_breaker():
+    b = Breaker(min_rows=5)
+    b.attempt("auth", "HTTP 401: bad key", "svc")
+    assert b.tripped and "401" in b.reason
+    b = Breaker(unreachable_after=3)
+    for _ in range(3):
+        b.attempt("connection", "refused", "svc at http://x")
+    assert b.tripped and "Cannot reach" in b.reason
+    b = Breaker(window=10, min_rows=10)
+    b.attempt(None, "", "svc")
+    for _ in range(9):
+        b.row(False, "server", "HTTP 500")
+    assert not b.tripped
+    b.row(False, "server", "HTTP 500")
+    assert b.tripped
+    ok = Breaker(window=10, min_rows=10)
+    for i in range(30):
+        ok.row(i % 5 != 0, "server", "x")
+    assert not ok.tripped
+
+
+def test_prices_and_estimates():
+    assert price_of("gpt-4o-2024-08-06") == price_of("gpt-4o")
+    set_prices({"mine": (1.0, 2.0)})
+    assert cost_of("mine", 1_000_000, 500_000) == pytest.approx(2.0)
+    assert cost_of("mine", 10, 10, local=True) == 0
+    inp, out = estimate_request({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
+    assert 100 <= inp <= 110 and out == 7
