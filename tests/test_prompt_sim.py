@@ -171,3 +171,25 @@ def test_estimate_before_running(sim):
     assert call["input_tokens"] > 40
     assert est["cost_usd"] > 0
     assert sim.stats()["total_requests"] == 0  # nothing was sent
+
+
+def test_vllm_provider_sends_structured_outputs_in_extra_body():
+    from typing import Literal
+
+    with Simulator(SimulatorConfig(record_requests=True, reject_unknown_params=False)) as sim:
+        df = rows(2).with_column("a", prompt(col("q"), Literal["yes", "no"], provider="vllm", base_url=sim.base_url,
+                                             model="gpt-5-mini"))
+        df.collect()
+        body = sim.requests()[0]["body"]
+    assert "structured_outputs" in body and "response_format" not in body
+    assert body["structured_outputs"]["json"]["properties"]["label"]["enum"] == ["yes", "no"]
+
+
+def test_providers_are_registered_through_entry_points():
+    from importlib.metadata import entry_points
+
+    from inferframe.providers.base import REGISTRY
+
+    names = {ep.name for ep in entry_points(group="inferframe.providers")}
+    assert {"openai", "local"} <= names
+    assert {"openai", "lm_studio", "local", "vllm", "ollama", "openrouter"} <= set(REGISTRY.names())

@@ -47,6 +47,7 @@ class ProviderInfo:
     default_base_url: str | None = None
     needs_key: bool = False
     default_model: str | None = None
+    default_concurrency: int | None = None
 
 
 class Registry:

@@ -28,4 +28,10 @@ class LocalProvider(OpenAIProvider):
 
 def register(registry) -> None:
     """Entry-point hook: the embedded local provider."""
-    registry.register("local", LocalProvider, default_model=DEFAULT_MODEL)
+    import os
+
+    from inferframe.providers.local_server import DEFAULT_N_PARALLEL
+
+    # As many requests in flight as the server has slots: more only queue inside llama.cpp.
+    slots = int(os.environ.get("INFERFRAME_LOCAL_PARALLEL") or DEFAULT_N_PARALLEL)
+    registry.register("local", LocalProvider, default_model=DEFAULT_MODEL, default_concurrency=slots)

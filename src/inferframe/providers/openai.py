@@ -202,3 +202,9 @@ def register(registry) -> None:
     registry.register("openai", OpenAIProvider, key_env="OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL",
                       default_base_url="https://api.openai.com/v1", needs_key=True)
     registry.register("lm_studio", OpenAIProvider, default_base_url="http://127.0.0.1:1234/v1")
+    # vLLM gets its schema through extra_body["structured_outputs"]; the rest of the API is OpenAI's.
+    registry.register("vllm", OpenAIProvider, key_env="VLLM_API_KEY", base_url_env="VLLM_BASE_URL",
+                      default_base_url="http://127.0.0.1:8000/v1")
+    registry.register("ollama", OpenAIProvider, default_base_url="http://127.0.0.1:11434/v1")
+    registry.register("openrouter", OpenAIProvider, key_env="OPENROUTER_API_KEY",
+                      default_base_url="https://openrouter.ai/api/v1", needs_key=True)
