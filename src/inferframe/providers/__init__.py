@@ -1,0 +1,1 @@
+"""Providers: talking to one kind of model."""

