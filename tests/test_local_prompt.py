@@ -3,7 +3,7 @@
 from typing import Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 import inferframe as ifr
 from inferframe import col
@@ -49,13 +49,23 @@ def test_system_message_changes_the_answers(reviews):
 class Product(BaseModel):
     product: str
     sentiment: Literal["positive", "negative", "neutral"]
-    stars: int
+    stars: int = Field(ge=1, le=5)
+
+
+EXTRACT_FEW_SHOT = (
+    "Extract the product, the sentiment and a star rating from each review.\n\n"
+    'Review: The headphones broke after a week.\nJSON: {"product": "headphones", "sentiment": "negative", "stars": 1}\n\n'
+    'Review: Great blender, makes perfect smoothies.\nJSON: {"product": "blender", "sentiment": "positive", "stars": 5}\n\n'
+    'Review: The tent is fine, nothing special.\nJSON: {"product": "tent", "sentiment": "neutral", "stars": 3}\n\n'
+)
 
 
 def test_structured_extraction_gives_a_valid_struct_for_every_row(reviews):
+    # The schema is enforced by llama.cpp's grammar; the few-shot examples keep the base model on track,
+    # and repair=True asks once more if an answer is cut off or breaks the schema.
     df = reviews.limit(100).with_column(
-        "info", prompt(format("Review: {}\nExtract the product, the sentiment and a star rating (1-5) as JSON.", col("review")),
-                       Product, max_tokens=60, temperature=0),
+        "info", prompt(format("Review: {}\nJSON:", col("review")), Product, system_message=EXTRACT_FEW_SHOT,
+                       max_tokens=60, temperature=0, repair=True),
     )
     out = df.to_pydict()
     assert out["info_error"] == [None] * 100, [e for e in out["info_error"] if e][:3]

@@ -160,7 +160,8 @@ def test_ctrl_c_mid_run_stops_cleanly(sim):
         df.collect()
     assert time.perf_counter() - t < 8
     time.sleep(0.3)
-    assert [t.name for t in threading.enumerate() if t.name.startswith("inferframe") and "simulator" not in t.name] == []
+    assert [t.name for t in threading.enumerate() if t.name.startswith("inferframe")
+            and t.name not in ("inferframe-simulator", "inferframe-llama-launcher")] == []
 
 
 def test_estimate_before_running(sim):

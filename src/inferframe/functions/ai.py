@@ -162,12 +162,16 @@ class AIClient:
 
     async def _validated(self, request: Request, result: Result) -> Result:
         """Check a structured answer; optionally ask once more with the validation error."""
-        if result.error is not None or result.value is None:
+        if result.error is not None and result.error.kind == "length" and self.config.repair:
+            # A structured answer cut off mid-way is repaired like an invalid one.
+            raw, problem = result.error.raw or "", "the answer was cut off before the JSON was complete"
+        elif result.error is not None or result.value is None:
             return result
-        value, problem = self.validator.validate(result.value)
-        if problem is None:
-            return dataclasses.replace(result, value=value)
-        raw = result.value
+        else:
+            value, problem = self.validator.validate(result.value)
+            if problem is None:
+                return dataclasses.replace(result, value=value)
+            raw = result.value
         if self.config.repair:
             retry = await self.runtime.run_one(self._repair_request(request, raw, problem))
             if retry.error is None and retry.value is not None:
@@ -282,8 +286,14 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
 
         value_type = arrow_type_for(return_format)
         name, schema = json_schema_for(return_format)
-        server = "vllm" if spec.name == "vllm" or spec.option("server") == "vllm" else endpoint
-        format_request = tuple(response_format_for(name, schema, server).items())
+        choices = _choices_of(schema)
+        if spec.name == "local" and choices is not None:
+            # llama.cpp's JSON grammar lets a base model pad with whitespace until max_tokens; a grammar
+            # of the bare labels makes the first token start a label.
+            format_request = (("grammar", "root ::= " + " | ".join(_gbnf_literal(c) for c in choices)),)
+        else:
+            server = "vllm" if spec.name == "vllm" or spec.option("server") == "vllm" else endpoint
+            format_request = tuple(response_format_for(name, schema, server).items())
     config = AICallConfig(
         endpoint=endpoint, provider=spec, model=model, system_message=system_message,
         options=tuple(sorted(options.items())), runtime=runtime, n_parts=len(parts),
@@ -292,6 +302,18 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     )
     return _ai_expression(config, parts, value_type, error_column=runtime_opts.get("error_column", True),
                           usage_column=runtime_opts.get("usage_column", False))
+
+
+def _choices_of(schema: dict) -> list[str] | None:
+    """The labels of a choices format ({"label": enum}), else None."""
+    props = schema.get("properties") or {}
+    if list(props) == ["label"] and all(isinstance(c, str) for c in props["label"].get("enum") or [None]):
+        return list(props["label"]["enum"])
+    return None
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _ai_expression(config: AICallConfig, parts: list, value_type: pa.DataType, *, error_column: bool,
