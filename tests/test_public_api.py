@@ -6,7 +6,7 @@ def test_all_is_pinned():
         "ColumnNotFoundError", "DataFrame", "DataType", "ExecutionError", "Expression", "ExpressionTypeError",
         "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col",
         "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit",
-        "method", "read_csv", "read_json", "read_parquet", "set_prices", "set_provider", "set_runner_native",
+        "method", "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider", "set_runner_native",
     ])
     for name in ifr.__all__:
         assert getattr(ifr, name) is not None

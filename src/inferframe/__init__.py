@@ -19,6 +19,7 @@ from inferframe.errors import (
 from inferframe.expressions import Expression, col, lit
 from inferframe.providers.base import set_provider
 from inferframe.runners import set_runner_native
+from inferframe.runtime.cache import set_cache
 from inferframe.runtime.pricing import set_prices
 from inferframe.series import Series
 from inferframe.udf import cls, func, method
@@ -29,5 +30,5 @@ __all__ = [
     "ColumnNotFoundError", "DataFrame", "DataType", "ExecutionError", "Expression", "ExpressionTypeError",
     "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit", "method",
-    "read_csv", "read_json", "read_parquet", "set_prices", "set_provider", "set_runner_native",
+    "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider", "set_runner_native",
 ]

@@ -31,7 +31,8 @@ USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64
 
 # Options that shape the runtime or the message parts, not the request body.
 _RUNTIME_OPTIONS = {"max_concurrency", "rpm", "tpm", "max_retries", "max_cost", "max_tokens_budget", "on_error",
-                    "timeout", "adaptive", "initial_concurrency", "usage_column", "error_column", "repair"}
+                    "timeout", "adaptive", "initial_concurrency", "usage_column", "error_column", "repair",
+                    "cache", "cache_dir", "prompt_version"}
 _MEDIA_OPTIONS = {f.name for f in dataclasses.fields(MediaOptions)}
 
 
@@ -234,6 +235,7 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         **options: request options passed through (temperature, max_tokens / max_output_tokens, seed,
             stop, reasoning, tools, extra_body, ...); runtime options: max_concurrency, rpm, tpm,
             max_retries, max_cost, max_tokens_budget, timeout, on_error ("null" or "raise"),
+            cache ("read_write" default, "read_only", "refresh", "off"), cache_dir, prompt_version,
             error_column (add "<name>_error", default True), usage_column (add "<name>_usage"),
             repair (ask once more when an answer breaks return_format); media options:
             max_image_size, image_format, image_detail, pdf_mode ("file" or "text").
@@ -275,7 +277,7 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         rpm=runtime_opts.get("rpm"), tpm=runtime_opts.get("tpm"),
         retry=RetryPolicy(max_attempts=int(runtime_opts.get("max_retries", 5)) + 1),
         max_cost=runtime_opts.get("max_cost"), max_tokens_budget=runtime_opts.get("max_tokens_budget"),
-        on_error=on_error,
+        on_error=on_error, **cache_settings(runtime_opts),
     )
     if use_chat_completions is None:
         use_chat_completions = spec.name != "openai"
@@ -302,6 +304,23 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     )
     return _ai_expression(config, parts, value_type, error_column=runtime_opts.get("error_column", True),
                           usage_column=runtime_opts.get("usage_column", False))
+
+
+def cache_settings(opts: dict) -> dict:
+    """Cache policy, directory and prompt version for one call: its options, else set_cache(), else the env."""
+    from inferframe.runtime.cache import POLICIES, default_settings
+
+    policy, directory = default_settings()
+    policy = opts.get("cache", policy)
+    if policy is True:
+        policy = "read_write"
+    if policy in (False, None):
+        policy = "off"
+    if policy not in POLICIES:
+        raise PlanError(f"cache must be one of {', '.join(POLICIES)}, got {policy!r}.")
+    directory = opts.get("cache_dir", directory)
+    return {"cache_policy": policy, "cache_dir": str(directory) if directory is not None else None,
+            "prompt_version": opts.get("prompt_version")}
 
 
 def _choices_of(schema: dict) -> list[str] | None:

@@ -23,6 +23,8 @@ class LocalProvider(OpenAIProvider):
         server = get_local_server(spec.option("parallel"))
         super().__init__(ProviderSpec(spec.name, server.base_url, spec.options))
         self.service = f"the local model server at {self.base_url}"
+        # The port changes every run; the answers depend on the model file, not on where it is served.
+        self.cache_identity = f"local:{server.model}"
         self.n_parallel = server.n_parallel
 
 

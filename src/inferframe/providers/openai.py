@@ -132,6 +132,7 @@ class OpenAIProvider:
         self.name = spec.name
         self.base_url = (base_url_for(spec) or "https://api.openai.com/v1").rstrip("/")
         self.service = f"{spec.name} at {self.base_url}"
+        self.cache_identity = f"{spec.name}:{self.base_url}"  # what answers depend on; never the key
         self.timeout = float(spec.option("timeout", 120.0))
         key = api_key_for(spec)
         self._headers = {"Content-Type": "application/json", **dict(spec.option("headers", ()) or ())}

@@ -14,6 +14,7 @@ import time
 from typing import Protocol
 
 from inferframe.runtime.breaker import Breaker
+from inferframe.runtime.cache import cache_key, open_cache
 from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.runtime.pricing import cost_of
 from inferframe.runtime.ratelimit import RateLimiter
@@ -53,6 +54,9 @@ class RuntimeConfig:
         max_cost: stop sending once this many dollars were spent.
         max_tokens_budget: stop sending once this many tokens were used.
         on_error: "null" keeps failures as data; "raise" stops at the first one.
+        cache_policy: "read_write", "read_only", "refresh" (send and overwrite) or "off".
+        cache_dir: where the response cache lives (None: INFERFRAME_CACHE_DIR or the XDG cache dir).
+        prompt_version: a label of yours that is part of the cache key (bump it to re-ask).
     """
 
     max_concurrency: int = 64
@@ -64,6 +68,9 @@ class RuntimeConfig:
     max_cost: float | None = None
     max_tokens_budget: int | None = None
     on_error: str = "null"
+    cache_policy: str = "read_write"
+    cache_dir: str | None = None
+    prompt_version: str | None = None
 
 
 class InferenceRuntime:
@@ -85,7 +92,9 @@ class InferenceRuntime:
                                    adaptive=config.adaptive)
         self.breaker = Breaker()
         self.rng = random.Random(seed)
-        self.cache = None  # seam for the response cache
+        self.cache = None if config.cache_policy == "off" else open_cache(config.cache_dir)
+        self.identity = getattr(provider, "cache_identity", provider.service)
+        self._in_flight: dict[str, asyncio.Future] = {}
 
     def _budget_left(self) -> bool:
         c = self.config
@@ -100,7 +109,42 @@ class InferenceRuntime:
             raise ServiceError(f"{self.provider.service}: {self.breaker.reason}")
 
     async def run_one(self, request: Request) -> Result:
-        """Run one row to a final result (value or error); raises only when the job must stop."""
+        """Run one row to a final result (value or error); raises only when the job must stop.
+
+        A cached answer skips the rate limiter and the provider; an identical request already in
+        flight is shared instead of sent again.
+        """
+        key = cache_key(self.identity, request.endpoint, request.body, self.config.prompt_version)
+        policy = self.config.cache_policy
+        if self.cache is not None and policy in ("read_write", "read_only"):
+            hit = self.cache.get(key)
+            if hit is not None:
+                value, inp, out = hit
+                self.stats.cache_hits += 1
+                self.stats.rows_done += 1
+                self.breaker.row(True, None, "")
+                return Result(value=value, usage=Usage(inp, out), cost=0.0, attempts=0)
+        shared = self._in_flight.get(key)
+        if shared is not None:
+            self.stats.deduped += 1
+            result = await asyncio.shield(shared)
+            self.stats.rows_done += 1
+            return dataclasses.replace(result, usage=Usage(result.usage.input_tokens, result.usage.output_tokens),
+                                       cost=0.0, attempts=0)
+        future = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            result = await self._send(request, key)
+            future.set_result(result)
+            return result
+        except BaseException as e:
+            future.set_exception(e)
+            future.exception()  # mark retrieved: sharers get it, nobody else must see a warning
+            raise
+        finally:
+            del self._in_flight[key]
+
+    async def _send(self, request: Request, key: str) -> Result:
         attempt = 0
         last: Outcome | None = None
         while True:
@@ -130,6 +174,9 @@ class InferenceRuntime:
             self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
             if outcome.ok:
                 self.slots.on_success(latency)
+                if self.cache is not None and self.config.cache_policy in ("read_write", "refresh"):
+                    usage = outcome.usage or Usage()
+                    self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens)
                 return self._finish(outcome, attempt)
             kind = outcome.error_kind
             if kind == "rate_limit":

@@ -23,6 +23,7 @@ class RunStats:
     errors: int = 0
     not_run: int = 0
     cache_hits: int = 0
+    deduped: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0

@@ -1,0 +1,175 @@
+"""A persistent, content-addressed response cache: a paid answer is never paid for twice.
+
+The key is a SHA-256 of the canonical JSON of everything that determines the
+answer: the provider's identity (kind and endpoint), the API path, the request
+body (model, messages, parameters, schema) and an optional user
+``prompt_version``. API keys are never part of it. Each answer is committed to
+SQLite (WAL) the moment it arrives, so a crash loses nothing that was paid for.
+
+Example:
+    >>> import tempfile
+    >>> cache = ResponseCache(tempfile.mkdtemp())
+    >>> k = cache_key("openai:https://api.openai.com/v1", "chat", {"model": "m", "messages": []})
+    >>> cache.put(k, "hi", 3, 1)
+    >>> cache.get(k)
+    ('hi', 3, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+POLICIES = ("read_write", "read_only", "refresh", "off")
+
+try:
+    import orjson
+
+    def _canonical(obj: Any) -> bytes:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+except ImportError:  # pragma: no cover
+    def _canonical(obj: Any) -> bytes:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def cache_key(identity: str, endpoint: str, body: dict, prompt_version: str | None = None) -> str:
+    """The content address of one request: identical inputs, identical key; secrets never enter it."""
+    doc = {"v": 1, "provider": identity, "endpoint": endpoint, "body": body}
+    if prompt_version is not None:
+        doc["prompt_version"] = prompt_version
+    return hashlib.sha256(_canonical(doc)).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    """INFERFRAME_CACHE_DIR, else $XDG_CACHE_HOME/inferframe, else ~/.cache/inferframe."""
+    env = os.environ.get("INFERFRAME_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "inferframe"
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, input_tokens INTEGER NOT NULL,"
+        " output_tokens INTEGER NOT NULL, created REAL NOT NULL)"
+    )
+
+
+# Schema changes are appended here, one small function each; user_version records how many ran.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+
+
+class ResponseCache:
+    """One SQLite file of answers, shared by every job (and process) that points at the directory.
+
+    Parameters:
+        directory: where ``responses.sqlite`` lives; created private to the user (0700, file 0600).
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = self.directory / "responses.sqlite"
+        fresh = not self.path.exists()
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        if fresh:
+            os.chmod(self.path, 0o600)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a crash of this process (only power loss can drop the last commits).
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            for i, step in enumerate(MIGRATIONS[version:], start=version):
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    step(self._db)
+                    self._db.execute(f"PRAGMA user_version = {i + 1}")
+                    self._db.execute("COMMIT")
+                except Exception:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    def get(self, key: str) -> tuple[Any, int, int] | None:
+        """(value, input tokens, output tokens) of a stored answer, or None."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT value, input_tokens, output_tokens FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return json.loads(row[0]), row[1], row[2]
+
+    def put(self, key: str, value: Any, input_tokens: int, output_tokens: int) -> None:
+        """Store one answer and commit it at once."""
+        data = json.dumps(value, ensure_ascii=False)
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, value, input_tokens, output_tokens, created) VALUES (?, ?, ?, ?, ?)",
+                (key, data, int(input_tokens), int(output_tokens), time.time()),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM responses")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __reduce__(self):
+        return (ResponseCache, (str(self.directory),))
+
+
+_settings: dict[str, Any] = {"policy": None, "directory": None}
+
+
+def set_cache(policy: str | None = None, directory: str | os.PathLike | None = None) -> None:
+    """Set the default cache policy and directory for every AI call of this process.
+
+    Parameters:
+        policy: "read_write" (default), "read_only", "refresh" or "off"; None keeps the env/default.
+        directory: where the cache lives; None keeps INFERFRAME_CACHE_DIR or the XDG cache dir.
+
+    Example:
+        >>> set_cache("off")
+        >>> set_cache(None)
+    """
+    if policy is not None and policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    _settings["policy"] = policy
+    _settings["directory"] = directory
+
+
+def default_settings() -> tuple[str, str | os.PathLike | None]:
+    """(policy, directory) from set_cache(), else INFERFRAME_CACHE / INFERFRAME_CACHE_DIR, else defaults."""
+    policy = _settings["policy"] or os.environ.get("INFERFRAME_CACHE") or "read_write"
+    return policy, _settings["directory"]
+
+
+_open: dict[str, ResponseCache] = {}
+_open_lock = threading.Lock()
+
+
+def open_cache(directory: str | os.PathLike | None = None) -> ResponseCache:
+    """The process's shared handle on the cache in ``directory`` (default: default_cache_dir())."""
+    path = str(Path(directory).expanduser() if directory is not None else default_cache_dir())
+    with _open_lock:
+        cache = _open.get(path)
+        if cache is None:
+            cache = _open[path] = ResponseCache(path)
+        return cache

@@ -1,0 +1,142 @@
+"""Never pay twice: the response cache, in-run dedupe and resume after a kill."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import inferframe as ifr
+from inferframe import col
+from inferframe.functions import prompt
+from inferframe.runtime.cache import ResponseCache, cache_key
+from inferframe.simulator import Simulator, SimulatorConfig
+
+
+@pytest.fixture
+def sim():
+    with Simulator(SimulatorConfig(allow_unknown_models=True)) as s:
+        yield s
+
+
+def ask(sim, cache_dir, **kw):
+    kw.setdefault("model", "gpt-5-mini")
+    return prompt(col("q"), provider="openai", base_url=sim.base_url, api_key=kw.pop("api_key", "sk-one"),
+                  cache_dir=str(cache_dir), **kw)
+
+
+def test_key_ignores_the_api_key_and_changes_with_every_answer_field(sim, tmp_path):
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+    k = cache_key("openai:http://x/v1", "chat", body)
+    assert k == cache_key("openai:http://x/v1", "chat", dict(reversed(list(body.items()))))  # canonical JSON
+    for other in (
+        cache_key("openai:http://y/v1", "chat", body),
+        cache_key("openai:http://x/v1", "responses", body),
+        cache_key("openai:http://x/v1", "chat", {**body, "model": "m2"}),
+        cache_key("openai:http://x/v1", "chat", {**body, "temperature": 1}),
+        cache_key("openai:http://x/v1", "chat", {**body, "messages": [{"role": "user", "content": "hi!"}]}),
+        cache_key("openai:http://x/v1", "chat", {**body, "response_format": {"type": "json_object"}}),
+        cache_key("openai:http://x/v1", "chat", body, prompt_version="v2"),
+    ):
+        assert other != k
+    df = ifr.from_pydict({"q": ["a", "b"]})
+    df.with_column("a", ask(sim, tmp_path, api_key="sk-one")).collect()
+    sent = sim.stats()["total_requests"]
+    df.with_column("a", ask(sim, tmp_path, api_key="sk-two")).collect()  # another key: same answers, from cache
+    assert sim.stats()["total_requests"] == sent
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"sk-one" not in raw and b"sk-two" not in raw
+    assert oct(os.stat(tmp_path / "responses.sqlite").st_mode & 0o777) == "0o600"
+
+
+def test_rerun_is_served_from_the_cache(sim, tmp_path):
+    df = ifr.from_pydict({"q": [f"q{i}" for i in range(300)]}).with_column("a", ask(sim, tmp_path))
+    first = df.to_pydict()
+    assert sim.stats()["total_requests"] == 300
+    second = df.to_pydict()
+    assert second == first
+    assert sim.stats()["total_requests"] == 300
+    from inferframe.observe import last_run
+
+    assert last_run()[0]["cache_hits"] == 300 and last_run()[0]["requests"] == 0
+
+
+def test_policies(sim, tmp_path):
+    df = ifr.from_pydict({"q": ["x", "y"]})
+    df.with_column("a", ask(sim, tmp_path, cache="read_only")).collect()
+    assert len(ResponseCache(tmp_path)) == 0  # read_only never writes
+    df.with_column("a", ask(sim, tmp_path)).collect()
+    assert len(ResponseCache(tmp_path)) == 2 and sim.stats()["total_requests"] == 4
+    df.with_column("a", ask(sim, tmp_path, cache="refresh")).collect()
+    assert sim.stats()["total_requests"] == 6  # refresh sends again and overwrites
+    df.with_column("a", ask(sim, tmp_path, cache="off")).collect()
+    assert sim.stats()["total_requests"] == 8
+    with pytest.raises(ifr.PlanError, match="cache must be one of"):
+        ask(sim, tmp_path, cache="sometimes")
+
+
+def test_identical_rows_share_one_request(sim, tmp_path):
+    sim.configure(latency_ms=200)
+    out = ifr.from_pydict({"q": ["same question"] * 1000}).with_column("a", ask(sim, tmp_path)).to_pydict()
+    assert out["a"] == ["sim answer: same question"] * 1000
+    assert sim.stats()["total_requests"] == 1
+    # Without the cache, rows in flight together still share one call.
+    sim.reset()
+    sim.configure(latency_ms=200)
+    ifr.from_pydict({"q": ["again"] * 1000}).with_column("a", ask(sim, tmp_path, cache="off")).collect()
+    assert 1 <= sim.stats()["total_requests"] <= 10
+
+
+def test_failed_rows_are_not_cached_and_run_again(sim, tmp_path):
+    sim.configure(fail_rules=[{"match": "q3", "status": 400}])
+    df = ifr.from_pydict({"q": [f"q{i}" for i in range(6)]}).with_column("a", ask(sim, tmp_path))
+    assert df.to_pydict()["a"][3] is None
+    sim.configure(fail_rules=[])
+    before = sim.stats()["total_requests"]
+    assert df.to_pydict()["a"][3] == "sim answer: q3"
+    assert sim.stats()["total_requests"] == before + 1
+
+
+JOB = textwrap.dedent("""
+    import sys
+    import inferframe as ifr
+    from inferframe import col
+    from inferframe.functions import prompt
+    base_url, cache_dir, out = sys.argv[1:4]
+    df = ifr.from_pydict({"q": [f"row {i}" for i in range(400)]}).into_batches(20)
+    df = df.with_column("a", prompt(col("q"), provider="openai", base_url=base_url, api_key="k",
+                                    model="gpt-5-mini", cache_dir=cache_dir, max_concurrency=16))
+    df.write_parquet(out)
+""")
+
+
+def test_killed_runs_resume_without_paying_twice(tmp_path):
+    """kill -9 a job at several points; each restart sends only what never came back."""
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    with Simulator(SimulatorConfig(latency_ms=40)) as sim:
+        cache_dir, out = tmp_path / "cache", tmp_path / "out"
+        for target in (40, 150, 260):  # kill when the server has seen this many requests in all
+            proc = subprocess.Popen([sys.executable, str(script), sim.base_url, str(cache_dir), str(out)])
+            deadline = time.monotonic() + 60
+            while sim.stats()["total_requests"] < target and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            assert not out.exists() or not any(p.name.startswith("part-") for p in out.iterdir())  # atomic writer
+        before = sim.stats()["total_requests"]
+        assert 0 < before < 400
+        subprocess.run([sys.executable, str(script), sim.base_url, str(cache_dir), str(out)], check=True, timeout=120)
+        total = sim.stats()["total_requests"]
+        stats = sim.stats(include_hashes=True)
+    got = ifr.read_parquet(str(out)).sort("q").to_pydict()
+    assert got["a"] == sorted(f"sim answer: row {i}" for i in range(400))
+    # Only requests in flight at a kill may go out twice: at most 16 per kill.
+    assert total <= 400 + 3 * 16
+    hashes = stats["request_hashes"]
+    assert len(hashes) == 400  # every row was answered once at least
+    dupes = sum(c - 1 for c in hashes.values() if c > 1)
+    assert dupes <= 3 * 16
