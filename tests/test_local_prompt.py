@@ -21,6 +21,11 @@ def reviews():
     return ifr.read_csv("examples/data/reviews.csv")
 
 
+# A 2-core machine serves the 270M model at a few rows/s; a busy one much slower.
+LOCAL_TIMEOUT = pytest.mark.timeout(1200)
+
+
+@LOCAL_TIMEOUT
 def test_every_row_gets_a_non_empty_answer(reviews):
     df = reviews.limit(200).with_column(
         "answer", prompt(format("Review: {}\nSentiment:", col("review")), system_message=FEW_SHOT, max_tokens=3,
@@ -60,6 +65,7 @@ EXTRACT_FEW_SHOT = (
 )
 
 
+@LOCAL_TIMEOUT
 def test_structured_extraction_gives_a_valid_struct_for_every_row(reviews):
     # The schema is enforced by llama.cpp's grammar; the few-shot examples keep the base model on track,
     # and repair=True asks once more if an answer is cut off or breaks the schema.
