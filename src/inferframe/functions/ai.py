@@ -9,7 +9,9 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 from typing import Any
 
 import pyarrow as pa
@@ -122,26 +124,10 @@ class AIClient:
         cols = [s.to_pylist() for s in columns]
         names = [list(c) if k == "file" else None for c, k in zip(cols, kinds)]
         await self._read_files(cols, kinds)
-        requests: list[Request | None] = []
-        early: dict[int, RowError] = {}
-        for i in range(len(columns[0]) if columns else 0):
-            values = [c[i] for c in cols]
-            bad = next((v for v in values if isinstance(v, BaseException)), None)
-            if bad is not None:
-                early[i] = RowError("input", f"{type(bad).__name__}: {bad}", None, 0)
-                requests.append(None)
-                continue
-            try:
-                body = build_body(self.config, values, kinds, [n[i] if n else None for n in names])
-            except (ValueError, TypeError) as e:  # MediaError is a ValueError: a bad image or file in this row
-                early[i] = RowError("input", f"{type(e).__name__}: {e}", None, 0)
-                requests.append(None)
-                continue
-            if body is None:
-                requests.append(None)
-                continue
-            inp, out = estimate_request(body, self.config.model)
-            requests.append(Request(self.config.endpoint, body, inp + out))
+        # Encoding images is CPU work that releases the GIL: keep it off the event loop.
+        needs_thread = any(k != "text" for k in kinds)
+        build = functools.partial(self._requests, cols, kinds, names, len(columns[0]) if columns else 0)
+        requests, early = await asyncio.to_thread(build) if needs_thread else build()
         results = await self.runtime.run_many(requests)
         if self.validator is not None:
             results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
@@ -160,6 +146,30 @@ class AIClient:
                 "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost},
             })
         return out
+
+    def _requests(self, cols: list[list], kinds: list[str], names: list, n: int):
+        """One request per row (None for null inputs), and the rows that failed before sending."""
+        requests: list[Request | None] = []
+        early: dict[int, RowError] = {}
+        for i in range(n):
+            values = [c[i] for c in cols]
+            bad = next((v for v in values if isinstance(v, BaseException)), None)
+            if bad is not None:
+                early[i] = RowError("input", f"{type(bad).__name__}: {bad}", None, 0)
+                requests.append(None)
+                continue
+            try:
+                body = build_body(self.config, values, kinds, [n_[i] if n_ else None for n_ in names])
+            except (ValueError, TypeError) as e:  # MediaError is a ValueError: a bad image or file in this row
+                early[i] = RowError("input", f"{type(e).__name__}: {e}", None, 0)
+                requests.append(None)
+                continue
+            if body is None:
+                requests.append(None)
+                continue
+            inp, out = estimate_request(body, self.config.model)
+            requests.append(Request(self.config.endpoint, body, inp + out))
+        return requests, early
 
     async def _validated(self, request: Request, result: Result) -> Result:
         """Check a structured answer; optionally ask once more with the validation error."""

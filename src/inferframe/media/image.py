@@ -261,7 +261,8 @@ def encode(img: PILImage.Image, format: str = "png", quality: int = 85) -> bytes
     else:
         if img.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"):
             img = img.convert("RGBA" if img.has_transparency_data else "RGB")
-        img.save(buf, "PNG")
+        # Level 1 is ~3x faster than the default 6 for ~15% larger files; models bill images by pixels.
+        img.save(buf, "PNG", compress_level=1)
     return buf.getvalue()
 
 

@@ -119,18 +119,18 @@ class InferenceRuntime:
         if self.cache is not None and policy in ("read_write", "read_only"):
             hit = self.cache.get(key)
             if hit is not None:
-                value, inp, out = hit
+                value = hit[0]
                 self.stats.cache_hits += 1
                 self.stats.rows_done += 1
                 self.breaker.row(True, None, "")
-                return Result(value=value, usage=Usage(inp, out), cost=0.0, attempts=0)
+                # The usage column counts what this run paid: a cached answer cost nothing now.
+                return Result(value=value, usage=Usage(), cost=0.0, attempts=0)
         shared = self._in_flight.get(key)
         if shared is not None:
             self.stats.deduped += 1
             result = await asyncio.shield(shared)
             self.stats.rows_done += 1
-            return dataclasses.replace(result, usage=Usage(result.usage.input_tokens, result.usage.output_tokens),
-                                       cost=0.0, attempts=0)
+            return dataclasses.replace(result, usage=Usage(), cost=0.0, attempts=0)  # paid once, by the first row
         future = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
