@@ -176,3 +176,13 @@ def test_conversation_column(sim):
     out = ifr.from_pydict({"c": conv}).with_column("a", ask(sim, col("c"), use_chat_completions=True)).to_pydict()
     assert out["a_error"] == [None]
     assert [m["role"] for m in sim.requests()[0]["body"]["messages"]] == ["user", "assistant", "user"]
+
+
+def test_image_urls_go_to_the_model_as_urls(sim):
+    from inferframe.functions import image
+
+    df = ifr.from_pydict({"url": ["https://example.com/cat.png"]})
+    out = df.with_column("a", ask(sim, [lit("What is this?"), image(col("url"))], use_chat_completions=True)).to_pydict()
+    assert out["a_error"] == [None]
+    part = sim.requests()[0]["body"]["messages"][0]["content"][1]
+    assert part == {"type": "image_url", "image_url": {"url": "https://example.com/cat.png", "detail": "auto"}}

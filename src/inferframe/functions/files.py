@@ -120,5 +120,5 @@ def file(paths: Expression) -> Expression:
 
 
 def image(data: Expression) -> Expression:
-    """Mark a binary column as encoded images without re-checking them."""
+    """Mark a column as images: encoded bytes, or http(s)/data URLs that the model fetches itself."""
     return data.cast(DataType.image())

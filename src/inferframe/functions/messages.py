@@ -58,6 +58,8 @@ def content_parts(values: list[Any], kinds: list[str], names: list[str | None], 
         if kind == "text":
             parts.append(text_part(str(value), api))
         elif kind == "image":
+            if isinstance(value, bytes) and value[:8].lower().startswith((b"http://", b"https://", b"data:")):
+                value = value.decode()  # image(col("url")): the URL itself goes to the model
             parts.append(image_part(value, api, max_size=media.max_image_size, format=media.image_format,
                                     detail=media.image_detail))
         elif kind == "file":
