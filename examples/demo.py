@@ -72,8 +72,9 @@ def main() -> None:
     run = last_run()[0]
     print(
         f"\n{run['rows_done']} reviews in {elapsed:.1f} s ({run['rows_done'] / elapsed:.1f} rows/s), "
-        f"{run['input_tokens'] + run['output_tokens']:,} tokens, {run['errors']} errors, cost ${run['cost']:.2f} "
-        f"(local model). Parquet written to {out}"
+        f"{run['input_tokens'] + run['output_tokens']:,} tokens, {run['cache_hits']} answers from the response cache "
+        f"(run it again: all of them), {run['errors']} errors, cost ${run['cost']:.2f} (local model).\n"
+        f"Parquet written to {out}"
     )
 
 

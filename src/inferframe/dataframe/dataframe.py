@@ -326,8 +326,10 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         plan = self._optimized()
-        show = progress if _has_ai(plan) else False
-        with job_progress(_cheap_total(plan) if show is not False else None, show):
+        if not _has_ai(plan):
+            yield from get_runner().run(plan)
+            return
+        with job_progress(_cheap_total(plan) if progress is not False else None, progress):
             yield from get_runner().run(plan)
 
     def to_arrow(self, progress: bool | None = None) -> pa.Table:

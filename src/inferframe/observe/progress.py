@@ -27,7 +27,7 @@ def set_progress(enabled: bool | None) -> None:
 
 
 def last_run() -> list[dict]:
-    """Totals of each AI call in the last job: rows, requests, tokens, cost, retries, 429s, errors.
+    """Totals of each AI call in the last job that had AI calls: rows, requests, tokens, cost, retries, 429s, errors.
 
     Example:
         >>> isinstance(last_run(), list)
