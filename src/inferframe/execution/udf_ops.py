@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
-from inferframe.errors import UDFError
+from inferframe.errors import InferframeError, UDFError
 from inferframe.execution.context import Cancelled, ExecContext
 from inferframe.execution.operators import rebatch, split_morsels
 from inferframe.expressions.evaluate import evaluate
@@ -492,6 +492,9 @@ class UDFOperator:
                     args, kwargs = spec.call_args(series)
                     try:
                         values = await (spec.fn(inst, *args, **kwargs) if inst is not None else spec.fn(*args, **kwargs))
+                    except InferframeError as e:
+                        self._fail(e)  # already one clear message (e.g. the service is down): pass it on as is
+                        raise
                     except Exception as e:
                         raise UDFError(f"UDF {spec.name!r} failed on the batch of rows {offset}..{offset + batch.num_rows - 1}: {type(e).__name__}: {e}") from e
                     return self._convert(values, offset, batch.num_rows)

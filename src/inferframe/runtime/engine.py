@@ -13,6 +13,7 @@ import random
 import time
 from typing import Protocol
 
+from inferframe.errors import InferframeError
 from inferframe.runtime.breaker import Breaker
 from inferframe.runtime.cache import cache_key, open_cache
 from inferframe.runtime.concurrency import AdaptiveLimit
@@ -23,11 +24,11 @@ from inferframe.runtime.stats import RunStats
 from inferframe.runtime.types import Outcome, Request, Result, RowError, Usage
 
 
-class ServiceError(RuntimeError):
+class ServiceError(InferframeError, RuntimeError):
     """The service, not a row, is failing (bad key, server down): the job stops."""
 
 
-class RowFailed(RuntimeError):
+class RowFailed(InferframeError, RuntimeError):
     """A row failed and the user asked for on_error="raise"."""
 
 
@@ -106,7 +107,8 @@ class InferenceRuntime:
 
     def _check_breaker(self) -> None:
         if self.breaker.tripped:
-            raise ServiceError(f"{self.provider.service}: {self.breaker.reason}")
+            reason, service = self.breaker.reason, self.provider.service
+            raise ServiceError(reason if service in reason else f"{service}: {reason}")
 
     async def run_one(self, request: Request) -> Result:
         """Run one row to a final result (value or error); raises only when the job must stop.
