@@ -194,3 +194,15 @@ def test_providers_are_registered_through_entry_points():
     names = {ep.name for ep in entry_points(group="inferframe.providers")}
     assert {"openai", "local"} <= names
     assert {"openai", "lm_studio", "local", "vllm", "ollama", "openrouter"} <= set(REGISTRY.names())
+
+
+def test_two_prompt_columns_share_one_concurrency_bound(sim):
+    sim.configure(latency_ms=20)
+    df = rows(600).with_columns({  # several batches, so both columns' stages run at the same time
+        "a": ask(sim, max_concurrency=8, system_message="one", cache="off"),
+        "b": ask(sim, max_concurrency=8, system_message="two", cache="off"),
+    })
+    sim.reset()
+    out = df.to_pydict()
+    assert out["a_error"] == [None] * 600 and out["b_error"] == [None] * 600
+    assert sim.stats()["max_in_flight"] <= 8  # one bound for the model, not one per column

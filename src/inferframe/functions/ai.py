@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import weakref
 from typing import Any
 
 import pyarrow as pa
@@ -95,6 +96,10 @@ def _merge(body: dict, extra: dict) -> None:
             body[k] = v
 
 
+# event loop (one per run) -> (endpoint identity, model) -> the limits every call there shares
+_SHARED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 class AIClient:
     """Built once per run on the shared event loop; turns batches of rows into requests and results."""
 
@@ -106,11 +111,26 @@ class AIClient:
         self.stats = RunStats(label=config.label)
         CURRENT_RUN.add(self.stats)
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats)
+        self._share_limits()
         self.validator = None
         if config.return_format is not None:
             from inferframe.structured import Validator
 
             self.validator = Validator(config.return_format)
+
+    def _share_limits(self) -> None:
+        """Calls to the same endpoint and model in one job share one rate limit, concurrency bound and breaker.
+
+        The server's limits are per key and model, not per column; the first call's settings win.
+        """
+        loop = asyncio.get_running_loop()
+        per_loop = _SHARED.setdefault(loop, {})
+        key = (getattr(self.provider, "cache_identity", self.provider.service), self.config.model)
+        shared = per_loop.get(key)
+        if shared is None:
+            per_loop[key] = (self.runtime.limiter, self.runtime.slots, self.runtime.breaker)
+        else:
+            self.runtime.limiter, self.runtime.slots, self.runtime.breaker = shared
 
     async def _read_files(self, cols: list[list], kinds: list[str]) -> None:
         from inferframe.media import fetch_many
