@@ -24,6 +24,8 @@ import time
 import urllib.request
 from typing import Any, Optional
 
+from _util import table  # one table printer for every benchmark
+
 RESULT_PREFIX = "BENCH_RESULT "
 
 
@@ -140,18 +142,6 @@ class ProcCPU:
         return self._now() - self._t0
 
 
-def table(headers: list[str], rows: list[list], aligns: Optional[str] = None) -> str:
-    """A plain-text table; ``aligns`` is a string of 'l'/'r' per column (default: first left, rest right)."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    aligns = aligns or ("l" + "r" * (len(headers) - 1))
-
-    def fmt(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, aligns))
-
-    lines = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
-    lines += [fmt(r) for r in cells[1:]]
-    return "\n".join(lines)
 
 
 def machine_line() -> str:

@@ -50,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _util import table  # one table printer for every benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 IMG_DIR = ROOT / "bench" / "out" / "imgs"
 GLOB = "bench/out/imgs/*.png"
@@ -73,15 +75,6 @@ def loadavg() -> str:
     return f"{a[0]:.2f} {a[1]:.2f} {a[2]:.2f}"
 
 
-def table(headers: list[str], rows: list[list], aligns: str | None = None) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    aligns = aligns or ("l" + "r" * (len(headers) - 1))
-
-    def fmt(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, aligns))
-
-    return "\n".join([fmt(cells[0]), "  ".join("-" * w for w in widths), *(fmt(r) for r in cells[1:])])
 
 
 def emit(result: dict) -> None:
