@@ -2,7 +2,7 @@
 
 Functions:
     create_app(config=None, *, state=None, modules=None, extra_modules=()) -> web.Application
-    DEFAULT_MODULES: chat, responses, embeddings, models, admin
+    DEFAULT_MODULES: chat, responses, embeddings, models, admin, files_batches
 
 Unknown /v1 URLs answer OpenAI's 404 ``Invalid URL (METHOD /v1/...)``.  The
 state is reachable as ``app[STATE_KEY]``.
@@ -22,13 +22,13 @@ from aiohttp import web
 
 from . import admin
 from .config import SimulatorConfig
-from .endpoints import chat, embeddings, models, responses
+from .endpoints import chat, embeddings, files_batches, models, responses
 from .errors import SimError
 from .state import SimState
 
 __all__ = ["create_app", "DEFAULT_MODULES", "STATE_KEY"]
 
-DEFAULT_MODULES: tuple[ModuleType, ...] = (chat, responses, embeddings, models, admin)
+DEFAULT_MODULES: tuple[ModuleType, ...] = (chat, responses, embeddings, models, admin, files_batches)
 STATE_KEY = web.AppKey("inferframe_sim_state", SimState)
 CLIENT_MAX_SIZE = 64 * 1024 * 1024
 
