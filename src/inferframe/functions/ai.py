@@ -35,7 +35,7 @@ USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64
 # Options that shape the runtime or the message parts, not the request body.
 _RUNTIME_OPTIONS = {"max_concurrency", "rpm", "tpm", "max_retries", "max_cost", "max_tokens_budget", "on_error",
                     "timeout", "adaptive", "initial_concurrency", "usage_column", "error_column", "repair",
-                    "cache", "cache_dir", "prompt_version"}
+                    "cache", "cache_dir", "prompt_version", "batch", "batch_poll_interval"}
 _MEDIA_OPTIONS = {f.name for f in dataclasses.fields(MediaOptions)}
 
 
@@ -148,7 +148,10 @@ class AIClient:
         needs_thread = any(k != "text" for k in kinds)
         build = functools.partial(self._requests, cols, kinds, names, len(columns[0]) if columns else 0)
         requests, early = await asyncio.to_thread(build) if needs_thread else build()
-        results = await self.runtime.run_many(requests)
+        if self.config.runtime.batch:
+            results = await self.runtime.run_batch_api(requests)
+        else:
+            results = await self.runtime.run_many(requests)
         if self.validator is not None:
             results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
         out = []
@@ -267,7 +270,8 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
             max_retries, max_cost, max_tokens_budget, timeout, on_error ("null" or "raise"),
             cache ("read_write" default, "read_only", "refresh", "off"), cache_dir, prompt_version,
             error_column (add "<name>_error", default True), usage_column (add "<name>_usage"),
-            repair (ask once more when an answer breaks return_format); media options:
+            repair (ask once more when an answer breaks return_format); batch=True (run through the
+            OpenAI Batch API: half price, answers within 24 h; batch_poll_interval seconds); media options:
             max_image_size, image_format, image_detail, pdf_mode ("file" or "text").
 
     With ``df.with_column("label", prompt(...))`` a failed row gets a null label and its
@@ -308,7 +312,11 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         retry=RetryPolicy(max_attempts=int(runtime_opts.get("max_retries", 5)) + 1),
         max_cost=runtime_opts.get("max_cost"), max_tokens_budget=runtime_opts.get("max_tokens_budget"),
         on_error=on_error, **cache_settings(runtime_opts),
+        batch=bool(runtime_opts.get("batch", False)),
+        batch_poll_interval=float(runtime_opts.get("batch_poll_interval", 5.0)),
     )
+    if runtime.batch and not getattr(providers.REGISTRY.get(spec.name).factory, "supports_batch", True):
+        raise PlanError(f"Provider {spec.name!r} has no Batch API; use batch=False.")
     if use_chat_completions is None:
         use_chat_completions = spec.name != "openai"
     endpoint = "chat" if use_chat_completions else "responses"
@@ -333,7 +341,8 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         repair=bool(runtime_opts.get("repair", False)),
     )
     return _ai_expression(config, parts, value_type, error_column=runtime_opts.get("error_column", True),
-                          usage_column=runtime_opts.get("usage_column", False))
+                          usage_column=runtime_opts.get("usage_column", False),
+                          batch=50_000 if runtime.batch else 128)
 
 
 def cache_settings(opts: dict) -> dict:
@@ -366,9 +375,8 @@ def _gbnf_literal(text: str) -> str:
 
 
 def _ai_expression(config: AICallConfig, parts: list, value_type: pa.DataType, *, error_column: bool,
-                   usage_column: bool, owner: type = AIClient, name: str = "prompt") -> Expression:
+                   usage_column: bool, owner: type = AIClient, name: str = "prompt", batch: int = 128) -> Expression:
     out_type = pa.struct([("value", value_type), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
-    batch = 128
     window = max(2, -(-2 * config.runtime.max_concurrency // batch) + 1)
     spec = AISpec(
         name=name, fn=owner.__call__, return_dtype=out_type, is_batch=True, is_async=True,

@@ -16,6 +16,7 @@ class LocalProvider(OpenAIProvider):
     """
 
     is_local = True
+    supports_batch = False  # llama.cpp serves no Batch API
 
     def __init__(self, spec: ProviderSpec) -> None:
         from inferframe.providers.local_server import get_local_server

@@ -16,6 +16,7 @@ from inferframe.providers.base import ProviderSpec, api_key_for, base_url_for
 from inferframe.runtime.types import Outcome, Request, Usage
 
 _PATHS = {"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings"}
+_JSON = {"Content-Type": "application/json"}
 
 try:  # orjson is several times faster for the request/response bodies when present
     import orjson
@@ -68,6 +69,10 @@ def _error_message(body: Any, status: int) -> tuple[str, str | None]:
     if isinstance(body, dict) and "error" in body:
         return str(body["error"]), None
     return f"HTTP {status}", None
+
+
+class BatchAPIError(RuntimeError):
+    """The Batch API refused a file or batch operation."""
 
 
 def parse_chat(body: dict) -> Outcome:
@@ -127,6 +132,7 @@ class OpenAIProvider:
     """
 
     is_local = False
+    supports_batch = True
 
     def __init__(self, spec: ProviderSpec) -> None:
         self.name = spec.name
@@ -135,7 +141,7 @@ class OpenAIProvider:
         self.cache_identity = f"{spec.name}:{self.base_url}"  # what answers depend on; never the key
         self.timeout = float(spec.option("timeout", 120.0))
         key = api_key_for(spec)
-        self._headers = {"Content-Type": "application/json", **dict(spec.option("headers", ()) or ())}
+        self._headers = dict(spec.option("headers", ()) or ())
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._session = None
@@ -163,7 +169,7 @@ class OpenAIProvider:
         session = await self._client()
         url = self.base_url + _PATHS[request.endpoint]
         try:
-            async with session.post(url, data=_dumps(request.body)) as resp:
+            async with session.post(url, data=_dumps(request.body), headers=_JSON) as resp:
                 raw = await resp.read()
                 status, headers = resp.status, resp.headers
         except asyncio.TimeoutError:
@@ -191,6 +197,61 @@ class OpenAIProvider:
                            message=f"The server's answer lacks {e} for a {request.endpoint} response")
         out.headers = headers
         return out
+
+    # --- the Batch API: files and batches ------------------------------
+    async def _json(self, method: str, path: str, **kw) -> dict:
+        session = await self._client()
+        async with session.request(method, self.base_url + path, headers=_JSON, **kw) as resp:
+            raw = await resp.read()
+            if resp.status >= 400:
+                msg, _ = _error_message(_loads(raw) if raw[:1] == b"{" else {}, resp.status)
+                raise BatchAPIError(f"{method} {path} answered HTTP {resp.status}: {msg}")
+            return _loads(raw)
+
+    async def upload_batch_file(self, name: str, data: bytes) -> str:
+        """Upload a JSONL file with purpose 'batch'; return its file id."""
+        import aiohttp
+
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", data, filename=name, content_type="application/jsonl")
+        session = await self._client()
+        async with session.post(self.base_url + "/files", data=form) as resp:
+            body = _loads(await resp.read())
+            if resp.status >= 400:
+                raise BatchAPIError(f"file upload answered HTTP {resp.status}: {_error_message(body, resp.status)[0]}")
+            return body["id"]
+
+    async def create_batch(self, file_id: str, endpoint: str) -> dict:
+        return await self._json("POST", "/batches", data=_dumps(
+            {"input_file_id": file_id, "endpoint": "/v1" + _PATHS[endpoint], "completion_window": "24h"}))
+
+    async def get_batch(self, batch_id: str) -> dict:
+        return await self._json("GET", f"/batches/{batch_id}")
+
+    async def file_content(self, file_id: str) -> bytes:
+        session = await self._client()
+        async with session.get(self.base_url + f"/files/{file_id}/content") as resp:
+            if resp.status >= 400:
+                raise BatchAPIError(f"downloading {file_id} answered HTTP {resp.status}")
+            return await resp.read()
+
+    @staticmethod
+    def parse_batch_line(endpoint: str, line: dict) -> Outcome:
+        """One line of a batch output or error file, as an Outcome."""
+        response, error = line.get("response"), line.get("error")
+        if response is None:
+            code = (error or {}).get("code") or "batch_error"
+            kind = "timeout" if code in ("batch_expired", "batch_cancelled") else "server"
+            return Outcome(error_kind=kind, message=f"{code}: {(error or {}).get('message', '')}")
+        status, body = response.get("status_code", 500), response.get("body") or {}
+        if status >= 400:
+            msg, code = _error_message(body, status)
+            return Outcome(status=status, error_kind=_status_kind(status, code), message=f"HTTP {status}: {msg}")
+        try:
+            return _PARSERS[endpoint](body)
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            return Outcome(status=status, error_kind="malformed", message=f"batch answer lacks {e}")
 
     async def aclose(self) -> None:
         if self._session is not None:

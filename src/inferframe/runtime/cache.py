@@ -62,8 +62,17 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
+def _v2(db: sqlite3.Connection) -> None:
+    # The Batch API ledger: a batch submitted by any process is polled, not submitted again.
+    db.execute(
+        "CREATE TABLE batches (id TEXT PRIMARY KEY, chunk TEXT NOT NULL, endpoint TEXT NOT NULL,"
+        " collected INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL)"
+    )
+    db.execute("CREATE INDEX batches_chunk ON batches (chunk, collected)")
+
+
 # Schema changes are appended here, one small function each; user_version records how many ran.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 
 
 class ResponseCache:
@@ -118,6 +127,23 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses (key, value, input_tokens, output_tokens, created) VALUES (?, ?, ?, ?, ?)",
                 (key, data, int(input_tokens), int(output_tokens), time.time()),
             )
+
+    def pending_batch(self, chunk: str) -> str | None:
+        """The id of a submitted, not yet collected batch for this set of requests, if any."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id FROM batches WHERE chunk = ? AND collected = 0 ORDER BY created DESC LIMIT 1", (chunk,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def record_batch(self, batch_id: str, chunk: str, endpoint: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO batches (id, chunk, endpoint, collected, created) VALUES (?, ?, ?, 0, ?)",
+                             (batch_id, chunk, endpoint, time.time()))
+
+    def batch_collected(self, batch_id: str) -> None:
+        with self._lock:
+            self._db.execute("UPDATE batches SET collected = 1 WHERE id = ?", (batch_id,))
 
     def __len__(self) -> int:
         with self._lock:
