@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from inferframe.expressions.expression import Expression, _call, col, lit
-from inferframe.functions.ai import classify_text, prompt
+from inferframe.functions.ai import classify_text, embed_text, prompt
 from inferframe.functions.files import decode_image, download, encode_image, file, image, resize_image
 
 
@@ -47,6 +47,6 @@ Expression.download = lambda self, **kw: download(self, **kw)  # type: ignore[at
 Expression.file = lambda self: file(self)  # type: ignore[attr-defined]
 
 __all__ = [
-    "classify_text", "col", "concat", "decode_image", "download", "encode_image", "file", "format", "image", "lit", "prompt",
+    "classify_text", "col", "concat", "decode_image", "download", "embed_text", "encode_image", "file", "format", "image", "lit", "prompt",
     "resize_image", "unnest", "when",
 ]
