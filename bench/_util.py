@@ -76,16 +76,20 @@ def emit_result(result: dict) -> None:
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
-def run_child(args: list[str], *, env: dict | None = None, timeout: float | None = None) -> dict:
+def run_child(args: list[str], *, env: dict | None = None, timeout: float | None = None, cwd=None) -> dict:
     """Run ``python <args>`` in a fresh interpreter and return the dict it emitted.
 
-    The child's other output is passed through (indented) so errors stay visible.
+    ``env`` changes the environment (a None value removes the variable). The child's other
+    output is passed through (indented) so errors stay visible.
     """
     cmd = [sys.executable, *args]
     full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+    for k, v in (env or {}).items():
+        if v is None:
+            full_env.pop(k, None)
+        else:
+            full_env[k] = v
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd)
     result = None
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_PREFIX):

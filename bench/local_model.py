@@ -43,7 +43,6 @@ import http.client
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,6 +50,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+from _util import run_child as _run_child  # one child-process runner for every benchmark
 from _util import table  # one table printer for every benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,27 +85,7 @@ def emit(result: dict) -> None:
 
 
 def run_child(args: list[str], env_changes: dict[str, str | None], timeout: float = 600) -> dict:
-    env = dict(os.environ)
-    for k, v in env_changes.items():
-        if v is None:
-            env.pop(k, None)
-        else:
-            env[k] = v
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=ROOT)
-    result = None
-    for line in proc.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            result = json.loads(line[len(RESULT_PREFIX):])
-        elif line.strip():
-            print("    | " + line)
-    err = [s for s in proc.stderr.splitlines() if s.strip()]
-    if proc.returncode != 0 or result is None:
-        print("\n".join("    ! " + s for s in err[-40:]))
-        raise RuntimeError(f"child {args} failed with exit code {proc.returncode}")
-    for s in err[-5:]:
-        print("    ! " + s)
-    return result
+    return _run_child([__file__, *args], env=env_changes, timeout=timeout, cwd=ROOT)
 
 
 def read_reviews() -> list[dict]:

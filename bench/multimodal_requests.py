@@ -44,12 +44,12 @@ import argparse
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _util import run_child as _run_child  # one child-process runner for every benchmark
 from _util import table  # one table printer for every benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,21 +87,7 @@ def cpu_s() -> float:
 
 
 def run_child(args: list[str], env: dict[str, str], timeout: float = 900) -> dict:
-    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=timeout, cwd=ROOT)
-    result = None
-    for line in proc.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            result = json.loads(line[len(RESULT_PREFIX):])
-        elif line.strip():
-            print("    | " + line)
-    err = [s for s in proc.stderr.splitlines() if s.strip()]
-    if proc.returncode != 0 or result is None:
-        print("\n".join("    ! " + s for s in err[-40:]))
-        raise RuntimeError(f"child {args} failed with exit code {proc.returncode}")
-    for s in err[-5:]:
-        print("    ! " + s)
-    return result
+    return _run_child([__file__, *args], env=env, timeout=timeout, cwd=ROOT)
 
 
 # --------------------------------------------------------------------------- images
