@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from inferframe.expressions.expression import Expression, _call, col, lit
-from inferframe.functions.ai import classify_text, embed_text, prompt
+from inferframe.functions.ai import classify_text, prompt
+from inferframe.functions.embed import embed_text
 from inferframe.functions.files import decode_image, download, encode_image, file, image, resize_image
 
 

@@ -181,6 +181,8 @@ class AIClient:
         if r is None or r.error is not None or r.value is None:
             return r
         vector = r.value[0] if r.value and isinstance(r.value[0], list) else r.value
+        from inferframe.functions.embed_api import EMBEDDING_DIMENSIONS
+
         want = dict(self.config.options).get("dimensions") or EMBEDDING_DIMENSIONS.get(self.config.model)
         if want and len(vector) != want:
             self.stats.errors += 1
@@ -470,61 +472,3 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         system_message = ("Classify the text into exactly one of these labels: " + ", ".join(labels)
                           + ". Answer with the label only.")
     return prompt(text, return_format=labels, system_message=system_message, **options)
-
-
-# Output sizes of common embedding models, so the column type is exact before anything is sent.
-EMBEDDING_DIMENSIONS = {
-    "text-embedding-3-small": 1536,
-    "text-embedding-3-large": 3072,
-    "text-embedding-ada-002": 1536,
-}
-
-
-def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = None, model: str | None = None,
-               dimensions: int | None = None, **options: Any) -> Expression:
-    """Embed every row's text through an OpenAI-compatible /v1/embeddings endpoint.
-
-    The column is a fixed-size float32 vector whose size is known before the run (from the
-    model table or ``dimensions=``). It runs through the same runtime as ``prompt()``: rate
-    limits, retries, errors as data, the response cache, and ``batch=True`` for the Batch API.
-
-    Parameters:
-        text: the text column.
-        provider: "openai" or another OpenAI-compatible provider.
-        model: the embedding model, e.g. "text-embedding-3-small".
-        dimensions: the vector size; required for models not in the table.
-        **options: runtime options as for ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, ...).
-
-    Example:
-        >>> from inferframe import col
-        >>> expr = embed_text(col("doc"), provider="openai", base_url="http://127.0.0.1:8000/v1",
-        ...                   model="text-embedding-3-small")
-    """
-    parts = _parts(text)
-    spec = providers.resolve(provider or "openai", model=model, base_url=options.pop("base_url", None),
-                             api_key=options.pop("api_key", None))
-    providers.check_ready(spec)
-    model = model or "text-embedding-3-small"
-    size = dimensions or EMBEDDING_DIMENSIONS.get(model)
-    if not size:
-        raise PlanError(f"embed_text() does not know how many dimensions {model!r} returns; pass dimensions=N.")
-    runtime_opts = {k: options.pop(k) for k in list(options) if k in _RUNTIME_OPTIONS}
-    if options:
-        raise PlanError(f"embed_text() got unknown options {sorted(options)}.")
-    info = providers.REGISTRY.get(spec.name)
-    runtime = RuntimeConfig(
-        max_concurrency=int(runtime_opts.get("max_concurrency") or info.default_concurrency or 64),
-        rpm=runtime_opts.get("rpm"), tpm=runtime_opts.get("tpm"),
-        retry=RetryPolicy(max_attempts=int(runtime_opts.get("max_retries", 5)) + 1),
-        max_cost=runtime_opts.get("max_cost"), on_error=runtime_opts.get("on_error", "null"),
-        **cache_settings(runtime_opts), batch=bool(runtime_opts.get("batch", False)),
-        batch_poll_interval=float(runtime_opts.get("batch_poll_interval", 5.0)),
-    )
-    config = AICallConfig(
-        endpoint="embeddings", provider=spec, model=model, system_message=None,
-        options=(("dimensions", dimensions),) if dimensions else (), runtime=runtime, n_parts=len(parts),
-        label=f"embed[{model}]",
-    )
-    return _ai_expression(config, parts, pa.list_(pa.float32(), size), error_column=runtime_opts.get("error_column", True),
-                          usage_column=runtime_opts.get("usage_column", False), name="embed_text",
-                          batch=50_000 if runtime.batch else 128)

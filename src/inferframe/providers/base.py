@@ -113,6 +113,12 @@ def set_provider(name: str, *, base_url: str | None = None, api_key: str | None 
         _default = ProviderSpec(name, base_url, tuple(sorted(options.items())), ref)
 
 
+def default_spec() -> ProviderSpec | None:
+    """The provider set by ``set_provider``, if any."""
+    with _state_lock:
+        return _default
+
+
 def reset_provider() -> None:
     """Forget the default provider and any keys given to ``set_provider``."""
     global _default

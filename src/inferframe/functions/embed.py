@@ -1,0 +1,69 @@
+"""``embed_text`` and ``embed_image``: one fixed-size float32 vector per row.
+
+Two kinds of provider serve them:
+- in-process models (``sentence_transformers``, ``transformers``): loaded once per worker and fed
+  batches; the default is the packaged all-MiniLM-L6-v2, offline, on a GPU where there is one;
+- OpenAI-compatible ``/v1/embeddings`` servers (``openai``, ``lm_studio``, ``vllm``, ``local``, ...),
+  through the same runtime as ``prompt()``.
+
+Example:
+    >>> import inferframe as ifr
+    >>> from inferframe.functions import embed_text
+    >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
+    >>> df.with_column("v", embed_text(ifr.col("doc"))).schema()["v"].dtype  # doctest: +SKIP
+    DataType.embedding(float32, 384)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inferframe.expressions.expression import Expression
+from inferframe.models import INPROCESS_PROVIDERS
+from inferframe.providers import base as providers
+
+
+def _default_text_provider(model: str | None) -> str:
+    """With no provider: the configured default, else OpenAI for its own models when a key is set, else in-process."""
+    import os
+
+    from inferframe.functions.embed_api import EMBEDDING_DIMENSIONS
+
+    if providers.default_spec() is not None:
+        return providers.default_spec().name
+    if model in EMBEDDING_DIMENSIONS and os.environ.get("OPENAI_API_KEY"):
+        return "openai"
+    return "sentence_transformers"
+
+
+def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = None, model: str | None = None,
+               dimensions: int | None = None, **options: Any) -> Expression:
+    """Embed every row's text; the column is a fixed-size float32 vector, its size known before the run.
+
+    Parameters:
+        text: the text column.
+        provider: "sentence_transformers" (default when no API is configured) or "transformers" run
+            in this process; or an OpenAI-compatible provider: "openai", "lm_studio", "vllm", "local"
+            (the embedded llama.cpp server), ...
+        model: in-process, a model directory or name (default: the packaged all-MiniLM-L6-v2);
+            over an API, the embedding model, e.g. "text-embedding-3-small".
+        dimensions: the vector size; over an API, asks the server to shorten the vectors.
+        **options: in-process: batch_size, device ("cpu", "cuda", ...), normalize (default True),
+            max_concurrency (instances), use_process. Over an API: the runtime options of
+            ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, ...).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
+        >>> v = df.with_column("v", embed_text(ifr.col("doc"))).to_pydict()["v"]  # doctest: +SKIP
+    """
+    if provider is None and not isinstance(provider, providers.ProviderSpec):
+        provider = _default_text_provider(model)
+    name = provider.name if isinstance(provider, providers.ProviderSpec) else provider
+    if name in INPROCESS_PROVIDERS:
+        from inferframe.models.text import inprocess_embed_text
+
+        return inprocess_embed_text(text, provider=name, model=model, dimensions=dimensions, **options)
+    from inferframe.functions.embed_api import api_embed_text
+
+    return api_embed_text(text, provider=provider, model=model, dimensions=dimensions, **options)
