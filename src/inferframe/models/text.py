@@ -1,0 +1,214 @@
+"""Text embeddings computed in this process by sentence-transformers or transformers models.
+
+The model is loaded once per worker instance and fed batches of rows; the vector size is read from
+the model's files at plan time, so the column type is exact before anything runs.
+
+Example:
+    >>> import inferframe as ifr
+    >>> from inferframe.functions import embed_text
+    >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
+    >>> df = df.with_column("v", embed_text(ifr.col("doc"), provider="sentence_transformers"))
+    >>> df.schema()["v"].dtype  # doctest: +SKIP
+    DataType.embedding(float32, 384)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from inferframe.errors import PlanError
+from inferframe.expressions.expression import Expression, to_node
+from inferframe.expressions.nodes import Alias, UDFCall
+from inferframe.expressions.udf import ClassSpec, UDFSpec
+from inferframe.models.loading import model_files, offline, pick_device, require, text_dimensions
+from inferframe.series import Series
+
+_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "encode_batch_size", "long_inputs"}
+
+
+def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensions: int | None,
+                         **options: Any) -> Expression:
+    """Plan an in-process embedding column; see ``inferframe.functions.embed_text``."""
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise PlanError(f"embed_text(provider={provider!r}) got unknown options {unknown}; "
+                        f"it takes {', '.join(sorted(_OPTIONS))}.")
+    require(provider)
+    path = model_files(model)
+    native = text_dimensions(provider, path)
+    size = native
+    if dimensions is not None:
+        if not 1 <= int(dimensions) <= native:
+            raise PlanError(f"dimensions={dimensions} is out of range: {model or 'all-MiniLM-L6-v2'} gives {native}-dimensional "
+                            f"vectors, which can be shortened (first N values, then re-normalised) but not lengthened.")
+        size = int(dimensions)
+    long_inputs = options.get("long_inputs", "chunk")
+    if long_inputs not in ("chunk", "truncate"):
+        raise PlanError(f"long_inputs must be 'chunk' or 'truncate', got {long_inputs!r}.")
+    batch = int(options.get("batch_size") or 1024)
+    if batch < 1:
+        raise PlanError(f"batch_size must be at least 1, got {batch}.")
+    owner_cls = SentenceTransformerEmbedder if provider == "sentence_transformers" else TransformersEmbedder
+    owner = ClassSpec(owner_cls, (str(path),), {
+        "device": options.get("device"), "normalize": bool(options.get("normalize", True)), "dimensions": size,
+        "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": long_inputs,
+    }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)))
+    node = to_node(text)
+    spec = UDFSpec(
+        name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=pa.list_(pa.float32(), size),
+        is_batch=True, batch_size=batch, max_concurrency=options.get("max_concurrency") or 1,
+        use_process=owner.use_process, owner=owner, layout=(("expr", 0),),
+    )
+    return Expression(Alias(UDFCall(spec, (node,)), node.name()))
+
+
+def to_vectors(values: np.ndarray, nulls: np.ndarray, size: int) -> pa.Array:
+    """A fixed-size float32 list array with one row per input (null where the input was null)."""
+    n = len(nulls)
+    full = np.zeros((n, size), dtype=np.float32)
+    full[~nulls] = values[:, :size]
+    return pa.FixedSizeListArray.from_arrays(pa.array(full.reshape(-1)), size, mask=pa.array(nulls))
+
+
+def combine_chunks(vectors: np.ndarray, owners: list[int], weights: list[int], n: int, normalize: bool) -> np.ndarray:
+    """One vector per input from its chunks' vectors: the token-weighted mean (then L2-normalised)."""
+    out = np.zeros((n, vectors.shape[1]), dtype=np.float64)
+    np.add.at(out, np.asarray(owners), vectors.astype(np.float64) * np.asarray(weights, dtype=np.float64)[:, None])
+    if normalize:
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out = out / np.where(norms == 0, 1, norms)
+    else:
+        totals = np.zeros(n)
+        np.add.at(totals, np.asarray(owners), np.asarray(weights, dtype=np.float64))
+        out = out / np.where(totals == 0, 1, totals)[:, None]
+    return out.astype(np.float32)
+
+
+class _Embedder:
+    """What both in-process embedders share: null handling, chunking of long texts, shortening."""
+
+    tokenizer: Any
+    max_tokens: int
+
+    def __init__(self, *, normalize: bool, dimensions: int, encode_batch_size: int, long_inputs: str) -> None:
+        self.normalize = normalize
+        self.dimensions = dimensions
+        self.encode_batch_size = encode_batch_size
+        self.long_inputs = long_inputs
+
+    def embed(self, texts: Series) -> pa.Array:
+        values = texts.to_pylist()
+        nulls = np.array([v is None for v in values], dtype=bool)
+        present = [str(v) for v in values if v is not None]
+        if not present:
+            return to_vectors(np.zeros((0, self.dimensions), np.float32), nulls, self.dimensions)
+        if self.long_inputs == "chunk":
+            chunks, owners, weights = self._chunks(present)
+            if len(chunks) > len(present):
+                vectors = combine_chunks(self._encode(chunks), owners, weights, len(present), self.normalize)
+                return to_vectors(self._shorten(vectors), nulls, self.dimensions)
+        return to_vectors(self._shorten(self._encode(present)), nulls, self.dimensions)
+
+    def _chunks(self, texts: list[str]) -> tuple[list[str], list[int], list[int]]:
+        """Split texts longer than the model's window at token boundaries (character offsets kept)."""
+        enc = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        room = max(8, self.max_tokens - 2)  # the model adds [CLS] and [SEP]
+        chunks, owners, weights = [], [], []
+        for i, (text, offsets) in enumerate(zip(texts, enc["offset_mapping"])):
+            if len(offsets) <= room:
+                chunks.append(text), owners.append(i), weights.append(max(1, len(offsets)))
+                continue
+            for start in range(0, len(offsets), room):
+                window = offsets[start:start + room]
+                chunks.append(text[window[0][0]:window[-1][1]]), owners.append(i), weights.append(len(window))
+        return chunks, owners, weights
+
+    def _shorten(self, vectors: np.ndarray) -> np.ndarray:
+        if vectors.shape[1] == self.dimensions:
+            return vectors
+        short = vectors[:, :self.dimensions]
+        if self.normalize:
+            norms = np.linalg.norm(short, axis=1, keepdims=True)
+            short = short / np.where(norms == 0, 1, norms)
+        return short.astype(np.float32)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class SentenceTransformerEmbedder(_Embedder):
+    """A sentence-transformers model, loaded once per instance (offline, on a GPU where there is one).
+
+    Parameters:
+        path: the model's directory (or a name already in the local Hugging Face cache).
+        device: "cpu", "cuda", "mps" or None to pick the best one present.
+
+    Example:
+        >>> from inferframe.models.loading import model_files
+        >>> e = SentenceTransformerEmbedder(str(model_files(None)))  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
+                 encode_batch_size: int = 32, long_inputs: str = "chunk") -> None:
+        with offline():
+            from sentence_transformers import SentenceTransformer
+
+            self.model = SentenceTransformer(path, device=pick_device(device))
+        self.model.eval()
+        self.tokenizer = self.model.tokenizer
+        self.max_tokens = int(self.model.max_seq_length)
+        size = dimensions or int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
+                                 else self.model.get_sentence_embedding_dimension())
+        super().__init__(normalize=normalize, dimensions=size, encode_batch_size=encode_batch_size, long_inputs=long_inputs)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts, batch_size=self.encode_batch_size, convert_to_numpy=True,
+                                 normalize_embeddings=self.normalize, show_progress_bar=False)
+
+
+class TransformersEmbedder(_Embedder):
+    """A plain transformers encoder with attention-masked mean pooling, loaded once per instance.
+
+    Parameters:
+        path: the model's directory (or a name already in the local Hugging Face cache).
+        device: "cpu", "cuda", "mps" or None to pick the best one present.
+
+    Example:
+        >>> from inferframe.models.loading import model_files
+        >>> e = TransformersEmbedder(str(model_files(None)))  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
+                 encode_batch_size: int = 32, long_inputs: str = "chunk") -> None:
+        with offline():
+            from transformers import AutoModel, AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.device = pick_device(device)
+            self.model = AutoModel.from_pretrained(path).to(self.device).eval()
+        limit = getattr(self.model.config, "max_position_embeddings", 512)
+        self.max_tokens = int(min(limit, self.tokenizer.model_max_length or limit))
+        super().__init__(normalize=normalize, dimensions=dimensions or int(self.model.config.hidden_size),
+                         encode_batch_size=encode_batch_size, long_inputs=long_inputs)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        # Sorting by length keeps padding small, as sentence-transformers does.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), int(self.model.config.hidden_size)), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.encode_batch_size):
+                idx = order[start:start + self.encode_batch_size]
+                enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                                     max_length=self.max_tokens, return_tensors="pt").to(self.device)
+                hidden = self.model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                if self.normalize:
+                    pooled = torch.nn.functional.normalize(pooled, dim=1)
+                out[idx] = pooled.float().cpu().numpy()
+        return out

@@ -1,0 +1,141 @@
+"""embed_text() with in-process models: the packaged all-MiniLM-L6-v2 through sentence-transformers and transformers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import inferframe as ifr
+from inferframe import col
+from inferframe.errors import PlanError
+from inferframe.functions import embed_text
+
+pytest.importorskip("sentence_transformers", reason="the embed extra is part of the test install")
+
+TOPICS = [
+    "The cat sat on the warm windowsill and purred.",
+    "Stock markets fell sharply after the interest rate decision.",
+    "The recipe needs two cups of flour and a pinch of salt.",
+    "The football team won the championship in extra time.",
+]
+
+
+def _texts(n: int) -> list[str]:
+    return [f"{TOPICS[i % 4]} (note {i})" for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def two_thousand():
+    texts = _texts(2000)
+    df = ifr.from_pydict({"t": texts}).with_column("v", embed_text(col("t")))
+    return texts, df.schema(), df.to_arrow()
+
+
+def test_2000_texts_give_fixed_size_float32_vectors(two_thousand):
+    texts, schema, table = two_thousand
+    assert schema["v"].to_arrow() == pa.list_(pa.float32(), 384)
+    v = table.column("v").combine_chunks()
+    assert v.type == pa.list_(pa.float32(), 384)
+    m = v.values.to_numpy().reshape(-1, 384)
+    assert m.shape == (2000, 384) and v.null_count == 0
+    np.testing.assert_allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-4)
+    assert table.column("t").to_pylist() == texts
+
+
+def test_embeddings_are_deterministic_and_match_direct_encode(two_thousand):
+    from sentence_transformers import SentenceTransformer
+
+    from inferframe.models.loading import packaged_minilm
+
+    texts, _, table = two_thousand
+    m = table.column("v").combine_chunks().values.to_numpy().reshape(-1, 384)
+    again = ifr.from_pydict({"t": texts[:300]}).with_column("v", embed_text(col("t"), batch_size=37)).to_arrow()
+    m2 = again.column("v").combine_chunks().values.to_numpy().reshape(-1, 384)
+    np.testing.assert_allclose(m[:300], m2, atol=1e-5)
+    direct = SentenceTransformer(str(packaged_minilm()), device="cpu").encode(texts[:50], normalize_embeddings=True)
+    np.testing.assert_allclose(m[:50], direct, atol=1e-5)
+
+
+def test_similar_sentences_score_higher_than_unrelated(two_thousand):
+    _, _, table = two_thousand
+    m = table.column("v").combine_chunks().values.to_numpy().reshape(-1, 384)
+    same_topic = m[0] @ m[4]  # two cat sentences
+    for other in (1, 2, 3):
+        assert same_topic > m[0] @ m[other] + 0.2
+
+
+def test_nulls_stay_null_and_empty_batches_work():
+    df = ifr.from_pydict({"t": [None, "a dog", None]}).with_column("v", embed_text(col("t")))
+    v = df.to_pydict()["v"]
+    assert v[0] is None and v[2] is None and len(v[1]) == 384
+
+
+def test_transformers_provider_mean_pools_like_sentence_transformers():
+    texts = _texts(20)
+    st = ifr.from_pydict({"t": texts}).with_column("v", embed_text(col("t"))).to_pydict()["v"]
+    tf = ifr.from_pydict({"t": texts}).with_column("v", embed_text(col("t"), provider="transformers")).to_pydict()["v"]
+    np.testing.assert_allclose(np.array(st), np.array(tf), atol=1e-4)
+
+
+def test_shortened_vectors_are_known_at_plan_time_and_renormalised():
+    df = ifr.from_pydict({"t": TOPICS}).with_column("v", embed_text(col("t"), dimensions=128))
+    assert df.schema()["v"].to_arrow() == pa.list_(pa.float32(), 128)
+    m = np.array(df.to_pydict()["v"])
+    assert m.shape == (4, 128)
+    np.testing.assert_allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+
+
+def test_long_inputs_are_chunked_and_combined_by_token_weighted_mean():
+    from inferframe.models.text import SentenceTransformerEmbedder, combine_chunks
+    from inferframe.models.loading import packaged_minilm
+
+    words = " ".join(f"{TOPICS[i % 4]}" for i in range(60))  # far past MiniLM's 256-token window
+    e = SentenceTransformerEmbedder(str(packaged_minilm()), device="cpu")
+    chunks, owners, weights = e._chunks([words])
+    assert len(chunks) >= 3 and set(owners) == {0} and sum(weights) == len(e.tokenizer(words, add_special_tokens=False)["input_ids"])
+    expected = combine_chunks(e._encode(chunks), owners, weights, 1, True)[0]
+    got = ifr.from_pydict({"t": [words]}).with_column("v", embed_text(col("t"))).to_pydict()["v"][0]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    truncated = ifr.from_pydict({"t": [words]}).with_column("v", embed_text(col("t"), long_inputs="truncate")).to_pydict()["v"][0]
+    assert not np.allclose(got, truncated, atol=1e-3)
+
+
+def test_use_process_gives_the_same_vectors():
+    texts = _texts(40)
+    here = ifr.from_pydict({"t": texts}).with_column("v", embed_text(col("t"))).to_pydict()["v"]
+    there = ifr.from_pydict({"t": texts}).with_column("v", embed_text(col("t"), use_process=True, batch_size=16)).to_pydict()["v"]
+    np.testing.assert_allclose(np.array(here), np.array(there), atol=1e-5)
+
+
+def test_bad_input_is_a_plan_error_before_anything_runs(tmp_path):
+    with pytest.raises(PlanError, match="not on this machine"):
+        embed_text(col("t"), provider="sentence_transformers", model="nobody/no-such-model")
+    with pytest.raises(PlanError, match="holds no model"):
+        embed_text(col("t"), provider="sentence_transformers", model=str(tmp_path))
+    with pytest.raises(PlanError, match="lengthened"):
+        embed_text(col("t"), dimensions=1000)
+    with pytest.raises(PlanError, match="unknown options"):
+        embed_text(col("t"), temprature=0.1)
+    with pytest.raises(PlanError, match="long_inputs"):
+        embed_text(col("t"), long_inputs="drop")
+
+
+def test_missing_libraries_name_what_to_install(monkeypatch):
+    import importlib.util
+
+    from inferframe.models import loading
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(loading.importlib.util, "find_spec", lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+    with pytest.raises(PlanError, match=r'sentence_transformers.*pip install "inferframe\[embed\]"'):
+        embed_text(col("t"), provider="sentence_transformers")
+
+
+def test_device_choice_prefers_what_is_asked_then_cuda():
+    from inferframe.models.loading import pick_device
+
+    assert pick_device("cpu") == "cpu"
+    import torch
+
+    assert pick_device(None) == ("cuda" if torch.cuda.is_available() else "cpu")
