@@ -67,3 +67,29 @@ def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = Non
     from inferframe.functions.embed_api import api_embed_text
 
     return api_embed_text(text, provider=provider, model=model, dimensions=dimensions, **options)
+
+
+def embed_image(images: Any, *, provider: str | None = None, model: str | None = None,
+                dimensions: int | None = None, **options: Any) -> Expression:
+    """Embed every row's image with a CLIP-style model run in this process.
+
+    A row whose image cannot be read or decoded gets a null vector and its error in ``<name>_error``.
+    No image model ships with inferframe: download one once, then name it or its directory.
+
+    Parameters:
+        images: an image column, a binary column of encoded images, or a column of paths/URLs.
+        provider: "transformers" (the default).
+        model: a CLIP-style model directory, or a name in the local Hugging Face cache
+            (e.g. "openai/clip-vit-base-patch32").
+        dimensions: optional; checked against the model's vector size at plan time.
+        **options: batch_size, device, normalize (default True), max_concurrency, use_process, error_column.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> df = ifr.from_glob_path("photos/*.jpg")  # doctest: +SKIP
+        >>> df = df.with_column("v", embed_image(ifr.col("path"), model="openai/clip-vit-base-patch32"))  # doctest: +SKIP
+    """
+    from inferframe.models.image import inprocess_embed_image
+
+    name = provider.name if isinstance(provider, providers.ProviderSpec) else (provider or "transformers")
+    return inprocess_embed_image(images, provider=name, model=model, dimensions=dimensions, **options)

@@ -99,6 +99,8 @@ def text_dimensions(provider: str, path: Path) -> int:
         if size:
             return size
     cfg = _read_json(path / "config.json") or {}
+    if "vision_config" in cfg and isinstance(cfg.get("projection_dim"), int):
+        return cfg["projection_dim"]  # CLIP-style: the text tower's projected vectors share the image space
     for key in ("hidden_size", "d_model", "dim"):
         if isinstance(cfg.get(key), int):
             return cfg[key]

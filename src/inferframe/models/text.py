@@ -189,9 +189,14 @@ class TransformersEmbedder(_Embedder):
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.device = pick_device(device)
             self.model = AutoModel.from_pretrained(path).to(self.device).eval()
-        limit = getattr(self.model.config, "max_position_embeddings", 512)
+        cfg = self.model.config
+        # A CLIP-style model embeds text with its text tower, into the space its images share.
+        self.clip = hasattr(self.model, "get_text_features") and hasattr(cfg, "vision_config")
+        text_cfg = getattr(cfg, "text_config", cfg) if self.clip else cfg
+        limit = getattr(text_cfg, "max_position_embeddings", 512)
         self.max_tokens = int(min(limit, self.tokenizer.model_max_length or limit))
-        super().__init__(normalize=normalize, dimensions=dimensions or int(self.model.config.hidden_size),
+        self.width = int(cfg.projection_dim if self.clip else cfg.hidden_size)
+        super().__init__(normalize=normalize, dimensions=dimensions or self.width,
                          encode_batch_size=encode_batch_size, long_inputs=long_inputs)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -199,15 +204,19 @@ class TransformersEmbedder(_Embedder):
 
         # Sorting by length keeps padding small, as sentence-transformers does.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), int(self.model.config.hidden_size)), dtype=np.float32)
+        out = np.zeros((len(texts), self.width), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(order), self.encode_batch_size):
                 idx = order[start:start + self.encode_batch_size]
                 enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                      max_length=self.max_tokens, return_tensors="pt").to(self.device)
-                hidden = self.model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                if self.clip:
+                    pooled = self.model.get_text_features(**enc)
+                    pooled = getattr(pooled, "pooler_output", pooled)
+                else:
+                    hidden = self.model(**enc).last_hidden_state
+                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 if self.normalize:
                     pooled = torch.nn.functional.normalize(pooled, dim=1)
                 out[idx] = pooled.float().cpu().numpy()

@@ -1,0 +1,137 @@
+"""Image embeddings computed in this process by a CLIP-style model (transformers), loaded once per worker.
+
+A row whose image cannot be read or decoded gets a null vector and its error in ``<name>_error``.
+
+Example:
+    >>> import inferframe as ifr
+    >>> from inferframe.functions import embed_image
+    >>> df = ifr.from_glob_path("photos/*.jpg")  # doctest: +SKIP
+    >>> df = df.with_column("v", embed_image(ifr.col("path"), model="openai/clip-vit-base-patch32"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from inferframe.errors import PlanError
+from inferframe.expressions.expression import Expression, to_node
+from inferframe.expressions.nodes import Alias, Call, UDFCall
+from inferframe.expressions.udf import ClassSpec
+from inferframe.models.loading import _read_json, model_files, offline, pick_device, require
+from inferframe.models.text import to_vectors
+from inferframe.series import Series
+
+_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "error_column"}
+_INSTALL = ('embed_image() runs a CLIP-style model in this process. Install the libraries with '
+            'pip install "inferframe[embed]", download a model once (e.g. huggingface-cli download '
+            'openai/clip-vit-base-patch32) and pass model="openai/clip-vit-base-patch32" or a local directory.')
+
+
+def image_dimensions(path: Path) -> int:
+    """The size of a CLIP-style model's image vectors, from its config (no weights loaded)."""
+    cfg = _read_json(path / "config.json") or {}
+    if isinstance(cfg.get("projection_dim"), int) and "vision_config" in cfg:
+        return cfg["projection_dim"]
+    if "vision_config" in cfg and isinstance(cfg["vision_config"].get("hidden_size"), int):
+        return cfg["vision_config"]["hidden_size"]  # SigLIP-style: pooled vision output, no projection
+    raise PlanError(f"The model in {str(path)!r} has no image tower (its config has no vision_config); "
+                    f"embed_image() needs a CLIP-style model. {_INSTALL}")
+
+
+def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dimensions: int | None,
+                          **options: Any) -> Expression:
+    """Plan an in-process image embedding column; see ``inferframe.functions.embed_image``."""
+    from inferframe.functions.ai import ERROR_TYPE, USAGE_TYPE, AISpec
+
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise PlanError(f"embed_image() got unknown options {unknown}; it takes {', '.join(sorted(_OPTIONS))}.")
+    if provider != "transformers":
+        raise PlanError(f"embed_image() runs on provider='transformers' (a CLIP-style model in this process), "
+                        f"not {provider!r}. {_INSTALL}")
+    require(provider)
+    if model is None:
+        raise PlanError(f"embed_image() needs model=...: no image model is packaged with inferframe. {_INSTALL}")
+    path = model_files(model)
+    size = image_dimensions(path)
+    if dimensions is not None and int(dimensions) != size:
+        raise PlanError(f"dimensions={dimensions} does not match the model: {model} gives {size}-dimensional image vectors.")
+    batch = int(options.get("batch_size") or 64)
+    owner = ClassSpec(ClipImageEmbedder, (str(path),), {"device": options.get("device"),
+                                                        "normalize": bool(options.get("normalize", True))},
+                      max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)))
+    out_type = pa.struct([("value", pa.list_(pa.float32(), size)), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
+    spec = AISpec(name="embed_image", fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
+                  batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process,
+                  owner=owner, layout=(("expr", 0),), error_column=options.get("error_column", True))
+    node = to_node(images)
+    return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))
+
+
+def _read(value: Any) -> bytes:
+    """Image bytes from bytes, or from a path or URL."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    import fsspec
+
+    with fsspec.open(str(value), "rb") as f:
+        return f.read()
+
+
+class ClipImageEmbedder:
+    """A CLIP-style transformers model whose image tower embeds each row's image.
+
+    Parameters:
+        path: the model's directory (or a name already in the local Hugging Face cache).
+        device: "cpu", "cuda", "mps" or None to pick the best one present.
+        normalize: L2-normalise the vectors (so a dot product is the cosine similarity).
+
+    Example:
+        >>> e = ClipImageEmbedder("/models/clip-vit-base-patch32")  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str, *, device: str | None = None, normalize: bool = True) -> None:
+        with offline():
+            from transformers import AutoImageProcessor, AutoModel
+
+            self.processor = AutoImageProcessor.from_pretrained(path)
+            self.device = pick_device(device)
+            self.model = AutoModel.from_pretrained(path).to(self.device).eval()
+        self.size = image_dimensions(Path(path))
+        self.normalize = normalize
+
+    def embed(self, images: Series) -> pa.Array:
+        import torch
+
+        from inferframe.functions.ai import ERROR_TYPE, USAGE_TYPE
+        from inferframe.media.image import decode
+
+        values = images.to_pylist()
+        pics, rows, errors = [], [], [None] * len(values)
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            try:
+                pics.append(decode(_read(v)).convert("RGB"))
+                rows.append(i)
+            except Exception as e:  # one unreadable image is data for its row, not the end of the query
+                errors[i] = {"kind": "image", "message": f"{type(e).__name__}: {e}", "status": None, "attempts": 0, "raw": None}
+        vectors = np.zeros((0, self.size), dtype=np.float32)
+        if pics:
+            with torch.inference_mode():
+                inputs = self.processor(images=pics, return_tensors="pt").to(self.device)
+                feats = self.model.get_image_features(**inputs)
+                feats = getattr(feats, "pooler_output", feats)
+                if self.normalize:
+                    feats = torch.nn.functional.normalize(feats, dim=-1)
+                vectors = feats.float().cpu().numpy()
+        nulls = np.ones(len(values), dtype=bool)
+        nulls[rows] = False
+        value = to_vectors(vectors, nulls, self.size)
+        error = pa.array(errors, type=ERROR_TYPE)
+        usage = pa.nulls(len(values), USAGE_TYPE)
+        return pa.StructArray.from_arrays([value, error, usage], names=["value", "error", "usage"])
