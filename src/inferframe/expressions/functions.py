@@ -209,3 +209,176 @@ def _struct_get(args, params):
         names = [t.field(i).name for i in range(t.num_fields)]
         raise TypeError(f"struct has no field {params['field']!r}; fields are {names}")
     return pc.struct_field(args[0], [params["field"]])
+
+
+# --- vectors (embeddings) ---------------------------------------------------
+
+
+class ConstVector:
+    """A constant query vector held in a call's params: hashable, and shown short in plans.
+
+    Parameters:
+        values: the numbers of the vector.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Any) -> None:
+        import numpy as np
+
+        arr = np.asarray(values)
+        if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+            raise TypeError(f"a constant vector must be a flat list or 1-D array of numbers, got shape {arr.shape} of {arr.dtype}")
+        self.values = tuple(float(v) for v in arr)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __hash__(self) -> int:
+        return hash(self.values)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ConstVector) and other.values == self.values
+
+    def __repr__(self) -> str:
+        head = ", ".join(f"{v:g}" for v in self.values[:3])
+        return f"vector[{len(self.values)}]([{head}{', ...' if len(self.values) > 3 else ''}])"
+
+    def __getstate__(self):
+        return self.values
+
+    def __setstate__(self, state) -> None:
+        self.values = state
+
+
+def vector_size(t: pa.DataType) -> int | None:
+    """The fixed size of a vector type, or None for a variable-length list; TypeError if not a vector."""
+    if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        v = t.value_type
+        if pa.types.is_floating(v) or pa.types.is_integer(v):
+            return t.list_size if pa.types.is_fixed_size_list(t) else None
+    raise TypeError(
+        f"{t} is not a vector; vector functions need fixed_size_list<float> or list<float> columns, "
+        "e.g. from embed_text() or .cast(DataType.embedding(DataType.float32(), 384))"
+    )
+
+
+def _work_dtype(*types: pa.DataType):
+    """float64 if any side is float64 or integer, else float32: keep float32 embeddings in float32."""
+    import numpy as np
+
+    return np.float32 if all(pa.types.is_float32(t) or pa.types.is_float16(t) for t in types) else np.float64
+
+
+def vector_matrix(arr: pa.Array, dtype=None):
+    """A vector column as an (n, dim) numpy matrix plus its validity mask, read from the flat values buffer.
+
+    Null rows hold zeros. Null elements inside a vector read as NaN. Every valid row must
+    have the same length (always true for fixed-size lists).
+
+    Example:
+        >>> m, ok = vector_matrix(pa.array([[1.0, 2.0], None], type=pa.list_(pa.float32(), 2)))
+        >>> m.tolist(), ok.tolist()
+        ([[1.0, 2.0], [0.0, 0.0]], [True, False])
+    """
+    import numpy as np
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    dtype = dtype or _work_dtype(arr.type.value_type)
+    n = len(arr)
+    valid = np.ones(n, dtype=bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
+    if pa.types.is_fixed_size_list(arr.type):
+        d = arr.type.list_size
+        # .values ignores the slice offset and .flatten() drops null rows: slice the child by hand.
+        flat = arr.values.slice(arr.offset * d, n * d)
+        m = _to_numpy(flat, dtype).reshape(n, d)
+        if not valid.all():
+            m = m.copy()
+            m[~valid] = 0
+        return m, valid
+    offsets = arr.offsets.to_numpy()
+    lengths = np.diff(offsets)
+    sizes = np.unique(lengths[valid])
+    if len(sizes) > 1:
+        from inferframe.errors import ExecutionError
+
+        raise ExecutionError(
+            f"A list vector column holds vectors of different lengths ({', '.join(str(s) for s in sizes[:5])}); "
+            "every row must have the same size. Store embeddings as DataType.embedding(DataType.float32(), size)."
+        )
+    d = int(sizes[0]) if len(sizes) else 0
+    base = int(offsets[0]) if n else 0
+    flat = _to_numpy(arr.values.slice(base, int(offsets[-1]) - base if n else 0), dtype)
+    m = np.zeros((n, d), dtype=dtype)
+    if d and valid.any():
+        starts = offsets[:-1][valid] - base
+        m[valid] = flat[starts[:, None] + np.arange(d)]
+    return m, valid
+
+
+def _to_numpy(values: pa.Array, dtype):
+    import numpy as np
+
+    if values.null_count:
+        values = pc.fill_null(values.cast(pa.float64()), float("nan"))
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _rows_norm(m):
+    import numpy as np
+
+    return np.sqrt(np.einsum("ij,ij->i", m, m))
+
+
+@register("cosine_similarity", "cosine_similarity()")
+def _cosine_similarity(args, params):
+    """Row-wise cosine similarity as float32; null where a side is null or has norm 0."""
+    import numpy as np
+
+    a = args[0]
+    b = args[1] if len(args) > 1 else None
+    const = params.get("vector")
+    a_arr = pa.array([a.as_py()], type=a.type) if isinstance(a, pa.Scalar) else a
+    if b is not None:
+        b_arr = pa.array([b.as_py()], type=b.type) if isinstance(b, pa.Scalar) else b
+    else:
+        b_arr = pa.array([list(const.values)], type=pa.list_(pa.float64(), len(const)))
+    # Checked here because type inference runs this kernel on empty inputs: these are the plan-time errors.
+    sa, sb = vector_size(a_arr.type), vector_size(b_arr.type)
+    if sa is not None and sb is not None and sa != sb:
+        what = "the constant vector has" if b is None else "the second has"
+        raise TypeError(
+            f"the vectors differ in size: the first has {sa} values per row, {what} {sb}. "
+            "Compare embeddings of the same model and size (embed_text(..., dimensions=) or the same model on both sides)"
+        )
+    n = max(len(a_arr), len(b_arr)) if min(len(a_arr), len(b_arr)) > 0 else 0
+    if n == 0:
+        return pa.array([], type=pa.float32())
+    dtype = _work_dtype(a_arr.type.value_type, b_arr.type.value_type if b is not None else pa.float32())
+    ma, va = vector_matrix(a_arr, dtype)
+    mb, vb = vector_matrix(b_arr, dtype)
+    if ma.shape[1] != mb.shape[1] and va.any() and vb.any():
+        from inferframe.errors import ExecutionError
+
+        raise ExecutionError(
+            f"cosine_similarity(): the vectors differ in size ({ma.shape[1]} vs {mb.shape[1]}). "
+            "Compare embeddings of the same model and size."
+        )
+    if ma.shape[1] != mb.shape[1]:  # one side is all null: nothing to compare
+        return pa.nulls(n, type=pa.float32())
+    if len(mb) == 1 and len(ma) != 1:
+        dot = ma @ mb[0]
+    elif len(ma) == 1 and len(mb) != 1:
+        dot = mb @ ma[0]
+    else:
+        dot = np.einsum("ij,ij->i", ma, mb)
+    na, nb = _rows_norm(ma), _rows_norm(mb)
+    denom = na * nb
+    bad = ~(va & vb) | (denom == 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Clipped: float32 rounding can land just outside [-1, 1] for (anti)parallel vectors.
+        sims = np.clip(np.where(bad, 0, dot / np.where(denom == 0, 1, denom)), -1, 1).astype(np.float32)
+    sims = np.broadcast_to(sims, (n,))
+    bad = np.broadcast_to(bad, (n,))
+    return pa.array(sims, type=pa.float32(), mask=bad if bad.any() else None)

@@ -16,6 +16,7 @@ from inferframe.expressions.expression import Expression, _call, col, lit
 from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.embed import embed_image, embed_text
 from inferframe.functions.files import decode_image, download, encode_image, file, image, resize_image
+from inferframe.functions.similarity import cosine_similarity
 
 
 def format(template: str, *args: Any) -> Expression:
@@ -48,6 +49,6 @@ Expression.download = lambda self, **kw: download(self, **kw)  # type: ignore[at
 Expression.file = lambda self: file(self)  # type: ignore[attr-defined]
 
 __all__ = [
-    "classify_text", "col", "concat", "decode_image", "download", "embed_image", "embed_text", "encode_image", "file", "format", "image", "lit", "prompt",
+    "classify_text", "col", "concat", "cosine_similarity", "decode_image", "download", "embed_image", "embed_text", "encode_image", "file", "format", "image", "lit", "prompt",
     "resize_image", "unnest", "when",
 ]
