@@ -282,6 +282,39 @@ class DataFrame:
         rk = _names(right_on if isinstance(right_on, (list, tuple)) else [right_on])
         return DataFrame(lp.Join(self._plan, other._plan, lk, rk, how, prefix))
 
+    def nearest(self, other: "DataFrame", *, on: Any, other_on: Any = None, k: int = 5, metric: str = "cosine",
+                score_column: str = "score", rank_column: str = "rank", prefix: str = "right.") -> "DataFrame":
+        """For every row, the ``k`` rows of ``other`` whose vectors are closest (exact top-k search).
+
+        Parameters:
+            other: the index side; its plan runs once, when this plan runs, and is held in memory.
+            on: this DataFrame's vector column (``fixed_size_list<float>`` or ``list<float>``).
+            other_on: ``other``'s vector column (default: ``on``).
+            k: matches per row; fewer when ``other`` has fewer rows with a vector.
+            metric: "cosine" (default) or "dot", highest first; or "l2", the Euclidean distance, lowest first.
+            score_column, rank_column: names of the score (float32) and 1-based rank (int64) columns.
+            prefix: put before ``other``'s column names that clash with this DataFrame's, like ``join``.
+
+        Returns this DataFrame's columns, then ``other``'s, then the score and rank: one row per
+        match, in this DataFrame's row order and rank order. A row whose vector is null (or, for
+        "cosine", all zeros) has no match and gives no row; such rows of ``other`` are never matches.
+        The search is lazy: ``other`` runs when the plan runs (once per run), then this side is
+        streamed in batches, one matrix product per batch.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> q = ifr.from_pydict({"q": ["x"], "v": [[1.0, 0.0]]})
+            >>> docs = ifr.from_pydict({"doc": ["a", "b"], "v": [[0.0, 1.0], [1.0, 0.1]]})
+            >>> q.nearest(docs, on="v", k=1).select("q", "doc", "rank").to_pydict()
+            {'q': ['x'], 'doc': ['b'], 'rank': [1]}
+        """
+        from inferframe.functions.similarity import nearest_plan
+
+        (left_col,) = _names([on])
+        (right_col,) = _names([other_on if other_on is not None else on])
+        return DataFrame(nearest_plan(self._plan, other._plan, on=left_col, other_on=right_col, k=k, metric=metric,
+                                      score_column=score_column, rank_column=rank_column, prefix=prefix))
+
     def concat(self, other: "DataFrame") -> "DataFrame":
         """Rows of this DataFrame followed by rows of ``other`` (same columns)."""
         return DataFrame(lp.Concat((self._plan, other._plan)))
