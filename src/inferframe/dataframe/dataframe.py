@@ -494,6 +494,33 @@ class DataFrame:
         """Write a directory of Parquet files atomically; returns a DataFrame of the written paths."""
         return self._write(root, "parquet", **options)
 
+    def write_lance(self, uri: str, table: str, mode: str = "create", progress: bool | None = None,
+                    **options: Any) -> "DataFrame":
+        """Stream into a LanceDB table; returns a DataFrame holding the table's path, like ``write_parquet``.
+
+        Parameters:
+            uri: the LanceDB database (a directory or object-store URI).
+            table: the table name.
+            mode: "create" (error if the table exists), "overwrite", or "append" (creates a missing table).
+            progress: show the progress line for AI calls (None: on terminals only).
+            **options: passed to ``lancedb.connect`` (e.g. ``storage_options``).
+
+        Needs ``pip install "inferframe[lance]"``. Batches are written as the plan produces them;
+        embedding columns (fixed-size float lists) become LanceDB vector columns.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"id": [1], "v": [[0.1, 0.2]]})
+            >>> df.write_lance("/tmp/db", table="items", mode="overwrite").to_pydict()  # doctest: +SKIP
+            {'path': ['/tmp/db/items.lance']}
+        """
+        from inferframe.io.lance import write_lance
+
+        path = write_lance(self.iter_batches(progress), self._plan.schema, str(uri), table, mode, **options)
+        from inferframe.dataframe.constructors import from_pydict
+
+        return from_pydict({"path": [path]})
+
     def write_csv(self, root: str, **options: Any) -> "DataFrame":
         """Write a directory of CSV files atomically; returns a DataFrame of the written paths."""
         return self._write(root, "csv", **options)
