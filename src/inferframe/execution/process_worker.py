@@ -3,13 +3,17 @@
 The child is started with ``python -m inferframe.execution.process_worker``, so
 user scripts need no ``if __name__ == "__main__"`` guard. Parent and child
 exchange length-prefixed cloudpickle frames over the child's stdin/stdout; the
-child's own prints go to stderr. A child that dies becomes a clear UDFError.
+child's own prints go to stderr. Column data crosses as Arrow IPC, which keeps
+types and names and copies only the rows of a sliced batch. A child that dies
+becomes a clear UDFError naming the method, the rows and the exit code (or
+signal); a child still busy when the run stops is killed rather than waited for.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -21,6 +25,7 @@ from typing import Any, BinaryIO
 import cloudpickle
 
 from inferframe.errors import UDFError
+from inferframe.execution.context import Cancelled
 
 _LIVE: "weakref.WeakSet[ProcessInstance]" = weakref.WeakSet()
 
@@ -42,19 +47,62 @@ def _recv(stream: BinaryIO) -> Any:
     return cloudpickle.loads(data)
 
 
-class ProcessInstance:
-    """Parent-side proxy: builds the instance in a child process and calls its methods there."""
+def pack_arrays(arrays: list) -> bytes:
+    """Arrow IPC bytes for same-length arrays (a sliced array sends only its own rows, unlike pickle)."""
+    import pyarrow as pa
 
-    def __init__(self, owner) -> None:
+    batch = pa.RecordBatch.from_arrays(list(arrays), names=[str(i) for i in range(len(arrays))])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def unpack_arrays(data: bytes) -> list:
+    import pyarrow as pa
+
+    return list(pa.ipc.open_stream(pa.py_buffer(data)).read_next_batch().columns)
+
+
+def describe_exit(code: int | None) -> str:
+    """``exit code 3``, or ``exit code -9 (killed by SIGKILL)`` for a signal."""
+    if code is not None and code < 0:
+        try:
+            return f"exit code {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return f"exit code {code}"
+
+
+class ProcessInstance:
+    """Parent-side proxy: builds the instance in a child process and calls its methods there.
+
+    Parameters:
+        owner: the model class and its recorded arguments.
+        env: extra environment variables for the child (e.g. the GPUs it may use).
+        start: build the instance now; with False, call ``start()`` later (the pool
+            registers the process first, so a run stopped mid-``__init__`` can kill it).
+    """
+
+    def __init__(self, owner, env: dict[str, str] | None = None, start: bool = True) -> None:
         self.name = owner.cls.__name__
-        env = dict(os.environ)
+        self.owner = owner
+        self._closing = False
+        child_env = dict(os.environ)
+        child_env.update(env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "inferframe.execution.process_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env,
         )
         self._lock = threading.Lock()
         _LIVE.add(self)
-        reply = self._exchange(("init", list(sys.path), cloudpickle.dumps(owner)), during=f"{self.name}.__init__")
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Run ``__init__`` in the child; raise a UDFError naming the class if it fails."""
+        reply = self._exchange(("init", list(sys.path), cloudpickle.dumps(self.owner)),
+                               who=self.name, during=f"{self.name}.__init__")
         if reply[0] != "ok":
             self.close_process()
             raise UDFError(f"{self.name}.__init__ failed in its worker process:\n{reply[1]}")
@@ -63,35 +111,56 @@ class ProcessInstance:
     def pid(self) -> int:
         return self.proc.pid
 
-    def _exchange(self, msg, during: str):
+    def _exchange(self, msg, who: str, during: str):
         with self._lock:
             try:
                 _send(self.proc.stdin, msg)
                 return _recv(self.proc.stdout)
             except (EOFError, BrokenPipeError, OSError):
-                code = self.proc.wait(timeout=5)
+                if self._closing:
+                    raise Cancelled() from None  # we stopped it: the run is ending anyway
+                try:
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    # It closed its pipes but lives on: it cannot answer any more, so end it.
+                    self.proc.kill()
+                    code = self.proc.wait()
                 raise UDFError(
-                    f"The worker process of {self.name} (pid {self.proc.pid}) died with exit code {code} during {during}. "
+                    f"The worker process of {who} (pid {self.proc.pid}) died with {describe_exit(code)} during {during}. "
                     "Check its output above; a crash in native code or running out of memory are the usual causes."
                 ) from None
 
-    def run(self, spec, columns: list[list], offset: int, n: int) -> list:
+    def run(self, spec, arrays: list, names: list[str], offset: int, n: int):
+        """Call ``spec``'s method on these argument columns in the child; its values, or a UDFError."""
         method = spec.fn.__name__
-        msg = ("call", method, spec.is_batch, spec.is_async, spec.layout, spec.kwargs_layout, columns, offset, n, spec.name)
-        reply = self._exchange(msg, during=f"rows {offset}..{offset + n - 1}")
+        msg = ("call", method, spec.is_batch, spec.is_async, spec.layout, spec.kwargs_layout,
+               pack_arrays(arrays), list(names), offset, n, spec.name)
+        reply = self._exchange(msg, who=f"{self.name}.{method}", during=f"rows {offset}..{offset + n - 1}")
         if reply[0] == "ok":
             return reply[1]
+        if reply[0] == "arrow":
+            return unpack_arrays(reply[1])[0]
         raise UDFError(reply[1])
 
     def close_process(self) -> None:
+        """End the child: politely when idle, killed when it is still busy with a call."""
+        self._closing = True
         if self.proc.poll() is None:
-            try:
-                with self._lock:
+            # A busy child holds the lock until its call returns, which may be minutes away.
+            if self._lock.acquire(timeout=0.2):
+                try:
                     _send(self.proc.stdin, ("exit",))
-                self.proc.wait(timeout=3)
-            except Exception:
+                except Exception:
+                    pass
+                finally:
+                    self._lock.release()
+                try:
+                    self.proc.wait(timeout=3)
+                except subprocess.TimeoutExpired:
+                    pass
+            if self.proc.poll() is None:
                 self.proc.kill()
-                self.proc.wait(timeout=3)
+                self.proc.wait(timeout=5)
         for s in (self.proc.stdin, self.proc.stdout):
             try:
                 s.close()
@@ -112,6 +181,9 @@ def _serve() -> None:
     # User prints must not corrupt the protocol stream: send fd 1 to stderr.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # Ctrl-C reaches the whole process group: the parent stops the run and then ends this child,
+    # so the child must not die on its own mid-reply (or print a second traceback).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     instance = None
     loop = None
     while True:
@@ -132,15 +204,18 @@ def _serve() -> None:
             except BaseException:
                 _send(proto_out, ("error", traceback.format_exc()))
             continue
-        _, method, is_batch, is_async, layout, kwargs_layout, columns, offset, n, name = msg
+        _, method, is_batch, is_async, layout, kwargs_layout, packed, names, offset, n, name = msg
         fn = getattr(instance, method)
         try:
             if is_async and loop is None:
                 import asyncio
 
                 loop = asyncio.new_event_loop()
-            values = _call(fn, is_batch, is_async, layout, kwargs_layout, columns, offset, n, name, loop)
-            _send(proto_out, ("ok", values))
+            values = _call(fn, is_batch, is_async, layout, kwargs_layout, unpack_arrays(packed), names, offset, n, name, loop)
+            if hasattr(values, "type") and hasattr(values, "to_pylist"):  # an Arrow array: send it as Arrow
+                _send(proto_out, ("arrow", pack_arrays([values])))
+            else:
+                _send(proto_out, ("ok", values))
         except _RowFailure as e:
             _send(proto_out, ("error", str(e)))
         except BaseException as e:
@@ -157,21 +232,28 @@ def _merge(layout, kwargs_layout, values):
     return args, kwargs
 
 
-def _call(fn, is_batch, is_async, layout, kwargs_layout, columns, offset, n, name, loop):
+def _call(fn, is_batch, is_async, layout, kwargs_layout, arrays, names, offset, n, name, loop):
     if is_batch:
         import pyarrow as pa
 
         from inferframe.series import Series
 
-        args, kwargs = _merge(layout, kwargs_layout, [Series(pa.array(c)) for c in columns])
+        args, kwargs = _merge(layout, kwargs_layout, [Series(a, nm) for a, nm in zip(arrays, names)])
         out = fn(*args, **kwargs)
         if is_async:
             out = loop.run_until_complete(out)
+        if isinstance(out, Series):
+            out = out.to_arrow()
+        if isinstance(out, pa.ChunkedArray):
+            out = out.combine_chunks()
+        if isinstance(out, pa.Array):
+            return out
         if hasattr(out, "to_pylist"):
             return out.to_pylist()
         if hasattr(out, "tolist"):
             return out.tolist()
         return list(out)
+    columns = [a.to_pylist() for a in arrays]
     rows = [_merge(layout, kwargs_layout, [c[i] for c in columns]) for i in range(n)]
     if is_async:
         import asyncio
