@@ -4,7 +4,7 @@ import inferframe as ifr
 def test_all_is_pinned():
     assert sorted(ifr.__all__) == sorted([
         "ColumnNotFoundError", "DataFrame", "DataType", "ExecutionError", "Expression", "ExpressionTypeError",
-        "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col",
+        "File", "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col",
         "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit",
         "method", "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider", "set_runner_native",
     ])
@@ -17,7 +17,7 @@ def test_layers_import_one_way():
     import ast
     import pathlib
 
-    order = ["dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "providers", "runtime", "io"]
+    order = ["dataframe", "functions", "models", "udf", "runners", "execution", "plan", "expressions", "providers", "runtime", "io"]
     root = pathlib.Path(ifr.__file__).parent
     bad = []
     for i, layer in enumerate(order):

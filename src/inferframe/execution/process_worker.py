@@ -206,6 +206,10 @@ def _serve() -> None:
             continue
         _, method, is_batch, is_async, layout, kwargs_layout, packed, names, offset, n, name = msg
         fn = getattr(instance, method)
+        if not is_batch:
+            from inferframe.expressions.udf import with_file_args
+
+            fn = with_file_args(fn)  # the parent sends the method's name, not its File-wrapping
         try:
             if is_async and loop is None:
                 import asyncio

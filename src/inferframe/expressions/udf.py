@@ -80,6 +80,20 @@ class UDFSpec:
         return args, kwargs
 
 
+# The side columns of AI functions: "<name>_error" and "<name>_usage".
+ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()),
+                        ("attempts", pa.int64()), ("raw", pa.string())])
+USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64())])
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class AISpec(UDFSpec):
+    """A UDF spec for AI functions: also says which side columns (error, usage) to add."""
+
+    error_column: bool = True
+    usage_column: bool = False
+
+
 def resolve_return_dtype(fn: Callable, return_dtype: Any, *, skip_self: bool = False) -> pa.DataType | None:
     """Use ``return_dtype`` when given, else the function's return annotation."""
     if return_dtype is not None:
@@ -98,6 +112,47 @@ def resolve_return_dtype(fn: Callable, return_dtype: Any, *, skip_self: bool = F
         return to_datatype(ret).to_arrow()
     except TypeError as e:
         raise ExpressionTypeError(f"UDF {fn.__name__!r}: {e}") from None
+
+
+class FileArgs:
+    """Calls ``fn`` with the values of its ``File``-annotated parameters wrapped as ``File`` (picklable)."""
+
+    def __init__(self, fn: Callable, positions: tuple[int, ...], names: tuple[str, ...]) -> None:
+        self.fn, self.positions, self.names = fn, positions, names
+        self.__name__ = getattr(fn, "__name__", "udf")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from inferframe.file import File
+
+        args = list(args)
+        for i in self.positions:
+            if i < len(args) and args[i] is not None and not isinstance(args[i], File):
+                args[i] = File(args[i])
+        for k in self.names:
+            if kwargs.get(k) is not None and not isinstance(kwargs[k], File):
+                kwargs[k] = File(kwargs[k])
+        return self.fn(*args, **kwargs)
+
+
+def with_file_args(fn: Callable) -> Callable:
+    """``fn``, wrapped so that parameters annotated ``inferframe.File`` receive File objects."""
+    from inferframe.file import File
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return fn
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        # In a worker process a class pickled by value lacks the module globals its string
+        # annotations name ("ifr.File"): match those by their last part.
+        hints = dict(getattr(fn, "__annotations__", {}))
+    wanted = [p for p in params if hints.get(p) is File
+              or (isinstance(hints.get(p), str) and hints[p].rsplit(".", 1)[-1] == "File")]
+    if not wanted:
+        return fn
+    return FileArgs(fn, tuple(params.index(p) for p in wanted), tuple(wanted))
 
 
 def is_async_callable(fn: Callable) -> bool:

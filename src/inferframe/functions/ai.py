@@ -20,7 +20,7 @@ import pyarrow as pa
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
-from inferframe.expressions.udf import ClassSpec, UDFSpec
+from inferframe.expressions.udf import ERROR_TYPE, USAGE_TYPE, AISpec, ClassSpec  # noqa: F401 (re-exported)
 from inferframe.functions.messages import MediaOptions, column_kind, content_parts, conversation
 from inferframe.providers import base as providers
 from inferframe.runtime import InferenceRuntime, Request, Result, RowError, RuntimeConfig
@@ -28,9 +28,6 @@ from inferframe.runtime.retry import RetryPolicy
 from inferframe.runtime.stats import RunStats
 from inferframe.runtime.tokens import estimate_request
 
-ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()),
-                        ("attempts", pa.int64()), ("raw", pa.string())])
-USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64())])
 
 # Options that shape the runtime or the message parts, not the request body.
 _RUNTIME_OPTIONS = {"max_concurrency", "rpm", "tpm", "max_retries", "max_cost", "max_tokens_budget", "on_error",
@@ -405,14 +402,6 @@ def _ai_expression(config: AICallConfig, parts: list, value_type: pa.DataType, *
     )
     call = UDFCall(spec, tuple(parts))
     return Expression(Alias(Call("struct.get", (call,), (("field", "value"),)), parts[0].name()))
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class AISpec(UDFSpec):
-    """A UDF spec for AI functions: also says which side columns (error, usage) to add."""
-
-    error_column: bool = True
-    usage_column: bool = False
 
 
 def ai_call_of(node) -> UDFCall | None:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
-from inferframe.expressions.udf import ClassSpec
+from inferframe.expressions.udf import ERROR_TYPE, USAGE_TYPE, AISpec, ClassSpec
 from inferframe.models.loading import _read_json, model_files, offline, pick_device, require
 from inferframe.models.text import to_vectors
 from inferframe.series import Series
@@ -45,8 +45,6 @@ def image_dimensions(path: Path) -> int:
 def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dimensions: int | None,
                           **options: Any) -> Expression:
     """Plan an in-process image embedding column; see ``inferframe.functions.embed_image``."""
-    from inferframe.functions.ai import ERROR_TYPE, USAGE_TYPE, AISpec
-
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
         raise PlanError(f"embed_image() got unknown options {unknown}; it takes {', '.join(sorted(_OPTIONS))}.")
@@ -107,7 +105,6 @@ class ClipImageEmbedder:
     def embed(self, images: Series) -> pa.Array:
         import torch
 
-        from inferframe.functions.ai import ERROR_TYPE, USAGE_TYPE
         from inferframe.media.image import decode
 
         values = images.to_pylist()

@@ -21,7 +21,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from inferframe.expressions.udf import ClassSpec, UDFSpec, is_async_callable, make_call, resolve_return_dtype
+from inferframe.expressions.udf import (
+    ClassSpec, UDFSpec, is_async_callable, make_call, resolve_return_dtype, with_file_args,
+)
 
 _MARK = "__inferframe_method__"
 
@@ -60,7 +62,7 @@ class BoundMethod:
         opts = getattr(fn, _MARK, {})
         self.spec = UDFSpec(
             name=f"{owner.cls.__name__}.{name}" if name != "__call__" else owner.cls.__name__,
-            fn=fn,
+            fn=fn if opts.get("is_batch") else with_file_args(fn),
             return_dtype=resolve_return_dtype(fn, opts.get("return_dtype")),
             is_batch=opts.get("is_batch", False),
             is_async=is_async_callable(fn),

@@ -15,7 +15,7 @@ import functools
 from typing import Any, Callable
 
 from inferframe.expressions.expression import Expression
-from inferframe.expressions.udf import UDFSpec, is_async_callable, make_call, resolve_return_dtype
+from inferframe.expressions.udf import UDFSpec, is_async_callable, make_call, resolve_return_dtype, with_file_args
 
 
 class Func:
@@ -34,7 +34,7 @@ class Func:
         functools.update_wrapper(self, fn)
         self.spec = UDFSpec(
             name=getattr(fn, "__name__", "udf"),
-            fn=fn,
+            fn=fn if is_batch else with_file_args(fn),
             return_dtype=resolve_return_dtype(fn, return_dtype),
             is_batch=is_batch,
             is_async=is_async_callable(fn),
