@@ -133,9 +133,10 @@ class Call(Node):
             out = fn.evaluate([empty_of(f.type) for f in fields], dict(self.params))
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
             types = ", ".join(str(f.type) for f in fields)
+            # Our own kernels raise plain TypeErrors whose message already says what to do.
+            hint = "" if type(e) is TypeError else " Cast the inputs first, e.g. col('x').cast(DataType.float64())."
             raise ExpressionTypeError(
-                f"Cannot apply {fn.display} to ({types}) in {self}: {first_line(e)}. "
-                "Cast the inputs first, e.g. col('x').cast(DataType.float64())."
+                f"Cannot apply {fn.display} to ({types}) in {self}: {first_line(e).rstrip('.')}.{hint}"
             ) from None
         return pa.field(self.name(), out.type)
 
