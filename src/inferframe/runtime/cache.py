@@ -33,9 +33,23 @@ try:
 
     def _canonical(obj: Any) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+
+    def _dumps(value: Any) -> str:
+        # An embedding is 1,536+ floats: orjson writes and reads them ~15x faster than json.
+        try:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:  # what orjson refuses (ints over 64 bits, ...) json still writes
+            return json.dumps(value, ensure_ascii=False)
+
+    _loads = orjson.loads
 except ImportError:  # pragma: no cover
     def _canonical(obj: Any) -> bytes:
         return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def _dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    _loads = json.loads
 
 
 def cache_key(identity: str, endpoint: str, body: dict, prompt_version: str | None = None) -> str:
@@ -117,16 +131,30 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        return json.loads(row[0]), row[1], row[2]
+        try:
+            return _loads(row[0]), row[1], row[2]
+        except ValueError:  # NaN/Infinity, which json wrote and orjson does not read
+            return json.loads(row[0]), row[1], row[2]
 
     def put(self, key: str, value: Any, input_tokens: int, output_tokens: int) -> None:
         """Store one answer and commit it at once."""
-        data = json.dumps(value, ensure_ascii=False)
+        self.put_many([(key, value, input_tokens, output_tokens)])
+
+    def put_many(self, items: list[tuple[str, Any, int, int]]) -> None:
+        """Store (key, value, input tokens, output tokens) answers and commit them together."""
+        now = time.time()
+        rows = [(key, _dumps(value), int(i), int(o), now) for key, value, i, o in items]
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses (key, value, input_tokens, output_tokens, created) VALUES (?, ?, ?, ?, ?)",
-                (key, data, int(input_tokens), int(output_tokens), time.time()),
-            )
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO responses (key, value, input_tokens, output_tokens, created) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def pending_batch(self, chunk: str) -> str | None:
         """The id of a submitted, not yet collected batch for this set of requests, if any."""

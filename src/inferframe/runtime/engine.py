@@ -148,7 +148,15 @@ class InferenceRuntime:
         finally:
             del self._in_flight[key]
 
-    async def _send(self, request: Request, key: str) -> Result:
+    async def send_uncached(self, request: Request) -> Result:
+        """Send one request past the cache and the in-flight sharing; raises only when the job must stop.
+
+        For a request that packs many rows (embedding inputs): its answer is cached per row by the
+        caller, so a rerun that groups the rows differently still finds them. Stats count it as one row.
+        """
+        return await self._send(request, None)
+
+    async def _send(self, request: Request, key: str | None) -> Result:
         attempt = 0
         last: Outcome | None = None
         while True:
@@ -178,7 +186,7 @@ class InferenceRuntime:
             self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
             if outcome.ok:
                 self.slots.on_success(latency)
-                if self.cache is not None and self.config.cache_policy in ("read_write", "refresh"):
+                if key is not None and self.cache is not None and self.config.cache_policy in ("read_write", "refresh"):
                     usage = outcome.usage or Usage()
                     self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens)
                 return self._finish(outcome, attempt)
