@@ -28,6 +28,19 @@ class LocalProvider(OpenAIProvider):
         self.cache_identity = f"local:{server.model}"
         self.n_parallel = server.n_parallel
 
+    async def tokenize(self, text: str) -> list[bytes]:
+        """The model's tokens of ``text``, each as its bytes (llama.cpp's /tokenize), for exact chunking.
+
+        Special tokens the server adds around an input (BOS) are not included.
+        """
+        session = await self._client()
+        root = self.base_url.removesuffix("/v1")
+        async with session.post(root + "/tokenize", json={"content": text, "with_pieces": True}) as resp:
+            resp.raise_for_status()
+            tokens = (await resp.json())["tokens"]
+        # A piece that is part of a UTF-8 character comes as a list of byte values.
+        return [t["piece"].encode() if isinstance(t["piece"], str) else bytes(t["piece"]) for t in tokens]
+
 
 def register(registry) -> None:
     """Entry-point hook: the embedded local provider."""

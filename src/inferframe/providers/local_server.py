@@ -285,6 +285,11 @@ class LocalServer:
         if self.embeddings:
             # llama.cpp's default pooling for this model is "none", which /v1/embeddings rejects.
             cmd += ["--embeddings", "--pooling", "mean"]
+            # With a KV cache per slot, inputs embedded side by side in other slots came out wrong:
+            # measured 2026-11-22, 36 short texts in one request vs one at a time, 8 of 36 vectors at
+            # cosine 0.82-0.86 to their sequential ones; with one unified cache all 36 are above 0.999.
+            # Chat answers stayed the same (40/40 few-shot reviews) at no loss of speed.
+            cmd += ["--kv-unified"]
         return cmd + self.extra_args
 
     def _command_for_display(self) -> str:

@@ -9,6 +9,7 @@ is used in tests to check them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
@@ -115,10 +116,25 @@ def parse_responses(body: dict) -> Outcome:
 
 
 def parse_embeddings(body: dict) -> Outcome:
+    """One vector per input, in input order: lists of floats, or float32 arrays for base64 answers."""
     usage = body.get("usage") or {}
     u = Usage(usage.get("prompt_tokens") or usage.get("total_tokens") or 0, 0)
     data = sorted(body["data"], key=lambda d: d.get("index", 0))
-    return Outcome(value=[d["embedding"] for d in data], usage=u, status=200)
+    return Outcome(value=[_vector(d["embedding"]) for d in data], usage=u, status=200)
+
+
+def _vector(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    import binascii
+
+    import numpy as np
+
+    try:
+        return np.frombuffer(base64.b64decode(v, validate=True), dtype="<f4")
+    except (binascii.Error, ValueError):
+        # Reported by send() as a malformed answer, which is retried like any other.
+        raise TypeError("an embedding in base64 float32") from None
 
 
 _PARSERS = {"chat": parse_chat, "responses": parse_responses, "embeddings": parse_embeddings}
