@@ -1,4 +1,6 @@
-"""embed_text() over OpenAI-compatible /v1/embeddings, synchronously and through the Batch API."""
+"""embed_text() over OpenAI-compatible /v1/embeddings: packing, per-row cache, long inputs, plan-time size."""
+
+import asyncio
 
 import numpy as np
 import pyarrow as pa
@@ -7,20 +9,40 @@ import pytest
 import inferframe as ifr
 from inferframe import col
 from inferframe.functions import embed_text
-from inferframe.simulator import Simulator, SimulatorConfig
+from inferframe.functions.embed_api import Chunker
+from inferframe.simulator import FailRule, Simulator, SimulatorConfig
+from inferframe.simulator.embeddings import embed as sim_vector
 
 
 @pytest.fixture
 def sim():
-    with Simulator(SimulatorConfig()) as s:
+    with Simulator(SimulatorConfig(record_requests=True, record_max=10_000)) as s:
         yield s
 
 
 TEXTS = ["the cat sat on the mat", "a cat sat on a mat", "quarterly revenue grew by ten percent", "the cat sat on the mat"]
+TOPICS = ["cats", "dogs", "money", "rain", "chess"]
+
+
+def rows(n, start=0):
+    return [f"row {i} is about {TOPICS[i % 5]} and the number {i * 7}" for i in range(start, start + n)]
 
 
 def embed(sim, tmp_path, **kw):
     return embed_text(col("t"), provider="openai", base_url=sim.base_url, api_key="k", cache_dir=str(tmp_path), **kw)
+
+
+def run(sim, tmp_path, texts, **kw):
+    return ifr.from_pydict({"t": texts}).with_column("e", embed(sim, tmp_path, **kw)).to_pydict()
+
+
+def sent(sim):
+    """The inputs of every /v1/embeddings request the simulator saw, one list per request."""
+    return [r["body"]["input"] for r in sim.requests() if r["path"].endswith("/embeddings")]
+
+
+def requests_seen(sim):
+    return sim.stats()["by_endpoint"].get("embeddings", 0)
 
 
 @pytest.mark.parametrize("batch", [False, True])
@@ -35,10 +57,156 @@ def test_embeddings_are_fixed_size_float32_and_deterministic(sim, tmp_path, batc
     cos = v @ v.T / np.outer(np.linalg.norm(v, axis=1), np.linalg.norm(v, axis=1))
     assert cos[0, 1] > cos[0, 2]  # similar sentences score higher than unrelated ones
     assert sim.stats().get("batches_created", 0) == (1 if batch else 0)
+    if not batch:
+        assert sent(sim) == [TEXTS[:3]]  # one request; the repeated text is sent once
 
 
 def test_dimensions_and_unknown_models(sim, tmp_path):
     df = ifr.from_pydict({"t": TEXTS[:2]}).with_column("e", embed(sim, tmp_path, model="text-embedding-3-large", dimensions=256))
     assert len(df.to_pydict()["e"][0]) == 256
-    with pytest.raises(ifr.PlanError, match="dimensions=N"):
+    with pytest.raises(ifr.PlanError, match="dimensions=N") as info:
         embed(sim, tmp_path, model="my-embedder")
+    assert sim.base_url in str(info.value)  # names the server that refused the probe
+
+
+def test_a_thousand_rows_go_in_one_request_in_row_order(sim, tmp_path):
+    texts = rows(1000)
+    out = run(sim, tmp_path, texts, usage_column=True)
+    assert requests_seen(sim) == 1
+    assert out["e_error"] == [None] * 1000
+    expected = np.array([sim_vector(t, 1536) for t in texts], dtype=np.float32)
+    assert np.array_equal(np.array(out["e"], dtype=np.float32), expected)
+    # The request's token usage is shared out over its rows, to the token.
+    assert sum(u["input_tokens"] for u in out["e_usage"]) == sim.stats()["prompt_tokens"] > 0
+
+
+def test_packs_respect_the_input_and_token_budgets(sim, tmp_path):
+    texts = rows(1000)
+    out = run(sim, tmp_path, texts, max_batch_inputs=100, cache="off")
+    assert out["e_error"] == [None] * 1000
+    assert [len(x) for x in sent(sim)] == [100] * 10
+    sim.reset()
+    out = run(sim, tmp_path, texts, max_batch_tokens=2_000, cache="off")
+    packs = sent(sim)
+    # ~11 estimated tokens a row: about 180 rows a request, never over the budget.
+    assert 5 <= len(packs) <= 8
+    assert all(sum(len(t) // 4 + 1 for t in p) <= 2_000 for p in packs)
+    assert [t for p in packs for t in p] == texts
+    expected = np.array([sim_vector(t, 1536) for t in texts], dtype=np.float32)
+    assert np.array_equal(np.array(out["e"], dtype=np.float32), expected)
+
+
+def test_identical_texts_are_sent_once(sim, tmp_path):
+    texts = rows(50) * 4
+    out = run(sim, tmp_path, texts, max_batch_inputs=16, cache="off", usage_column=True)
+    assert sorted(t for p in sent(sim) for t in p) == sorted(rows(50))
+    v = np.array(out["e"], dtype=np.float32)
+    assert np.array_equal(v[:50], v[150:])
+    # Paid once, by the first row with the text.
+    assert all(u["input_tokens"] == 0 for u in out["e_usage"][50:])
+
+
+def test_the_cache_is_per_row_whatever_the_grouping(sim, tmp_path):
+    first = run(sim, tmp_path, rows(200), max_batch_inputs=7)
+    assert requests_seen(sim) == 29  # ceil(200 / 7)
+    sim.reset()
+    second = run(sim, tmp_path, rows(300), max_batch_inputs=64)
+    # Only the 100 new rows are sent, in two requests of at most 64.
+    assert len(sent(sim)) == 2 and all(len(p) <= 64 for p in sent(sim))
+    assert [t for p in sent(sim) for t in p] == rows(100, start=200)
+    assert second["e"][:200] == first["e"]
+    assert second["e_error"] == [None] * 300
+
+
+def test_answers_cached_one_row_per_request_are_found_by_packed_runs(sim, tmp_path):
+    # The Batch API path sends (and caches) one row per line, keyed as a lone request.
+    lone = run(sim, tmp_path, TEXTS, batch=True, batch_poll_interval=0.05)
+    sim.reset()
+    packed = run(sim, tmp_path, TEXTS)
+    assert requests_seen(sim) == 0
+    assert packed["e"] == lone["e"]
+
+
+def test_a_4xx_on_a_packed_request_marks_every_row_in_it(sim, tmp_path):
+    sim.configure(fail_rules=[FailRule(match="POISON", status=400, message="bad input")])
+    texts = rows(30)
+    texts[13] = "row 13 is POISON"
+    out = run(sim, tmp_path, texts, max_batch_inputs=10)
+    errors = out["e_error"]
+    assert all(e is None for e in errors[:10] + errors[20:])
+    assert all(e["kind"] == "bad_request" and e["status"] == 400 and "bad input" in e["message"] for e in errors[10:20])
+    assert out["e"][10:20] == [None] * 10
+    assert all(v is not None for v in out["e"][:10] + out["e"][20:])
+    assert requests_seen(sim) == 3  # a 4xx is not retried
+
+
+def test_a_packed_request_is_retried_as_a_whole(sim, tmp_path):
+    sim.configure(fail_rules=[FailRule(match="FLAKY", status=503, times=2)])
+    texts = rows(20)
+    texts[5] = "row 5 is FLAKY"
+    out = run(sim, tmp_path, texts, max_batch_inputs=10, max_retries=3)
+    assert out["e_error"] == [None] * 20
+    assert requests_seen(sim) == 4  # two packs, the first one sent three times
+
+
+def test_empty_texts_are_row_errors_not_sent(sim, tmp_path):
+    out = run(sim, tmp_path, ["a cat", "", None, "a dog"])
+    assert out["e_error"][1]["kind"] == "input"
+    assert out["e_error"][2] is None and out["e"][2] is None  # null in, null out
+    assert out["e"][0] is not None and out["e"][3] is not None
+    assert sent(sim) == [["a cat", "a dog"]]
+
+
+def weighted_mean(vectors, weights):
+    m = (np.asarray(vectors, dtype=np.float64) * np.asarray(weights, dtype=np.float64)[:, None]).sum(0) / sum(weights)
+    return m / np.linalg.norm(m)
+
+
+def test_a_long_text_is_the_token_weighted_mean_of_its_chunks(sim, tmp_path):
+    long = " ".join(f"sentence {i} about {TOPICS[i % 5]} in a long report." for i in range(60))
+    chunks = asyncio.run(Chunker("text-embedding-3-small", 100).split(long))
+    assert len(chunks) >= 4 and "".join(c for c, _ in chunks) == long
+    out = run(sim, tmp_path, ["a short row", long], max_input_tokens=100, usage_column=True)
+    assert out["e_error"] == [None, None]
+    # No input over the limit reached the server, and every chunk went out in the one request.
+    assert sent(sim) == [["a short row"] + [c for c, _ in chunks]]
+    # Each chunk embedded separately (fresh cache, so they are really sent again):
+    alone = run(sim, tmp_path / "other", [c for c, _ in chunks], max_input_tokens=100)
+    expected = weighted_mean(alone["e"], [n for _, n in chunks])
+    got = np.array(out["e"][1], dtype=np.float64)
+    assert np.allclose(got, expected, atol=1e-6)
+    assert abs(np.linalg.norm(got) - 1) < 1e-5
+    assert not np.allclose(got, np.array(alone["e"][0]), atol=1e-2)  # not just the first chunk
+
+
+def test_texts_over_the_model_limit_embed_by_default(sim, tmp_path):
+    # ~12,500 estimated tokens: the simulator, like OpenAI, refuses inputs over 8,192.
+    long = "word " * 10_000
+    out = run(sim, tmp_path, [long, "short"])
+    assert out["e_error"] == [None, None]
+    assert all(len(t) // 4 + 1 <= 8191 for p in sent(sim) for t in p)
+    refused = run(sim, tmp_path / "other", [long], max_input_tokens=20_000)
+    assert refused["e_error"][0]["status"] == 400
+
+
+def test_unknown_models_are_probed_once_at_plan_time(tmp_path):
+    with Simulator(SimulatorConfig(allow_unknown_models=True)) as s:
+        expr = embed(s, tmp_path, model="acme-embedding-v1")
+        df = ifr.from_pydict({"t": TEXTS}).with_column("e", expr)
+        assert df.schema()["e"].to_arrow() == pa.list_(pa.float32(), 1536)
+        assert requests_seen(s) == 1  # the probe, before any run
+        embed(s, tmp_path, model="acme-embedding-v1")
+        assert requests_seen(s) == 1  # learnt once per process
+        out = df.to_pydict()
+        assert out["e_error"] == [None] * 4 and len(out["e"][0]) == 1536
+
+
+def test_a_probe_that_cannot_reach_the_server_is_a_plan_error(tmp_path):
+    with pytest.raises(ifr.PlanError, match=r"dimensions=N"):
+        embed_text(col("t"), provider="openai", base_url="http://127.0.0.1:9/v1", api_key="k",
+                   model="acme-embedding-v1", cache_dir=str(tmp_path), timeout=5)
+
+
+def test_packing_options_are_checked_at_plan_time(sim, tmp_path):
+    with pytest.raises(ifr.PlanError, match="max_batch_inputs"):
+        embed(sim, tmp_path, max_batch_inputs=0)
