@@ -155,8 +155,6 @@ class AIClient:
             results = await self.runtime.run_many(requests)
         if self.validator is not None:
             results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
-        if self.config.endpoint == "embeddings":
-            results = [self._one_vector(r) for r in results]
         out = []
         for i, r in enumerate(results):
             if r is None:
@@ -172,20 +170,6 @@ class AIClient:
                 "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost},
             })
         return out
-
-    def _one_vector(self, r: Result | None) -> Result | None:
-        """An embeddings answer holds a list of vectors; one input per request gives the first."""
-        if r is None or r.error is not None or r.value is None:
-            return r
-        vector = r.value[0] if r.value and isinstance(r.value[0], list) else r.value
-        from inferframe.functions.embed_api import EMBEDDING_DIMENSIONS
-
-        want = dict(self.config.options).get("dimensions") or EMBEDDING_DIMENSIONS.get(self.config.model)
-        if want and len(vector) != want:
-            self.stats.errors += 1
-            err = RowError("malformed", f"the embedding has {len(vector)} dimensions, not {want}", 200, r.attempts)
-            return dataclasses.replace(r, value=None, error=err)
-        return dataclasses.replace(r, value=vector)
 
     def _requests(self, cols: list[list], kinds: list[str], names: list, n: int):
         """One request per row (None for null inputs), and the rows that failed before sending."""
