@@ -127,3 +127,13 @@ def test_from_constructors():
 def test_duplicate_output_name_is_plan_error(people):
     with pytest.raises(ifr.PlanError, match="both named 'age'"):
         people.select("age", (col("age") + 1))
+
+
+def test_show_prints_vectors_short_with_their_length(capsys):
+    import numpy as np
+
+    v = np.linspace(-1, 1, 384, dtype=np.float32)
+    df = ifr.from_pydict({"v": [v.tolist()], "short": [[1.5, 2.0]]})
+    df.show()
+    out = capsys.readouterr().out
+    assert "[-1.0000, -0.9948, …] (384)" in out and "[1.5, 2.0]" in out

@@ -21,6 +21,9 @@ def _cell(value, max_width: int | None) -> str:
         text = repr(value)
     elif isinstance(value, float):
         text = f"{value:.6g}"
+    elif isinstance(value, list) and len(value) > 4 and all(isinstance(v, float) for v in value[:8]):
+        # A vector: a few values at a readable precision, and its length.
+        text = "[" + ", ".join(f"{v:.4f}" for v in value[:2]) + f", …] ({len(value)})"
     elif isinstance(value, (dict, list)):
         text = json.dumps(value, default=str, ensure_ascii=False)
     elif isinstance(value, (datetime.date, datetime.datetime)):
