@@ -139,3 +139,14 @@ def test_device_choice_prefers_what_is_asked_then_cuda():
     import torch
 
     assert pick_device(None) == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_a_second_query_reuses_the_loaded_model():
+    from inferframe.models import text
+
+    df = ifr.from_pydict({"t": TOPICS}).with_column("v", embed_text(col("t")))
+    first = df.to_pydict()["v"]
+    loaded = dict(text._LOADED)
+    assert any(k[0] == "st" for k in loaded)
+    assert df.to_pydict()["v"] == first
+    assert all(text._LOADED[k] is m for k, m in loaded.items())

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,18 @@ def combine_chunks(vectors: np.ndarray, owners: list[int], weights: list[int], n
     return out.astype(np.float32)
 
 
+_LOADED: dict = {}  # (class, path, device) -> loaded model, reused by later queries in this process
+_LOAD_LOCK = threading.Lock()
+
+
+def shared_model(key: tuple, load):
+    """The model for ``key``, loaded once per process: a second query does not read the weights again."""
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = load()
+        return _LOADED[key]
+
+
 class _Embedder:
     """What both in-process embedders share: null handling, chunking of long texts, shortening."""
 
@@ -153,11 +166,13 @@ class SentenceTransformerEmbedder(_Embedder):
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
                  encode_batch_size: int = 32, long_inputs: str = "chunk") -> None:
-        with offline():
-            from sentence_transformers import SentenceTransformer
+        def load():
+            with offline():
+                from sentence_transformers import SentenceTransformer
 
-            self.model = SentenceTransformer(path, device=pick_device(device))
-        self.model.eval()
+                return SentenceTransformer(path, device=pick_device(device)).eval()
+
+        self.model = shared_model(("st", path, device), load)
         self.tokenizer = self.model.tokenizer
         self.max_tokens = int(self.model.max_seq_length)
         size = dimensions or int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
@@ -183,12 +198,15 @@ class TransformersEmbedder(_Embedder):
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
                  encode_batch_size: int = 32, long_inputs: str = "chunk") -> None:
-        with offline():
-            from transformers import AutoModel, AutoTokenizer
+        self.device = pick_device(device)
 
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.device = pick_device(device)
-            self.model = AutoModel.from_pretrained(path).to(self.device).eval()
+        def load():
+            with offline():
+                from transformers import AutoModel, AutoTokenizer
+
+                return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).to(self.device).eval()
+
+        self.tokenizer, self.model = shared_model(("tf", path, self.device), load)
         cfg = self.model.config
         # A CLIP-style model embeds text with its text tower, into the space its images share.
         self.clip = hasattr(self.model, "get_text_features") and hasattr(cfg, "vision_config")
