@@ -91,7 +91,8 @@ def api_embed_text(text: Any, *, provider: str | providers.ProviderSpec | None =
     and ``max_batch_tokens`` estimated tokens each; the vectors come back in row order. The cache
     stays per text, keyed as if each row were sent alone, so a rerun grouped differently (or an
     older one-row-per-request run) is answered from it; identical texts are sent once per run. If a
-    packed request fails for good, every row in it gets that error.
+    packed request is refused as bad (400), it is split in halves until the bad input stands alone;
+    after other lasting failures every row in the request gets the error.
 
     A text over ``max_input_tokens`` is split into chunks of at most that many tokens; each chunk
     is embedded (and cached) on its own, and the row's vector is their mean weighted by token
@@ -461,6 +462,12 @@ class EmbeddingClient(AIClient):
             got = len(vectors) if isinstance(vectors, list) else 0
             error = RowError("malformed", f"the server sent {got} embeddings for {len(pack)} inputs", 200,
                              result.attempts)
+        if error is not None and error.kind == "bad_request" and len(pack) > 1:
+            # One bad input makes the server refuse the whole request: split it until the bad input
+            # stands alone, so every other row still gets its vector (about 2*log2(n) more requests).
+            mid = len(pack) // 2
+            await asyncio.gather(self._send_pack(pack[:mid]), self._send_pack(pack[mid:]))
+            return
         shares = _shares(result.usage.input_tokens, [inp.tokens for _, inp in pack])
         store = []
         for j, (key, inp) in enumerate(pack):
