@@ -127,6 +127,15 @@ def test_answers_cached_one_row_per_request_are_found_by_packed_runs(sim, tmp_pa
     assert packed["e"] == lone["e"]
 
 
+def test_vectors_cached_by_packed_runs_are_found_by_batch_api_runs(sim, tmp_path):
+    # Packed runs store vectors as base64 float32; every reader decodes them to the same floats.
+    packed = run(sim, tmp_path, TEXTS)
+    sim.reset()
+    lone = run(sim, tmp_path, TEXTS, batch=True, batch_poll_interval=0.05)
+    assert requests_seen(sim) == 0
+    assert lone["e"] == packed["e"] and all(len(v) == 1536 for v in lone["e"])
+
+
 def test_a_4xx_on_a_packed_request_is_split_until_only_the_bad_row_fails(sim, tmp_path):
     sim.configure(fail_rules=[FailRule(match="POISON", status=400, message="bad input")])
     texts = rows(30)
