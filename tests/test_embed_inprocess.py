@@ -108,6 +108,22 @@ def test_use_process_gives_the_same_vectors():
     np.testing.assert_allclose(np.array(here), np.array(there), atol=1e-5)
 
 
+def test_gpus_reach_the_worker_spec_and_run_on_cpu_with_a_warning_here():
+    import warnings
+
+    import torch
+
+    expr = embed_text(col("t"), use_process=True, gpus=1, batch_size=8)
+    udf = expr._node.child.udf
+    assert udf.gpus == 1 and udf.owner.gpus == 1 and udf.use_process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        v = ifr.from_pydict({"t": TOPICS}).with_column("v", expr).to_pydict()["v"]
+    assert len(v) == 4 and len(v[0]) == 384
+    if not torch.cuda.is_available():
+        assert any("GPU" in str(w.message) for w in caught)
+
+
 def test_bad_input_is_a_plan_error_before_anything_runs(tmp_path):
     with pytest.raises(PlanError, match="not on this machine"):
         embed_text(col("t"), provider="sentence_transformers", model="nobody/no-such-model")

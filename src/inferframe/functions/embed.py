@@ -49,7 +49,8 @@ def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = Non
             over an API, the embedding model, e.g. "text-embedding-3-small".
         dimensions: the vector size; over an API, asks the server to shorten the vectors.
         **options: in-process: batch_size, device ("cpu", "cuda", ...), normalize (default True),
-            max_concurrency (instances), use_process. Over an API: the runtime options of
+            max_concurrency (instances), use_process, gpus (per instance; each worker process sees
+            only its own), long_inputs ("chunk" or "truncate"). Over an API: the runtime options of
             ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, ...).
 
     Example:
@@ -82,7 +83,7 @@ def embed_image(images: Any, *, provider: str | None = None, model: str | None =
         model: a CLIP-style model directory, or a name in the local Hugging Face cache
             (e.g. "openai/clip-vit-base-patch32").
         dimensions: optional; checked against the model's vector size at plan time.
-        **options: batch_size, device, normalize (default True), max_concurrency, use_process, error_column.
+        **options: batch_size, device, normalize (default True), max_concurrency, use_process, gpus, error_column.
 
     Example:
         >>> import inferframe as ifr

@@ -25,7 +25,7 @@ from inferframe.models.loading import _read_json, model_files, offline, pick_dev
 from inferframe.models.text import to_vectors
 from inferframe.series import Series
 
-_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "error_column"}
+_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "error_column"}
 _INSTALL = ('embed_image() runs a CLIP-style model in this process. Install the libraries with '
             'pip install "inferframe[embed]", download a model once (e.g. huggingface-cli download '
             'openai/clip-vit-base-patch32) and pass model="openai/clip-vit-base-patch32" or a local directory.')
@@ -61,10 +61,11 @@ def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dime
     batch = int(options.get("batch_size") or 64)
     owner = ClassSpec(ClipImageEmbedder, (str(path),), {"device": options.get("device"),
                                                         "normalize": bool(options.get("normalize", True))},
-                      max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)))
+                      max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
+                      gpus=float(options.get("gpus") or 0))
     out_type = pa.struct([("value", pa.list_(pa.float32(), size)), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
     spec = AISpec(name="embed_image", fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
-                  batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process,
+                  batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process, gpus=owner.gpus,
                   owner=owner, layout=(("expr", 0),), error_column=options.get("error_column", True))
     node = to_node(images)
     return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))

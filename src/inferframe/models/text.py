@@ -27,7 +27,8 @@ from inferframe.expressions.udf import ClassSpec, UDFSpec
 from inferframe.models.loading import model_files, offline, pick_device, require, text_dimensions
 from inferframe.series import Series
 
-_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "encode_batch_size", "long_inputs"}
+_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "encode_batch_size",
+            "long_inputs"}
 
 
 def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensions: int | None,
@@ -56,12 +57,13 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
     owner = ClassSpec(owner_cls, (str(path),), {
         "device": options.get("device"), "normalize": bool(options.get("normalize", True)), "dimensions": size,
         "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": long_inputs,
-    }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)))
+    }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
+        gpus=float(options.get("gpus") or 0))
     node = to_node(text)
     spec = UDFSpec(
         name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=pa.list_(pa.float32(), size),
         is_batch=True, batch_size=batch, max_concurrency=options.get("max_concurrency") or 1,
-        use_process=owner.use_process, owner=owner, layout=(("expr", 0),),
+        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),),
     )
     return Expression(Alias(UDFCall(spec, (node,)), node.name()))
 
