@@ -105,3 +105,8 @@ def test_clear_errors_name_what_to_do(clip_dir):
         embed_image(col("p"), provider="openai", model="clip")
     with pytest.raises(PlanError, match="24-dimensional"):
         embed_image(col("p"), model=str(clip_dir), dimensions=512)
+
+
+def test_a_numeric_column_is_a_plan_error(clip_dir):
+    with pytest.raises(PlanError, match="needs images"):
+        ifr.from_pydict({"n": [1.0]}).with_column("v", embed_image(col("n"), model=str(clip_dir)))

@@ -423,10 +423,12 @@ class DataFrame:
             >>> df.estimate()["calls"][0]["rows"]  # doctest: +SKIP
             1
         """
-        from inferframe.functions.ai import AISpec, estimate_call
+        from inferframe.functions.ai import AICallConfig, AISpec, estimate_call
 
         calls = []
         for node, call in _ai_calls(self._optimized()):
+            if not isinstance(call.udf.owner.args[0], AICallConfig):
+                continue  # in-process models and media steps: no tokens, no bill
             if any(isinstance(n, UDFCall) and isinstance(n.udf, AISpec) for a in call.args for n in a.walk()) or _has_ai(node.input):
                 calls.append({"call": call.udf.owner.args[0].label, "rows": None, "note": "depends on another AI call's output"})
                 continue

@@ -20,8 +20,8 @@ import pyarrow as pa
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
-from inferframe.expressions.udf import ERROR_TYPE, USAGE_TYPE, AISpec, ClassSpec
-from inferframe.models.loading import _read_json, model_files, offline, pick_device, require
+from inferframe.expressions.udf import ERROR_TYPE, USAGE_TYPE, ClassSpec
+from inferframe.models.loading import ModelUDFSpec, _read_json, model_files, offline, pick_device, require
 from inferframe.models.text import to_vectors
 from inferframe.series import Series
 
@@ -64,7 +64,7 @@ def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dime
                       max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
                       gpus=float(options.get("gpus") or 0))
     out_type = pa.struct([("value", pa.list_(pa.float32(), size)), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
-    spec = AISpec(name="embed_image", fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
+    spec = ModelUDFSpec(name="embed_image", accepts=("text", "binary"), fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
                   batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process, gpus=owner.gpus,
                   owner=owner, layout=(("expr", 0),), error_column=options.get("error_column", True))
     node = to_node(images)

@@ -23,8 +23,8 @@ import pyarrow as pa
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, UDFCall
-from inferframe.expressions.udf import ClassSpec, UDFSpec
-from inferframe.models.loading import model_files, offline, pick_device, require, text_dimensions
+from inferframe.expressions.udf import ClassSpec
+from inferframe.models.loading import ModelUDFSpec, model_files, offline, pick_device, require, text_dimensions
 from inferframe.series import Series
 
 _OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "encode_batch_size",
@@ -60,10 +60,10 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
     }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
         gpus=float(options.get("gpus") or 0))
     node = to_node(text)
-    spec = UDFSpec(
+    spec = ModelUDFSpec(
         name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=pa.list_(pa.float32(), size),
         is_batch=True, batch_size=batch, max_concurrency=options.get("max_concurrency") or 1,
-        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),),
+        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=False,
     )
     return Expression(Alias(UDFCall(spec, (node,)), node.name()))
 
