@@ -174,3 +174,11 @@ def test_a_non_text_column_is_a_plan_error_and_estimate_skips_in_process_models(
         df.with_column("v", embed_text(col("n")))
     est = df.with_column("v", embed_text(col("t"))).estimate()
     assert est["calls"] == [] and est["cost_usd"] == 0
+
+
+def test_in_process_rows_show_in_progress_and_last_run():
+    from inferframe.observe import last_run
+
+    ifr.from_pydict({"t": _texts(50)}).with_column("v", embed_text(col("t"), batch_size=16)).to_arrow()
+    (run,) = last_run()
+    assert run["label"] == "embed[all-MiniLM-L6-v2]" and run["rows_done"] == 50 and run["in_flight"] == 0

@@ -57,6 +57,7 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
     owner = ClassSpec(owner_cls, (str(path),), {
         "device": options.get("device"), "normalize": bool(options.get("normalize", True)), "dimensions": size,
         "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": long_inputs,
+        "label": f"embed[{model or 'all-MiniLM-L6-v2'}]",
     }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
         gpus=float(options.get("gpus") or 0))
     node = to_node(text)
@@ -108,13 +109,27 @@ class _Embedder:
     tokenizer: Any
     max_tokens: int
 
-    def __init__(self, *, normalize: bool, dimensions: int, encode_batch_size: int, long_inputs: str) -> None:
+    def __init__(self, *, normalize: bool, dimensions: int, encode_batch_size: int, long_inputs: str,
+                 label: str) -> None:
+        from inferframe.runtime.stats import CURRENT_RUN, RunStats
+
+        self.stats = RunStats(label=label)  # the job's progress line and last_run() count these rows too
+        CURRENT_RUN.add(self.stats)
         self.normalize = normalize
         self.dimensions = dimensions
         self.encode_batch_size = encode_batch_size
         self.long_inputs = long_inputs
 
     def embed(self, texts: Series) -> pa.Array:
+        self.stats.in_flight += len(texts)
+        try:
+            out = self._embed(texts)
+        finally:
+            self.stats.in_flight -= len(texts)
+        self.stats.rows_done += len(texts)
+        return out
+
+    def _embed(self, texts: Series) -> pa.Array:
         values = texts.to_pylist()
         nulls = np.array([v is None for v in values], dtype=bool)
         present = [str(v) for v in values if v is not None]
@@ -167,7 +182,7 @@ class SentenceTransformerEmbedder(_Embedder):
     """
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
-                 encode_batch_size: int = 32, long_inputs: str = "chunk") -> None:
+                 encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed") -> None:
         def load():
             with offline():
                 from sentence_transformers import SentenceTransformer
@@ -179,7 +194,8 @@ class SentenceTransformerEmbedder(_Embedder):
         self.max_tokens = int(self.model.max_seq_length)
         size = dimensions or int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                                  else self.model.get_sentence_embedding_dimension())
-        super().__init__(normalize=normalize, dimensions=size, encode_batch_size=encode_batch_size, long_inputs=long_inputs)
+        super().__init__(normalize=normalize, dimensions=size, encode_batch_size=encode_batch_size, long_inputs=long_inputs,
+                         label=label)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.encode_batch_size, convert_to_numpy=True,
@@ -199,7 +215,7 @@ class TransformersEmbedder(_Embedder):
     """
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
-                 encode_batch_size: int = 32, long_inputs: str = "chunk") -> None:
+                 encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed") -> None:
         self.device = pick_device(device)
 
         def load():
@@ -217,7 +233,8 @@ class TransformersEmbedder(_Embedder):
         self.max_tokens = int(min(limit, self.tokenizer.model_max_length or limit))
         self.width = int(cfg.projection_dim if self.clip else cfg.hidden_size)
         super().__init__(normalize=normalize, dimensions=dimensions or self.width,
-                         encode_batch_size=encode_batch_size, long_inputs=long_inputs)
+                         encode_batch_size=encode_batch_size, long_inputs=long_inputs,
+                         label=label)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         import torch
