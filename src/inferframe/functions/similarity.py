@@ -27,8 +27,8 @@ from inferframe.plan import logical as lp
 
 METRICS = ("cosine", "dot", "l2")
 
-# Scores computed per query chunk: rows x index size stays under this many numbers (~32 MB in float32).
-_SCORE_BUDGET = 1 << 23
+# Scores computed per query chunk: rows x index size stays under this many numbers (~64 MB in float32).
+_SCORE_BUDGET = 1 << 24
 
 
 def cosine_similarity(a: Any, b: Any) -> Expression:
@@ -104,9 +104,10 @@ def top_k(queries: np.ndarray, index: np.ndarray, k: int, metric: str = "cosine"
             key = 2 * sim - index_sqnorms[None, :] - np.einsum("ij,ij->i", q, q)[:, None]
         else:
             key = sim
-        key = np.where(np.isnan(key), -np.inf, key)
+        if np.isnan(key).any():  # NaN values in a vector: such a row is never a match
+            key = np.where(np.isnan(key), -np.inf, key)
         if kk < n:
-            cand = np.argpartition(-key, kk - 1, axis=1)[:, :kk]
+            cand = np.argpartition(key, n - kk, axis=1)[:, n - kk:]  # the kk largest, without a negated copy
         else:
             cand = np.broadcast_to(np.arange(n), (len(q), n))
         vals = np.take_along_axis(key, cand, axis=1)
@@ -151,7 +152,7 @@ class NearestIndex:
             m, norms = _normalise(m)
             valid &= norms > 0  # a zero vector has no direction: it can never be a match
         self.rows = np.flatnonzero(valid)
-        self.matrix = np.ascontiguousarray(m[valid])
+        self.matrix = np.ascontiguousarray(m if valid.all() else m[valid])  # no second copy when all rows count
         self.sqnorms = np.einsum("ij,ij->i", self.matrix, self.matrix) if metric == "l2" else None
 
     def search(self, vectors) -> pa.Array:
