@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import concurrent.futures
 import dataclasses
 from typing import Any, Awaitable, Callable
@@ -340,6 +341,9 @@ class _Input:
     paid: bool = False  # sent by this call (not a cache hit or another call's request)
 
 
+_RECENT = 2048  # answers kept in memory per call for in-run dedupe across batches
+
+
 def vector_text(vector: np.ndarray) -> str:
     """A vector as base64 of little-endian float32, as /v1/embeddings sends it with encoding_format=base64."""
     return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
@@ -360,6 +364,9 @@ class EmbeddingClient(AIClient):
         self.chunker = Chunker(config.model, config.max_input_tokens, getattr(self.provider, "tokenize", None))
         # cache key -> the answer of a request in flight, shared with concurrent calls asking for it
         self._pending: dict[str, asyncio.Future] = {}
+        # cache key -> (vector, error) of recent answers: rows repeating a text a batch later are not sent
+        # again even with the cache off; bounded (~12 MB of 1,536-d vectors) so a huge run stays flat.
+        self._recent: collections.OrderedDict = collections.OrderedDict()
         pack = build_body(config, ["x"])
         pack["encoding_format"] = "base64"  # a quarter of the JSON, and decoded straight to float32
         self._pack_body = pack
@@ -420,6 +427,12 @@ class EmbeddingClient(AIClient):
                     inp.vector = as_vector(hit[0][0])
                     self.stats.cache_hits += 1
                     continue
+            recent = self._recent.get(key)
+            if recent is not None:
+                self._recent.move_to_end(key)
+                inp.vector, inp.error = recent
+                self.stats.deduped += 1
+                continue
             future = self._pending.get(key)
             if future is not None:
                 shared.append((inp, future))
@@ -503,6 +516,10 @@ class EmbeddingClient(AIClient):
         finally:
             for key, inp in pack:
                 self._pending.pop(key).set_result((inp.vector, inp.error))
+                if inp.error is None:  # a failed text may be tried again by a later row
+                    self._recent[key] = (inp.vector, None)
+            while len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
 
     async def _through_batch_api(self, inputs: dict[str, _Input]) -> None:
         """One line per input through the Batch API (no packing); the runtime caches and dedupes."""
