@@ -182,3 +182,11 @@ def test_in_process_rows_show_in_progress_and_last_run():
     ifr.from_pydict({"t": _texts(50)}).with_column("v", embed_text(col("t"), batch_size=16)).to_arrow()
     (run,) = last_run()
     assert run["label"] == "embed[all-MiniLM-L6-v2]" and run["rows_done"] == 50 and run["in_flight"] == 0
+
+
+def test_a_string_instead_of_a_column_is_a_plan_error_and_hosted_models_go_to_their_api(monkeypatch):
+    with pytest.raises(PlanError, match=r"takes a column expression, e.g. embed_text\(col\('t'\)\)"):
+        embed_text("t")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(PlanError, match="needs an API key"):
+        embed_text(col("t"), model="text-embedding-3-small")

@@ -18,21 +18,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
 from inferframe.models import INPROCESS_PROVIDERS
 from inferframe.providers import base as providers
 
 
-def _default_text_provider(model: str | None) -> str:
-    """With no provider: the configured default, else OpenAI for its own models when a key is set, else in-process."""
-    import os
+def _check_column(name: str, value: Any) -> None:
+    if not isinstance(value, Expression):
+        hint = f"{name}(col({value!r}))" if isinstance(value, str) else f"{name}(col('...'))"
+        raise PlanError(f"{name}() takes a column expression, e.g. {hint}; got {type(value).__name__} {value!r:.60}.")
 
+
+def _default_text_provider(model: str | None) -> str:
+    """With no provider: the configured default, else OpenAI for its own models, else in-process."""
     from inferframe.functions.embed_api import EMBEDDING_DIMENSIONS
 
     if providers.default_spec() is not None:
         return providers.default_spec().name
-    if model in EMBEDDING_DIMENSIONS and os.environ.get("OPENAI_API_KEY"):
-        return "openai"
+    if model in EMBEDDING_DIMENSIONS:
+        return "openai"  # a hosted model: without a key the user is told how to give one
     return "sentence_transformers"
 
 
@@ -58,7 +63,8 @@ def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = Non
         >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
         >>> v = df.with_column("v", embed_text(ifr.col("doc"))).to_pydict()["v"]  # doctest: +SKIP
     """
-    if provider is None and not isinstance(provider, providers.ProviderSpec):
+    _check_column("embed_text", text)
+    if provider is None:
         provider = _default_text_provider(model)
     name = provider.name if isinstance(provider, providers.ProviderSpec) else provider
     if name in INPROCESS_PROVIDERS:
@@ -92,5 +98,6 @@ def embed_image(images: Any, *, provider: str | None = None, model: str | None =
     """
     from inferframe.models.image import inprocess_embed_image
 
+    _check_column("embed_image", images)
     name = provider.name if isinstance(provider, providers.ProviderSpec) else (provider or "transformers")
     return inprocess_embed_image(images, provider=name, model=model, dimensions=dimensions, **options)
