@@ -135,7 +135,8 @@ class _Embedder:
         present = [str(v) for v in values if v is not None]
         if not present:
             return to_vectors(np.zeros((0, self.dimensions), np.float32), nulls, self.dimensions)
-        if self.long_inputs == "chunk":
+        # A token covers at least one byte, so texts of no more bytes than the window needs no tokenizing here.
+        if self.long_inputs == "chunk" and max(len(t.encode()) for t in present) > self.max_tokens - 2:
             chunks, owners, weights = self._chunks(present)
             if len(chunks) > len(present):
                 vectors = combine_chunks(self._encode(chunks), owners, weights, len(present), self.normalize)
