@@ -250,9 +250,9 @@ def test_keyboard_interrupt_stops_cleanly():
 
 
 def test_gpus_warns_without_gpu(monkeypatch):
-    import inferframe.execution.udf_ops as udf_ops
+    import inferframe.execution.instances as instances
 
-    monkeypatch.setattr(udf_ops, "_gpu_available", lambda: False)
+    monkeypatch.setattr(instances, "_gpu_available", lambda: False)
 
     @ifr.cls(gpus=1)
     class G:
