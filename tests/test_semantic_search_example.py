@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("lancedb", reason="the lance extra is part of the test install")
-pytest.importorskip("sentence_transformers", reason="the embed extra is part of the test install")
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "semantic_search.py"
 
 

@@ -156,7 +156,6 @@ def test_unknown_protocol_is_a_clear_value_error():
 
 
 def test_missing_optional_package_is_named(monkeypatch):
-    pytest.importorskip("fsspec")
     import sys
 
     # The embed extra installs huggingface_hub: hide it so the message for a missing package shows.
@@ -166,7 +165,7 @@ def test_missing_optional_package_is_named(monkeypatch):
 
 
 def test_fsspec_memory_filesystem_glob():
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     mem = fsspec.filesystem("memory")
     base = f"/io-test-{uuid.uuid4().hex}"
     for name in ["a.json", "b.json", "_c.json", "sub/d.json"]:
@@ -182,7 +181,7 @@ def test_fsspec_memory_filesystem_glob():
 
 
 def test_mixed_filesystems_rejected(tree):
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     name = f"/io-test-{uuid.uuid4().hex}.csv"
     fsspec.filesystem("memory").pipe(name, b"a\n1\n")
     try:

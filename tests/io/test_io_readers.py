@@ -420,7 +420,7 @@ def test_pickled_csv_source_keeps_options(tmp_path):
 
 
 def test_fsspec_memory_parquet():
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     mem = fsspec.filesystem("memory")
     base = f"/io-test-{uuid.uuid4().hex}"
     sink = pa.BufferOutputStream()

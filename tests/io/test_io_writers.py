@@ -270,7 +270,7 @@ def test_failure_inside_writer_is_cleaned_up(tmp_path):
 
 
 def test_fsspec_memory_round_trip():
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     base = f"memory:///io-test-{uuid.uuid4().hex}"
     try:
         paths = write_dataset(batches(120), SCHEMA, base, "json", rows_per_file=50)

