@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from inferframe.errors import PlanError
+from inferframe.models.vectors import combine_chunks, to_vectors
 from inferframe.expressions.expression import Expression
 from inferframe.functions.ai import (
     _RUNTIME_OPTIONS, ERROR_TYPE, USAGE_TYPE, AICallConfig, AIClient, _ai_expression, _parts, build_body,
@@ -312,18 +313,6 @@ class Chunker:
         return [(text, 0)] if count_text(text, None) <= target else split_estimated(text, target)
 
 
-def combine_chunks(vectors: list[np.ndarray], weights: list[int]) -> np.ndarray:
-    """The token-weighted mean of chunk vectors, scaled to unit length (float32).
-
-    Example:
-        >>> [round(float(x), 3) for x in combine_chunks([np.array([1.0, 0.0]), np.array([0.0, 1.0])], [3, 1])]
-        [0.949, 0.316]
-    """
-    mean = np.average(np.stack(vectors).astype(np.float64), axis=0, weights=np.asarray(weights, dtype=np.float64))
-    norm = np.linalg.norm(mean)
-    return (mean / norm if norm else mean).astype(np.float32)
-
-
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -576,11 +565,10 @@ class EmbeddingClient(AIClient):
             if len(row) == 1:
                 values[i] = inputs[row[0][0]].vector
             else:
-                values[i] = combine_chunks([inputs[k].vector for k, _ in row], [w for _, w in row])
+                values[i] = combine_chunks(np.stack([inputs[k].vector for k, _ in row]), [0] * len(row),
+                                           [w for _, w in row], 1, True)[0]
             valid[i] = True
-        mask = pa.array(valid, type=pa.bool_())
-        vectors = pa.Array.from_buffers(pa.list_(pa.float32(), size), n, [mask.buffers()[1]],
-                                        null_count=int(n - valid.sum()), children=[pa.array(values.reshape(-1))])
+        vectors = to_vectors(values, ~valid, size)
         return pa.StructArray.from_arrays(
             [vectors, pa.array(errors, type=ERROR_TYPE), pa.array(usage, type=USAGE_TYPE)],
             fields=[pa.field("value", vectors.type), pa.field("error", ERROR_TYPE), pa.field("usage", USAGE_TYPE)])

@@ -22,7 +22,7 @@ from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
 from inferframe.expressions.udf import ERROR_TYPE, USAGE_TYPE, ClassSpec
 from inferframe.models.loading import ModelUDFSpec, _read_json, model_files, offline, pick_device, require
-from inferframe.models.text import to_vectors
+from inferframe.models.vectors import to_vectors
 from inferframe.series import Series
 
 _OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "error_column"}
@@ -71,16 +71,6 @@ def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dime
     return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))
 
 
-def _read(value: Any) -> bytes:
-    """Image bytes from bytes, or from a path or URL."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    import fsspec
-
-    with fsspec.open(str(value), "rb") as f:
-        return f.read()
-
-
 class ClipImageEmbedder:
     """A CLIP-style transformers model whose image tower embeds each row's image.
 
@@ -106,6 +96,7 @@ class ClipImageEmbedder:
     def embed(self, images: Series) -> pa.Array:
         import torch
 
+        from inferframe.file import File
         from inferframe.media.image import decode
 
         values = images.to_pylist()
@@ -114,7 +105,7 @@ class ClipImageEmbedder:
             if v is None:
                 continue
             try:
-                pics.append(decode(_read(v)).convert("RGB"))
+                pics.append(decode(File(v).read()).convert("RGB"))
                 rows.append(i)
             except Exception as e:  # one unreadable image is data for its row, not the end of the query
                 errors[i] = {"kind": "image", "message": f"{type(e).__name__}: {e}", "status": None, "attempts": 0, "raw": None}

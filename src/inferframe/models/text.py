@@ -25,6 +25,7 @@ from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, UDFCall
 from inferframe.expressions.udf import ClassSpec
 from inferframe.models.loading import ModelUDFSpec, model_files, offline, pick_device, require, text_dimensions
+from inferframe.models.vectors import combine_chunks, to_vectors, unit_rows
 from inferframe.series import Series
 
 _OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "encode_batch_size",
@@ -67,28 +68,6 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
         use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=False,
     )
     return Expression(Alias(UDFCall(spec, (node,)), node.name()))
-
-
-def to_vectors(values: np.ndarray, nulls: np.ndarray, size: int) -> pa.Array:
-    """A fixed-size float32 list array with one row per input (null where the input was null)."""
-    n = len(nulls)
-    full = np.zeros((n, size), dtype=np.float32)
-    full[~nulls] = values[:, :size]
-    return pa.FixedSizeListArray.from_arrays(pa.array(full.reshape(-1)), size, mask=pa.array(nulls))
-
-
-def combine_chunks(vectors: np.ndarray, owners: list[int], weights: list[int], n: int, normalize: bool) -> np.ndarray:
-    """One vector per input from its chunks' vectors: the token-weighted mean (then L2-normalised)."""
-    out = np.zeros((n, vectors.shape[1]), dtype=np.float64)
-    np.add.at(out, np.asarray(owners), vectors.astype(np.float64) * np.asarray(weights, dtype=np.float64)[:, None])
-    if normalize:
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        out = out / np.where(norms == 0, 1, norms)
-    else:
-        totals = np.zeros(n)
-        np.add.at(totals, np.asarray(owners), np.asarray(weights, dtype=np.float64))
-        out = out / np.where(totals == 0, 1, totals)[:, None]
-    return out.astype(np.float32)
 
 
 _LOADED: dict = {}  # (class, path, device) -> loaded model, reused by later queries in this process
@@ -161,10 +140,7 @@ class _Embedder:
         if vectors.shape[1] == self.dimensions:
             return vectors
         short = vectors[:, :self.dimensions]
-        if self.normalize:
-            norms = np.linalg.norm(short, axis=1, keepdims=True)
-            short = short / np.where(norms == 0, 1, norms)
-        return short.astype(np.float32)
+        return (unit_rows(short) if self.normalize else short).astype(np.float32)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
