@@ -186,6 +186,7 @@ def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     instance = None
     loop = None
+    methods: dict = {}  # (name, is_batch) -> the callable, resolved once rather than per batch
     while True:
         try:
             msg = _recv(proto_in)
@@ -200,16 +201,19 @@ def _serve() -> None:
             sys.path[:] = path
             try:
                 instance = cloudpickle.loads(payload).build()
+                methods.clear()
                 _send(proto_out, ("ok",))
             except BaseException:
                 _send(proto_out, ("error", traceback.format_exc()))
             continue
         _, method, is_batch, is_async, layout, kwargs_layout, packed, names, offset, n, name = msg
-        fn = getattr(instance, method)
-        if not is_batch:
+        fn = methods.get((method, is_batch))
+        if fn is None:
             from inferframe.expressions.udf import with_file_args
 
-            fn = with_file_args(fn)  # the parent sends the method's name, not its File-wrapping
+            fn = getattr(instance, method)
+            # The parent sends the method's name, not its File-wrapping.
+            fn = methods[(method, is_batch)] = fn if is_batch else with_file_args(fn)
         try:
             if is_async and loop is None:
                 import asyncio

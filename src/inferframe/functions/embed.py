@@ -34,8 +34,9 @@ def _default_text_provider(model: str | None) -> str:
     """With no provider: the configured default, else OpenAI for its own models, else in-process."""
     from inferframe.functions.embed_api import EMBEDDING_DIMENSIONS
 
-    if providers.default_spec() is not None:
-        return providers.default_spec().name
+    default = providers.default_spec()
+    if default is not None:
+        return default.name
     if model in EMBEDDING_DIMENSIONS:
         return "openai"  # a hosted model: without a key the user is told how to give one
     return "sentence_transformers"
