@@ -72,7 +72,7 @@ def main() -> None:
     got = out.column("did").to_numpy().reshape(args.queries, args.k)
     same = float((got == expected).mean())
     print(table(["search", "seconds", "queries/s"], rows, "lrr"))
-    print(f"\nsame matches: {same:.2%}; inferframe/numpy speed: {dt_np / dt_if:.2f}x; peak RSS {rss.peak_mib:.0f} MiB "
+    print(f"\nsame matches: {same:.2%}; inferframe/numpy speed: {dt_np / dt_if:.2f}x; inferframe's peak RSS {peak_if:.0f} MiB "
           f"(the documents are {d.nbytes / 2**20:.0f} MiB)")
 
 
