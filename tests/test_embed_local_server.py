@@ -9,8 +9,9 @@ import pytest
 import inferframe as ifr
 from inferframe import col
 from inferframe.functions import embed_text
-from inferframe.functions.embed_api import LOCAL_MAX_INPUT_TOKENS, Chunker
-from inferframe.providers import base as providers
+from inferframe.ai.chunking import Chunker
+from inferframe.providers.local import MAX_INPUT_TOKENS as LOCAL_MAX_INPUT_TOKENS
+from inferframe.providers import registry as providers
 from inferframe.providers.local_server import get_local_server
 
 # A 2-core machine embeds a few short texts a second with the 270M model; a busy one much slower.

@@ -9,7 +9,7 @@ import pytest
 import inferframe as ifr
 from inferframe import col
 from inferframe.functions import embed_text
-from inferframe.functions.embed_api import Chunker
+from inferframe.ai.chunking import Chunker
 from inferframe.simulator import FailRule, Simulator, SimulatorConfig
 from inferframe.simulator.embeddings import embed as sim_vector
 

@@ -189,7 +189,7 @@ def test_vllm_provider_sends_structured_outputs_in_extra_body():
 def test_providers_are_registered_through_entry_points():
     from importlib.metadata import entry_points
 
-    from inferframe.providers.base import REGISTRY
+    from inferframe.providers.registry import REGISTRY
 
     names = {ep.name for ep in entry_points(group="inferframe.providers")}
     assert {"openai", "local"} <= names

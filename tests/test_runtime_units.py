@@ -5,12 +5,15 @@ import random
 
 import pytest
 
+from inferframe.providers.interface import LimitHints
+from inferframe.providers.openai_format import estimate_tokens, limit_hints, parse_reset
 from inferframe.runtime.breaker import Breaker
+from inferframe.runtime.clock import FakeClock
 from inferframe.runtime.concurrency import AdaptiveLimit
-from inferframe.runtime.pricing import cost_of, price_of, set_prices
-from inferframe.runtime.ratelimit import RateLimiter, parse_reset
+from inferframe.runtime.pricing import cost_of, price_of
+from inferframe.runtime.ratelimit import RateLimiter
 from inferframe.runtime.retry import RetryPolicy
-from inferframe.runtime.tokens import estimate_request
+from inferframe.session import current, set_prices
 
 
 def test_parse_reset():
@@ -25,8 +28,8 @@ def test_limiter_learns_from_headers_and_never_refunds():
     lim = RateLimiter()
     assert lim.requests.rate is None
     lim.in_flight_requests, lim.in_flight_tokens = 1, 100
-    lim.release(100, {"x-ratelimit-limit-requests": "600", "x-ratelimit-limit-tokens": "60000",
-                      "x-ratelimit-remaining-requests": "5", "x-ratelimit-remaining-tokens": "50000"})
+    lim.release(100, limit_hints({"x-ratelimit-limit-requests": "600", "x-ratelimit-limit-tokens": "60000",
+                                  "x-ratelimit-remaining-requests": "5", "x-ratelimit-remaining-tokens": "50000"}))
     assert lim.requests.rate == 600 and lim.tokens.rate == 60000
     assert lim.requests.level <= 5  # never more than the server says is left
     before = lim.tokens.level
@@ -39,37 +42,17 @@ def test_limiter_learns_from_headers_and_never_refunds():
 def test_user_limits_win_over_headers_and_pause_empties_buckets():
     lim = RateLimiter(rpm=60)
     lim.in_flight_requests = 1
-    lim.release(0, {"x-ratelimit-limit-requests": "6000"})
+    lim.release(0, LimitHints(requests_limit=6000))
     assert lim.requests.rate == 60
     lim.pause(2.0)
     assert lim.requests.level <= 0
 
 
-class FakeClock:
-    """Virtual time for the limiter: sleeping advances the clock instead of waiting."""
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def monotonic(self):
-        return self.now
-
-    async def sleep(self, seconds):
-        self.now += max(0.0, seconds)
-        await asyncio.sleep(0)
-
-
-def test_limiter_paces_at_the_rate(monkeypatch):
-    import types
-
-    import inferframe.runtime.ratelimit as rl
-
-    clock = FakeClock()
-    monkeypatch.setattr(rl, "time", types.SimpleNamespace(monotonic=clock.monotonic))
-    monkeypatch.setattr(rl, "asyncio", types.SimpleNamespace(sleep=clock.sleep, Lock=asyncio.Lock, Event=asyncio.Event))
+def test_limiter_paces_at_the_rate():
+    clock = FakeClock(1000.0)
 
     async def run():
-        lim = rl.RateLimiter(rpm=600, burst_seconds=1)  # 10 per second, 10 at once
+        lim = RateLimiter(rpm=600, burst_seconds=1, clock=clock)  # 10 per second, 10 at once
         start = clock.now
         for _ in range(30):
             await lim.acquire(1)
@@ -165,7 +148,7 @@ def test_breaker():
 def test_prices_and_estimates():
     assert price_of("gpt-4o-2024-08-06") == price_of("gpt-4o")
     set_prices({"mine": (1.0, 2.0)})
-    assert cost_of("mine", 1_000_000, 500_000) == pytest.approx(2.0)
-    assert cost_of("mine", 10, 10, local=True) == 0
-    inp, out = estimate_request({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
+    assert cost_of(current().price_of("mine"), 1_000_000, 500_000) == pytest.approx(2.0)
+    assert cost_of(None, 10, 10) == 0
+    inp, out = estimate_tokens({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
     assert 100 <= inp <= 110 and out == 7

@@ -14,22 +14,23 @@ from inferframe.dataframe import (
 )
 from inferframe.datatype import DataType
 from inferframe.errors import (
-    ColumnNotFoundError, ExecutionError, ExpressionTypeError, InferframeError, PlanError, UDFError,
+    BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
+    LocalServerError, MediaError, PlanError, RowFailed, SchemaMismatchError, ServiceError, UDFError,
 )
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
-from inferframe.providers.base import set_provider
 from inferframe.runners import set_runner_native
-from inferframe.runtime.cache import set_cache
-from inferframe.runtime.pricing import set_prices
+from inferframe.session import set_cache, set_prices, set_provider
 from inferframe.series import Series
 from inferframe.udf import cls, func, method
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ColumnNotFoundError", "DataFrame", "DataType", "ExecutionError", "Expression", "ExpressionTypeError", "File",
-    "GroupedDataFrame", "InferframeError", "PlanError", "Schema", "Series", "UDFError", "cls", "col", "from_arrow",
+    "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "ErrorKind", "ExecutionError",
+    "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
+    "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
+    "cls", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider", "set_runner_native",
 ]

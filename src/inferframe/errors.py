@@ -1,6 +1,32 @@
-"""Error types users can catch; every message names the problem and the fix."""
+"""Every error inferframe raises on purpose, and the kinds of row errors; each message names the problem and the fix.
+
+The hierarchy::
+
+    InferframeError
+    ├── PlanError (ValueError)              the plan is wrong; raised before any data is read
+    │   ├── ColumnNotFoundError (KeyError)  a column name does not exist
+    │   └── ExpressionTypeError (TypeError) an expression does not fit its inputs' types
+    ├── UDFError                            a user function raised or returned the wrong type
+    ├── ExecutionError                      the job failed while running
+    │   ├── ServiceError (RuntimeError)     the service, not a row, is failing: the job stops
+    │   ├── RowFailed (RuntimeError)        a row failed and on_error="raise" was asked for
+    │   ├── BatchAPIError (RuntimeError)    the Batch API refused a file or batch operation
+    │   └── LocalServerError (RuntimeError) the embedded llama.cpp server could not start
+    ├── SchemaMismatchError (ValueError)    files of one dataset disagree on their schema
+    ├── MediaError (ValueError)             an image or file of one row cannot be read or encoded
+    └── DownloadError                       one location could not be downloaded
+
+A failure of one row is not an exception but data: a null value and an error record whose
+``kind`` is one of :class:`ErrorKind`.
+
+Example:
+    >>> issubclass(ServiceError, InferframeError), ErrorKind.RATE_LIMIT == "rate_limit"
+    (True, True)
+"""
 
 from __future__ import annotations
+
+import enum
 
 
 class InferframeError(Exception):
@@ -28,3 +54,81 @@ class UDFError(InferframeError):
 
 class ExecutionError(InferframeError):
     """The job failed while running."""
+
+
+class ServiceError(ExecutionError, RuntimeError):
+    """The service, not a row, is failing (bad key, server down): the job stops."""
+
+
+class RowFailed(ExecutionError, RuntimeError):
+    """A row failed and the user asked for on_error="raise"."""
+
+
+class BatchAPIError(ExecutionError, RuntimeError):
+    """The Batch API refused a file or batch operation."""
+
+
+class LocalServerError(ExecutionError, RuntimeError):
+    """The embedded local model server could not be found, started or reached."""
+
+
+class SchemaMismatchError(InferframeError, ValueError):
+    """Files of one dataset have schemas that cannot be unified."""
+
+
+class MediaError(InferframeError, ValueError):
+    """An image or file could not be read, decoded or encoded."""
+
+
+class DownloadError(InferframeError):
+    """A location could not be downloaded; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ErrorKind(str, enum.Enum):
+    """Why one row failed; the value is the string users see in ``<name>_error.kind``.
+
+    Example:
+        >>> ErrorKind("timeout").retryable, ErrorKind.AUTH.fatal
+        (True, True)
+    """
+
+    BAD_REQUEST = "bad_request"
+    NOT_FOUND = "not_found"
+    AUTH = "auth"
+    QUOTA = "quota"
+    UNREACHABLE = "unreachable"
+    RATE_LIMIT = "rate_limit"
+    TIMEOUT = "timeout"
+    SERVER = "server"
+    CONNECTION = "connection"
+    MALFORMED = "malformed"
+    LENGTH = "length"
+    REFUSAL = "refusal"
+    SCHEMA = "schema"
+    INPUT = "input"
+    DOWNLOAD = "download"
+    IMAGE = "image"
+    BUDGET = "budget"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def retryable(self) -> bool:
+        """Worth another attempt: the same request may succeed later."""
+        return self in _RETRYABLE
+
+    @property
+    def fatal(self) -> bool:
+        """No row can succeed: the whole job stops."""
+        return self in _FATAL
+
+
+_RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.TIMEOUT, ErrorKind.SERVER, ErrorKind.CONNECTION,
+                        ErrorKind.MALFORMED})
+_FATAL = frozenset({ErrorKind.AUTH, ErrorKind.QUOTA, ErrorKind.UNREACHABLE})

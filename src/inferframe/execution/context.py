@@ -63,11 +63,14 @@ class ExecContext:
 
     Parameters:
         morsel_size: target rows per batch for row-wise work.
+        services: what the runner shares with the operators of this run (the coordinator of shared
+            limits, the counters); opaque to the executor, handed to classes that ask for it.
     """
 
-    def __init__(self, morsel_size: int = 8192) -> None:
+    def __init__(self, morsel_size: int = 8192, services: Any = None) -> None:
         self.stop = threading.Event()
         self.morsel_size = morsel_size
+        self.services = services
         self._loop: EventLoopThread | None = None
         self._lock = threading.Lock()
         self._closers: list[Callable[[], None]] = []

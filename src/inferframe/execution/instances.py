@@ -103,8 +103,12 @@ class InstancePool:
             from inferframe.execution.process_worker import ProcessInstance
 
             slots = gpu_slots(self.owner.gpus, index, self._gpus)
-            env = {"CUDA_VISIBLE_DEVICES": ",".join(slots)} if slots else None
-            inst = ProcessInstance(self.owner, env=env, start=False)
+            # Keys reach the worker through its environment, from the runner (never through a pickle).
+            secrets = getattr(self.ctx.services, "worker_env", None)
+            env = dict(secrets() if secrets is not None else {})
+            if slots:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(slots)
+            inst = ProcessInstance(self.owner, env=env, start=False, counters=getattr(self.ctx.services, "counters", None))
             with self._lock:
                 self._starting.append(inst)
                 closed = self._closed
@@ -122,8 +126,15 @@ class InstancePool:
         with self._build_lock:
             if self.in_loop:
                 # Built on the loop thread so clients made in __init__ bind to the loop that runs them.
-                return self.ctx.event_loop.call(self.owner.build)
-            return self.owner.build()
+                return self.ctx.event_loop.call(self._construct)
+            return self._construct()
+
+    def _construct(self):
+        """Build one instance; a class with ``for_run`` gets the run's services (shared limits, counters)."""
+        for_run = getattr(self.owner.cls, "for_run", None)
+        if for_run is not None:
+            return for_run(self.ctx.services, *self.owner.args, **self.owner.kwargs)
+        return self.owner.build()
 
     def acquire(self):
         try:
@@ -167,7 +178,7 @@ class InstancePool:
             if len(self._all) < self.size:
                 self._slots += 1
                 try:
-                    self._all.append(self.owner.build())
+                    self._all.append(self._construct())
                 except Exception as e:
                     raise UDFError(f"{self.owner.cls.__name__}.__init__ failed: {type(e).__name__}: {e}") from e
                 return self._all[-1]

@@ -26,6 +26,7 @@ import cloudpickle
 
 from inferframe.errors import UDFError
 from inferframe.execution.context import Cancelled
+from inferframe.observe.stats import CURRENT_RUN, RunCounters
 
 _LIVE: "weakref.WeakSet[ProcessInstance]" = weakref.WeakSet()
 
@@ -82,11 +83,14 @@ class ProcessInstance:
         env: extra environment variables for the child (e.g. the GPUs it may use).
         start: build the instance now; with False, call ``start()`` later (the pool
             registers the process first, so a run stopped mid-``__init__`` can kill it).
+        counters: where the child's counters are merged (default: this process's).
     """
 
-    def __init__(self, owner, env: dict[str, str] | None = None, start: bool = True) -> None:
+    def __init__(self, owner, env: dict[str, str] | None = None, start: bool = True,
+                 counters: RunCounters | None = None) -> None:
         self.name = owner.cls.__name__
         self.owner = owner
+        self.counters = counters if counters is not None else CURRENT_RUN
         self._closing = False
         child_env = dict(os.environ)
         child_env.update(env or {})
@@ -136,6 +140,8 @@ class ProcessInstance:
         msg = ("call", method, spec.is_batch, spec.is_async, spec.layout, spec.kwargs_layout,
                pack_arrays(arrays), list(names), offset, n, spec.name)
         reply = self._exchange(msg, who=f"{self.name}.{method}", during=f"rows {offset}..{offset + n - 1}")
+        if len(reply) > 2:
+            self.counters.merge(f"pid:{self.proc.pid}", reply[2])
         if reply[0] == "ok":
             return reply[1]
         if reply[0] == "arrow":
@@ -221,13 +227,14 @@ def _serve() -> None:
                 loop = asyncio.new_event_loop()
             values = _call(fn, is_batch, is_async, layout, kwargs_layout, unpack_arrays(packed), names, offset, n, name, loop)
             if hasattr(values, "type") and hasattr(values, "to_pylist"):  # an Arrow array: send it as Arrow
-                _send(proto_out, ("arrow", pack_arrays([values])))
+                _send(proto_out, ("arrow", pack_arrays([values]), CURRENT_RUN.snapshot()))
             else:
-                _send(proto_out, ("ok", values))
+                _send(proto_out, ("ok", values, CURRENT_RUN.snapshot()))
         except _RowFailure as e:
-            _send(proto_out, ("error", str(e)))
+            _send(proto_out, ("error", str(e), CURRENT_RUN.snapshot()))
         except BaseException as e:
-            _send(proto_out, ("error", f"UDF {name!r} failed on rows {offset}..{offset + n - 1}: {type(e).__name__}: {e}"))
+            _send(proto_out, ("error", f"UDF {name!r} failed on rows {offset}..{offset + n - 1}: {type(e).__name__}: {e}",
+                              CURRENT_RUN.snapshot()))
 
 
 class _RowFailure(Exception):

@@ -20,8 +20,11 @@ from typing import Any
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
-from inferframe.models import INPROCESS_PROVIDERS
-from inferframe.providers import base as providers
+from inferframe.functions._embed_api import api_embed_text
+from inferframe.functions._embed_models import inprocess_embed_image, inprocess_embed_text
+from inferframe.providers.registry import REGISTRY, capabilities
+from inferframe.providers.spec import ProviderSpec
+from inferframe.session import current
 
 
 def _check_column(name: str, value: Any) -> None:
@@ -31,18 +34,17 @@ def _check_column(name: str, value: Any) -> None:
 
 
 def _default_text_provider(model: str | None) -> str:
-    """With no provider: the configured default, else OpenAI for its own models, else in-process."""
-    from inferframe.functions.embed_api import EMBEDDING_DIMENSIONS
-
-    default = providers.default_spec()
+    """With no provider: the session's default, else a provider that serves the model by name, else in-process."""
+    default = current().provider
     if default is not None:
         return default.name
-    if model in EMBEDDING_DIMENSIONS:
-        return "openai"  # a hosted model: without a key the user is told how to give one
+    for info in REGISTRY.infos():
+        if info.cls is not None and model and info.cls.embedding_size(model):
+            return info.name  # a hosted model: without a key the user is told how to give one
     return "sentence_transformers"
 
 
-def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = None, model: str | None = None,
+def embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: str | None = None,
                dimensions: int | None = None, **options: Any) -> Expression:
     """Embed every row's text; the column is a fixed-size float32 vector, its size known before the run.
 
@@ -67,13 +69,9 @@ def embed_text(text: Any, *, provider: str | providers.ProviderSpec | None = Non
     _check_column("embed_text", text)
     if provider is None:
         provider = _default_text_provider(model)
-    name = provider.name if isinstance(provider, providers.ProviderSpec) else provider
-    if name in INPROCESS_PROVIDERS:
-        from inferframe.models.text import inprocess_embed_text
-
+    name = provider.name if isinstance(provider, ProviderSpec) else provider
+    if REGISTRY.get(name).capabilities.in_process:
         return inprocess_embed_text(text, provider=name, model=model, dimensions=dimensions, **options)
-    from inferframe.functions.embed_api import api_embed_text
-
     return api_embed_text(text, provider=provider, model=model, dimensions=dimensions, **options)
 
 
@@ -97,8 +95,6 @@ def embed_image(images: Any, *, provider: str | None = None, model: str | None =
         >>> df = ifr.from_glob_path("photos/*.jpg")  # doctest: +SKIP
         >>> df = df.with_column("v", embed_image(ifr.col("path"), model="openai/clip-vit-base-patch32"))  # doctest: +SKIP
     """
-    from inferframe.models.image import inprocess_embed_image
-
     _check_column("embed_image", images)
-    name = provider.name if isinstance(provider, providers.ProviderSpec) else (provider or "transformers")
+    name = provider.name if isinstance(provider, ProviderSpec) else (provider or "transformers")
     return inprocess_embed_image(images, provider=name, model=model, dimensions=dimensions, **options)

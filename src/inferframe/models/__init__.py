@@ -1,9 +1,8 @@
 """In-process models: loaded once per worker, fed batches of rows (no HTTP, no runtime).
 
 Example:
-    >>> from inferframe.models import INPROCESS_PROVIDERS
-    >>> "sentence_transformers" in INPROCESS_PROVIDERS
-    True
+    >>> from inferframe.models.vectors import unit_rows
+    >>> import numpy as np
+    >>> unit_rows(np.array([[3.0, 4.0]])).tolist()
+    [[0.6, 0.8]]
 """
-
-INPROCESS_PROVIDERS = ("sentence_transformers", "transformers")

@@ -12,20 +12,15 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from inferframe.errors import PlanError
-from inferframe.expressions.expression import Expression, to_node
-from inferframe.expressions.nodes import Alias, Call, UDFCall
-from inferframe.expressions.udf import ERROR_TYPE, USAGE_TYPE, ClassSpec
-from inferframe.models.loading import ModelUDFSpec, _read_json, model_files, offline, pick_device, require
+from inferframe.models.loading import _read_json, offline, pick_device
 from inferframe.models.vectors import to_vectors
 from inferframe.series import Series
 
-_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "error_column"}
 _INSTALL = ('embed_image() runs a CLIP-style model in this process. Install the libraries with '
             'pip install "inferframe[embed]", download a model once (e.g. huggingface-cli download '
             'openai/clip-vit-base-patch32) and pass model="openai/clip-vit-base-patch32" or a local directory.')
@@ -40,35 +35,6 @@ def image_dimensions(path: Path) -> int:
         return cfg["vision_config"]["hidden_size"]  # SigLIP-style: pooled vision output, no projection
     raise PlanError(f"The model in {str(path)!r} has no image tower (its config has no vision_config); "
                     f"embed_image() needs a CLIP-style model. {_INSTALL}")
-
-
-def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dimensions: int | None,
-                          **options: Any) -> Expression:
-    """Plan an in-process image embedding column; see ``inferframe.functions.embed_image``."""
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise PlanError(f"embed_image() got unknown options {unknown}; it takes {', '.join(sorted(_OPTIONS))}.")
-    if provider != "transformers":
-        raise PlanError(f"embed_image() runs on provider='transformers' (a CLIP-style model in this process), "
-                        f"not {provider!r}. {_INSTALL}")
-    require(provider)
-    if model is None:
-        raise PlanError(f"embed_image() needs model=...: no image model is packaged with inferframe. {_INSTALL}")
-    path = model_files(model)
-    size = image_dimensions(path)
-    if dimensions is not None and int(dimensions) != size:
-        raise PlanError(f"dimensions={dimensions} does not match the model: {model} gives {size}-dimensional image vectors.")
-    batch = int(options.get("batch_size") or 64)
-    owner = ClassSpec(ClipImageEmbedder, (str(path),), {"device": options.get("device"),
-                                                        "normalize": bool(options.get("normalize", True))},
-                      max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
-                      gpus=float(options.get("gpus") or 0))
-    out_type = pa.struct([("value", pa.list_(pa.float32(), size)), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
-    spec = ModelUDFSpec(name="embed_image", accepts=("text", "binary"), fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
-                  batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process, gpus=owner.gpus,
-                  owner=owner, layout=(("expr", 0),), error_column=options.get("error_column", True))
-    node = to_node(images)
-    return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))
 
 
 class ClipImageEmbedder:

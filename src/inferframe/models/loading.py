@@ -18,7 +18,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from inferframe.errors import PlanError
-from inferframe.expressions.udf import AISpec
 
 PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
@@ -27,26 +26,6 @@ _NEEDS = {
     "sentence_transformers": (("torch", "sentence_transformers"), 'pip install "inferframe[embed]"'),
     "transformers": (("torch", "transformers"), 'pip install "inferframe[embed]"'),
 }
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ModelUDFSpec(AISpec):
-    """An in-process model's UDF spec that checks its input column's type when the plan is built."""
-
-    accepts: tuple = ("text",)  # "text", "binary" (encoded bytes or images)
-
-    def return_type(self, arg_fields: list[pa.Field]) -> pa.DataType:
-        field = arg_fields[0]
-        t = field.type.storage_type if isinstance(field.type, pa.ExtensionType) else field.type
-        if pa.types.is_dictionary(t):
-            t = t.value_type
-        ok = (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
-              or ("binary" in self.accepts and (pa.types.is_binary(t) or pa.types.is_large_binary(t))))
-        if not ok:
-            what = "text" if self.accepts == ("text",) else "images (an image or binary column, or paths)"
-            raise PlanError(f"{self.name.split('[')[0]}() needs {what}, but column {field.name!r} is {field.type}. "
-                            f"Cast it first, e.g. col({field.name!r}).cast(DataType.string()).")
-        return super().return_type(arg_fields)
 
 
 def require(provider: str) -> None:

@@ -5,11 +5,10 @@ the model's files at plan time, so the column type is exact before anything runs
 
 Example:
     >>> import inferframe as ifr
-    >>> from inferframe.functions import embed_text
-    >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
-    >>> df = df.with_column("v", embed_text(ifr.col("doc"), provider="sentence_transformers"))
-    >>> df.schema()["v"].dtype  # doctest: +SKIP
-    DataType.embedding(float32, 384)
+    >>> from inferframe.models.loading import model_files
+    >>> e = SentenceTransformerEmbedder(str(model_files(None)))
+    >>> e.embed(ifr.Series.from_pylist(["a cat"])).type
+    FixedSizeListType(fixed_size_list<item: float>[384])
 """
 
 from __future__ import annotations
@@ -20,55 +19,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from inferframe.errors import PlanError
-from inferframe.expressions.expression import Expression, to_node
-from inferframe.expressions.nodes import Alias, UDFCall
-from inferframe.expressions.udf import ClassSpec
-from inferframe.models.loading import ModelUDFSpec, model_files, offline, pick_device, require, text_dimensions
+from inferframe.models.loading import offline, pick_device
+from inferframe.observe.stats import CURRENT_RUN, RunCounters, RunStats
 from inferframe.models.vectors import combine_chunks, to_vectors, unit_rows
 from inferframe.series import Series
-
-_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "encode_batch_size",
-            "long_inputs"}
-
-
-def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensions: int | None,
-                         **options: Any) -> Expression:
-    """Plan an in-process embedding column; see ``inferframe.functions.embed_text``."""
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise PlanError(f"embed_text(provider={provider!r}) got unknown options {unknown}; "
-                        f"it takes {', '.join(sorted(_OPTIONS))}.")
-    require(provider)
-    path = model_files(model)
-    native = text_dimensions(provider, path)
-    size = native
-    if dimensions is not None:
-        if not 1 <= int(dimensions) <= native:
-            raise PlanError(f"dimensions={dimensions} is out of range: {model or 'all-MiniLM-L6-v2'} gives {native}-dimensional "
-                            f"vectors, which can be shortened (first N values, then re-normalised) but not lengthened.")
-        size = int(dimensions)
-    long_inputs = options.get("long_inputs", "chunk")
-    if long_inputs not in ("chunk", "truncate"):
-        raise PlanError(f"long_inputs must be 'chunk' or 'truncate', got {long_inputs!r}.")
-    batch = int(options.get("batch_size") or 1024)
-    if batch < 1:
-        raise PlanError(f"batch_size must be at least 1, got {batch}.")
-    owner_cls = SentenceTransformerEmbedder if provider == "sentence_transformers" else TransformersEmbedder
-    owner = ClassSpec(owner_cls, (str(path),), {
-        "device": options.get("device"), "normalize": bool(options.get("normalize", True)), "dimensions": size,
-        "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": long_inputs,
-        "label": f"embed[{model or 'all-MiniLM-L6-v2'}]",
-    }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
-        gpus=float(options.get("gpus") or 0))
-    node = to_node(text)
-    spec = ModelUDFSpec(
-        name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=pa.list_(pa.float32(), size),
-        is_batch=True, batch_size=batch, max_concurrency=options.get("max_concurrency") or 1,
-        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=False,
-    )
-    return Expression(Alias(UDFCall(spec, (node,)), node.name()))
-
 
 _LOADED: dict = {}  # (class, path, device) -> loaded model, reused by later queries in this process
 _LOAD_LOCK = threading.Lock()
@@ -89,15 +43,19 @@ class _Embedder:
     max_tokens: int
 
     def __init__(self, *, normalize: bool, dimensions: int, encode_batch_size: int, long_inputs: str,
-                 label: str) -> None:
-        from inferframe.runtime.stats import CURRENT_RUN, RunStats
-
+                 label: str, counters: RunCounters | None = None) -> None:
         self.stats = RunStats(label=label)  # the job's progress line and last_run() count these rows too
-        CURRENT_RUN.add(self.stats)
+        # In a worker process these are this process's counters, sent to the driver with every result.
+        (counters or CURRENT_RUN).add(self.stats)
         self.normalize = normalize
         self.dimensions = dimensions
         self.encode_batch_size = encode_batch_size
         self.long_inputs = long_inputs
+
+    @classmethod
+    def for_run(cls, services: Any, *args: Any, **kwargs: Any) -> "_Embedder":
+        """Build for one run: count rows in the run's counters."""
+        return cls(*args, counters=services.counters if services is not None else None, **kwargs)
 
     def embed(self, texts: Series) -> pa.Array:
         self.stats.in_flight += len(texts)
@@ -159,7 +117,8 @@ class SentenceTransformerEmbedder(_Embedder):
     """
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
-                 encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed") -> None:
+                 encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed",
+                 counters: RunCounters | None = None) -> None:
         def load():
             with offline():
                 from sentence_transformers import SentenceTransformer
@@ -172,7 +131,7 @@ class SentenceTransformerEmbedder(_Embedder):
         size = dimensions or int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                                  else self.model.get_sentence_embedding_dimension())
         super().__init__(normalize=normalize, dimensions=size, encode_batch_size=encode_batch_size, long_inputs=long_inputs,
-                         label=label)
+                         label=label, counters=counters)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.encode_batch_size, convert_to_numpy=True,
@@ -192,7 +151,8 @@ class TransformersEmbedder(_Embedder):
     """
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
-                 encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed") -> None:
+                 encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed",
+                 counters: RunCounters | None = None) -> None:
         self.device = pick_device(device)
 
         def load():
@@ -211,7 +171,7 @@ class TransformersEmbedder(_Embedder):
         self.width = int(cfg.projection_dim if self.clip else cfg.hidden_size)
         super().__init__(normalize=normalize, dimensions=dimensions or self.width,
                          encode_batch_size=encode_batch_size, long_inputs=long_inputs,
-                         label=label)
+                         label=label, counters=counters)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         import torch

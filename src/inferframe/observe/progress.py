@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Iterator
 
-from inferframe.runtime.stats import CURRENT_RUN, RunStats
+from inferframe.observe.stats import CURRENT_RUN, RunStats
 
 _enabled: bool | None = None
 _last: list[dict] = []

@@ -1,11 +1,28 @@
-"""The embedded default: Gemma 3 270M served by a llama.cpp server this library starts itself."""
+"""The embedded default: Gemma 3 270M served by a llama.cpp server this library starts itself.
+
+Example:
+    >>> LocalProvider.knows_model("gemma-3-270m"), LocalProvider.embedding_size("gemma-3-270m")
+    (True, 640)
+"""
 
 from __future__ import annotations
 
-from inferframe.providers.base import ProviderSpec
+import dataclasses
+import os
+
+from inferframe.providers.interface import Capabilities
+from inferframe.providers.local_server import DEFAULT_N_PARALLEL
 from inferframe.providers.openai import OpenAIProvider
+from inferframe.providers.spec import ProviderSpec
 
 DEFAULT_MODEL = "gemma-3-270m"
+EMBEDDING_SIZE = 640  # Gemma 3 270M's hidden size: its mean-pooled vectors
+# llama.cpp embeds an input in one physical batch (--ubatch-size, 512 by default), BOS included;
+# measured: 537 text tokens give HTTP 500 "input (538 tokens) is too large to process".
+MAX_INPUT_TOKENS = 512
+# The server embeds n_parallel inputs at a time on the CPU (measured 5-12 short inputs/s on a busy
+# 2-core machine): small requests keep every request well inside the HTTP timeout.
+MAX_BATCH_INPUTS = 8
 
 
 class LocalProvider(OpenAIProvider):
@@ -15,18 +32,43 @@ class LocalProvider(OpenAIProvider):
         spec: options ``parallel`` (server slots) and ``timeout``.
     """
 
-    is_local = True
-    supports_batch = False  # llama.cpp serves no Batch API
+    capabilities = Capabilities(
+        default_endpoint="chat", structured_outputs="grammar", batch_api=False, tokenizer=True, local=True,
+        default_concurrency=DEFAULT_N_PARALLEL, default_model=DEFAULT_MODEL, default_embedding_model=DEFAULT_MODEL,
+        embedding_max_input_tokens=MAX_INPUT_TOKENS, embedding_max_batch_inputs=MAX_BATCH_INPUTS,
+    )
 
-    def __init__(self, spec: ProviderSpec) -> None:
+    def __init__(self, spec: ProviderSpec, *, base_url: str | None = None, api_key: str | None = None,
+                 capabilities: Capabilities | None = None) -> None:
         from inferframe.providers.local_server import get_local_server
 
         server = get_local_server(spec.option("parallel"))
-        super().__init__(ProviderSpec(spec.name, server.base_url, spec.options))
+        super().__init__(spec, base_url=server.base_url, capabilities=capabilities)
         self.service = f"the local model server at {self.base_url}"
         # The port changes every run; the answers depend on the model file, not on where it is served.
         self.cache_identity = f"local:{server.model}"
         self.n_parallel = server.n_parallel
+
+    @classmethod
+    def knows_model(cls, model: str) -> bool:
+        return model.startswith(DEFAULT_MODEL)
+
+    @classmethod
+    def embedding_size(cls, model: str) -> int | None:
+        return EMBEDDING_SIZE if model.startswith(DEFAULT_MODEL) else None
+
+    @classmethod
+    def embedding_max_input_tokens(cls, model: str) -> int | None:
+        return MAX_INPUT_TOKENS
+
+    @classmethod
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
+        if choices is not None:
+            # llama.cpp's JSON grammar lets a base model pad with whitespace until max_tokens; a grammar
+            # of the bare labels makes the first token start a label.
+            return {"grammar": "root ::= " + " | ".join(_gbnf_literal(c) for c in choices)}
+        return super().format_fields(dataclasses.replace(caps, structured_outputs="json_schema"), endpoint, name,
+                                     schema, choices)
 
     async def tokenize(self, text: str) -> list[bytes]:
         """The model's tokens of ``text``, each as its bytes (llama.cpp's /tokenize), for exact chunking.
@@ -42,12 +84,13 @@ class LocalProvider(OpenAIProvider):
         return [t["piece"].encode() if isinstance(t["piece"], str) else bytes(t["piece"]) for t in tokens]
 
 
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def register(registry) -> None:
-    """Entry-point hook: the embedded local provider."""
-    import os
-
-    from inferframe.providers.local_server import DEFAULT_N_PARALLEL
-
+    """Entry-point hook: the embedded local provider, the default when no key is set."""
     # As many requests in flight as the server has slots: more only queue inside llama.cpp.
     slots = int(os.environ.get("INFERFRAME_LOCAL_PARALLEL") or DEFAULT_N_PARALLEL)
-    registry.register("local", LocalProvider, default_model=DEFAULT_MODEL, default_concurrency=slots)
+    registry.register("local", LocalProvider, offline_default=True,
+                      capabilities=dataclasses.replace(LocalProvider.capabilities, default_concurrency=slots))

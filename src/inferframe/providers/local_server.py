@@ -28,7 +28,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from inferframe.providers.local_files import LocalServerError, model_name, resolve_binary, resolve_model
+from inferframe.errors import LocalServerError
+from inferframe.providers.local_files import model_name, resolve_binary, resolve_model
 
 __all__ = [
     "DEFAULT_N_PARALLEL",

@@ -1,4 +1,10 @@
-"""The local runner: streams the plan through this process's executor."""
+"""The local runner: streams the plan through this process's executor.
+
+Example:
+    >>> import inferframe as ifr
+    >>> sum(b.num_rows for b in LocalRunner().run(ifr.from_pydict({"a": [1, 2]})._plan))
+    2
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,20 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from inferframe.ai.run import RunServices
 from inferframe.execution.executor import execute
+from inferframe.observe.stats import CURRENT_RUN
 from inferframe.plan.logical import LogicalPlan
+from inferframe.providers import secrets
+from inferframe.runtime.coordinator import LocalCoordinator
 
 
 class LocalRunner:
     """Run plans in this process, streaming record batches.
+
+    Each run gets its own services: one coordinator, so every AI call of the job that reaches the
+    same endpoint and model shares one rate limit, in-flight bound and breaker; the driver's
+    counters; and the secret channel for worker processes (their environment).
 
     Parameters:
         morsel_size: rows per batch for vectorised work.
@@ -23,7 +37,8 @@ class LocalRunner:
         self.morsel_size = morsel_size
 
     def run(self, plan: LogicalPlan) -> Iterator[pa.RecordBatch]:
-        return execute(plan, morsel_size=self.morsel_size)
+        services = RunServices(LocalCoordinator(), CURRENT_RUN, secrets.worker_env)
+        return execute(plan, morsel_size=self.morsel_size, services=services)
 
 
 _RUNNER: LocalRunner | None = None

@@ -1,6 +1,13 @@
-"""The async inference runtime: admission, rate limits, retries, breaker, usage. No Arrow here."""
+"""The async inference runtime: admission, rate limits, retries, breaker, cache, usage.
 
-from inferframe.runtime.engine import InferenceRuntime, RuntimeConfig, ServiceError
-from inferframe.runtime.types import Outcome, Request, Result, RowError, Usage
+It sees neutral records only (Request, Outcome, LimitHints from the provider interface); no
+Arrow, no DataFrames, no provider's wire format.
+"""
 
-__all__ = ["InferenceRuntime", "Outcome", "Request", "Result", "RowError", "RuntimeConfig", "ServiceError", "Usage"]
+from inferframe.runtime.config import RuntimeConfig
+from inferframe.runtime.coordinator import Coordinator, LocalCoordinator, SharedLimits
+from inferframe.runtime.engine import InferenceRuntime
+from inferframe.runtime.types import LimitHints, Outcome, Request, Result, RowError, Usage
+
+__all__ = ["Coordinator", "InferenceRuntime", "LimitHints", "LocalCoordinator", "Outcome", "Request", "Result",
+           "RowError", "RuntimeConfig", "SharedLimits", "Usage"]

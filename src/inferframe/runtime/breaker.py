@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 
-from inferframe.runtime.types import FATAL
+from inferframe.errors import ErrorKind
 
 
 class Breaker:
@@ -33,9 +33,9 @@ class Breaker:
             self.any_success = True
             self.connection_failures = 0
             return
-        if kind in FATAL:
+        if ErrorKind(kind).fatal:
             self.trip(message)
-        elif kind == "connection":
+        elif kind == ErrorKind.CONNECTION:
             self.connection_failures += 1
             if not self.any_success and self.connection_failures >= self.unreachable_after:
                 self.trip(f"Cannot reach {service}: {message}. Is the server running and the base_url right?")
@@ -43,7 +43,7 @@ class Breaker:
     def row(self, ok: bool, kind: str | None, message: str) -> None:
         """Record a finished row; trip when every one of the recent rows failed the same way."""
         self.recent.append(ok)
-        if not ok and kind in ("server", "connection", "timeout", "malformed", "rate_limit"):
+        if not ok and kind is not None and ErrorKind(kind).retryable:
             if len(self.recent) >= self.min_rows and not any(self.recent):
                 self.trip(f"The last {len(self.recent)} rows all failed; the service looks down. Last error: {message}")
 

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -26,7 +27,33 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-POLICIES = ("read_write", "read_only", "refresh", "off")
+
+
+class CachePolicy(str, enum.Enum):
+    """How a call uses the response cache; the value is the string users pass as ``cache=``.
+
+    Example:
+        >>> CachePolicy("read_only").reads, CachePolicy.READ_ONLY.writes
+        (True, False)
+    """
+
+    READ_WRITE = "read_write"
+    READ_ONLY = "read_only"
+    REFRESH = "refresh"  # send again and overwrite
+    OFF = "off"
+
+    @property
+    def reads(self) -> bool:
+        """Answers are looked up before sending."""
+        return self in (CachePolicy.READ_WRITE, CachePolicy.READ_ONLY)
+
+    @property
+    def writes(self) -> bool:
+        """New answers are stored."""
+        return self in (CachePolicy.READ_WRITE, CachePolicy.REFRESH)
+
+
+POLICIES = tuple(p.value for p in CachePolicy)
 
 try:
     import orjson
@@ -187,32 +214,6 @@ class ResponseCache:
 
     def __reduce__(self):
         return (ResponseCache, (str(self.directory),))
-
-
-_settings: dict[str, Any] = {"policy": None, "directory": None}
-
-
-def set_cache(policy: str | None = None, directory: str | os.PathLike | None = None) -> None:
-    """Set the default cache policy and directory for every AI call of this process.
-
-    Parameters:
-        policy: "read_write" (default), "read_only", "refresh" or "off"; None keeps the env/default.
-        directory: where the cache lives; None keeps INFERFRAME_CACHE_DIR or the XDG cache dir.
-
-    Example:
-        >>> set_cache("off")
-        >>> set_cache(None)
-    """
-    if policy is not None and policy not in POLICIES:
-        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
-    _settings["policy"] = policy
-    _settings["directory"] = directory
-
-
-def default_settings() -> tuple[str, str | os.PathLike | None]:
-    """(policy, directory) from set_cache(), else INFERFRAME_CACHE / INFERFRAME_CACHE_DIR, else defaults."""
-    policy = _settings["policy"] or os.environ.get("INFERFRAME_CACHE") or "read_write"
-    return policy, _settings["directory"]
 
 
 _open: dict[str, ResponseCache] = {}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import time
+
+from inferframe.runtime.clock import REAL, Clock
 
 
 class AdaptiveLimit:
@@ -19,9 +20,11 @@ class AdaptiveLimit:
         maximum: the bound never grows past this (the user's max_concurrency).
         minimum: the bound never shrinks below this.
         adaptive: False keeps the bound fixed at ``initial``.
+        clock: where time comes from (a FakeClock in tests).
     """
 
-    def __init__(self, initial: int, maximum: int, minimum: int = 1, adaptive: bool = True) -> None:
+    def __init__(self, initial: int, maximum: int, minimum: int = 1, adaptive: bool = True, clock: Clock = REAL) -> None:
+        self.clock = clock
         self.limit = float(max(minimum, min(initial, maximum)))
         self.maximum = maximum
         self.minimum = minimum
@@ -80,7 +83,7 @@ class AdaptiveLimit:
     def on_congestion(self) -> None:
         if not self.adaptive:
             return
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if now - self._last_cut < 1.0:  # one cut per round of feedback, not one per failed row
             return
         self._last_cut = now

@@ -10,93 +10,52 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-import time
-from typing import Protocol
 
-from inferframe.errors import InferframeError
-from inferframe.runtime.breaker import Breaker
+from inferframe.errors import ErrorKind, RowFailed, ServiceError
+from inferframe.observe.stats import RunStats
+from inferframe.providers.interface import Outcome, Provider, Request, Usage
+from inferframe.runtime.batch import BatchRunner
 from inferframe.runtime.cache import cache_key, open_cache
-from inferframe.runtime.concurrency import AdaptiveLimit
+from inferframe.runtime.clock import REAL, Clock
+from inferframe.runtime.config import RuntimeConfig
+from inferframe.runtime.coordinator import SharedLimits
 from inferframe.runtime.pricing import cost_of
-from inferframe.runtime.ratelimit import RateLimiter
-from inferframe.runtime.retry import RetryPolicy
-from inferframe.runtime.stats import RunStats
-from inferframe.runtime.types import Outcome, Request, Result, RowError, Usage
+from inferframe.runtime.types import Result, RowError
 
-
-class ServiceError(InferframeError, RuntimeError):
-    """The service, not a row, is failing (bad key, server down): the job stops."""
-
-
-class RowFailed(InferframeError, RuntimeError):
-    """A row failed and the user asked for on_error="raise"."""
-
-
-class Provider(Protocol):
-    name: str
-    service: str
-    is_local: bool
-
-    async def send(self, request: Request) -> Outcome: ...
-
-    async def aclose(self) -> None: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class RuntimeConfig:
-    """How hard to push one provider+model.
-
-    Parameters:
-        max_concurrency: most requests in flight for the whole job.
-        initial_concurrency: where AIMD starts (None: max_concurrency).
-        adaptive: let AIMD move the bound below max_concurrency.
-        rpm / tpm: request and token budgets per minute (None: learn from headers).
-        retry: the retry policy.
-        max_cost: stop sending once this many dollars were spent.
-        max_tokens_budget: stop sending once this many tokens were used.
-        on_error: "null" keeps failures as data; "raise" stops at the first one.
-        cache_policy: "read_write", "read_only", "refresh" (send and overwrite) or "off".
-        cache_dir: where the response cache lives (None: INFERFRAME_CACHE_DIR or the XDG cache dir).
-        prompt_version: a label of yours that is part of the cache key (bump it to re-ask).
-    """
-
-    max_concurrency: int = 64
-    initial_concurrency: int | None = None
-    adaptive: bool = True
-    rpm: float | None = None
-    tpm: float | None = None
-    retry: RetryPolicy = RetryPolicy()
-    max_cost: float | None = None
-    max_tokens_budget: int | None = None
-    on_error: str = "null"
-    cache_policy: str = "read_write"
-    cache_dir: str | None = None
-    prompt_version: str | None = None
-    batch: bool = False
-    batch_poll_interval: float = 5.0
+__all__ = ["InferenceRuntime", "RowFailed", "RuntimeConfig", "ServiceError"]
 
 
 class InferenceRuntime:
     """Send many requests to one provider within its limits; one instance per job and model.
 
+    Parameters:
+        provider: sends one request and reports an Outcome.
+        config: limits, retries, budget, cache policy and price.
+        model: the model name (for messages).
+        stats: the counters this runtime updates.
+        limits: the shared limits of this endpoint+model (from a Coordinator); own ones when None.
+        clock: where time comes from (a FakeClock in tests).
+
     Example:
-        >>> # runtime = InferenceRuntime(provider, RuntimeConfig(rpm=500), model="gpt-5")
-        >>> # results = await runtime.run_many([Request("chat", body)])
+        >>> import asyncio
+        >>> from inferframe.providers.interface import MockProvider, Outcome, Request
+        >>> rt = InferenceRuntime(MockProvider(lambda r: Outcome(value="ok")), RuntimeConfig(cache_policy="off"), model="m")
+        >>> asyncio.run(rt.run_one(Request("chat", {"q": 1}))).value
+        'ok'
     """
 
     def __init__(self, provider: Provider, config: RuntimeConfig, *, model: str | None, stats: RunStats | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, limits: SharedLimits | None = None, clock: Clock = REAL) -> None:
         self.provider = provider
         self.config = config
         self.model = model
         self.stats = stats or RunStats()
-        self.limiter = RateLimiter(config.rpm, config.tpm)
-        self.slots = AdaptiveLimit(config.initial_concurrency or config.max_concurrency, config.max_concurrency,
-                                   adaptive=config.adaptive)
-        self.breaker = Breaker()
+        self.clock = clock
+        shared = limits or SharedLimits.for_config(config, clock)
+        self.limiter, self.slots, self.breaker = shared.limiter, shared.slots, shared.breaker
         self.rng = random.Random(seed)
         self.cache = None if config.cache_policy == "off" else open_cache(config.cache_dir)
-        self.identity = getattr(provider, "cache_identity", provider.service)
+        self.identity = provider.cache_identity
         self._in_flight: dict[str, asyncio.Future] = {}
 
     def _budget_left(self) -> bool:
@@ -119,8 +78,7 @@ class InferenceRuntime:
         flight is shared instead of sent again.
         """
         key = cache_key(self.identity, request.endpoint, request.body, self.config.prompt_version)
-        policy = self.config.cache_policy
-        if self.cache is not None and policy in ("read_write", "read_only"):
+        if self.cache is not None and self.config.cache_policy.reads:
             hit = self.cache.get(key)
             if hit is not None:
                 value = hit[0]
@@ -152,17 +110,18 @@ class InferenceRuntime:
         """Send one request past the cache and the in-flight sharing; raises only when the job must stop.
 
         For a request that packs many rows (embedding inputs): its answer is cached per row by the
-        caller, so a rerun that groups the rows differently still finds them. Stats count it as one row.
+        caller, so a rerun that groups the rows differently still finds them. It counts tokens, cost,
+        requests and retries, but no rows: the caller counts its rows when it assembles them.
         """
-        return await self._send(request, None)
+        return await self._send(request, None, rows=False)
 
-    async def _send(self, request: Request, key: str | None) -> Result:
+    async def _send(self, request: Request, key: str | None, rows: bool = True) -> Result:
         attempt = 0
         last: Outcome | None = None
         while True:
             self._check_breaker()
             if not self._budget_left():
-                return self._not_run(attempt)
+                return self._not_run(attempt, rows)
             await self.limiter.acquire(request.est_tokens)
             self._check_breaker()
             attempt += 1
@@ -170,56 +129,57 @@ class InferenceRuntime:
                 # Checked again with a slot held: rows queued behind the cap must not all slip through.
                 if not self._budget_left():
                     self.limiter.release(request.est_tokens, None)
-                    return self._not_run(attempt - 1)
+                    return self._not_run(attempt - 1, rows)
                 self.stats.in_flight += 1
                 self.stats.requests += 1
-                started = time.monotonic()
+                started = self.clock.monotonic()
                 try:
                     outcome = await self.provider.send(request)
                 finally:
                     self.stats.in_flight -= 1
-            latency = time.monotonic() - started
+            latency = self.clock.monotonic() - started
             last = outcome
-            self.limiter.release(request.est_tokens, outcome.headers)
+            self.limiter.release(request.est_tokens, outcome.limits)
             if outcome.usage is not None:
                 self.limiter.correct(request.est_tokens, outcome.usage.total)
             self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
             if outcome.ok:
                 self.slots.on_success(latency)
-                if key is not None and self.cache is not None and self.config.cache_policy in ("read_write", "refresh"):
+                if key is not None and self.cache is not None and self.config.cache_policy.writes:
                     usage = outcome.usage or Usage()
                     self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens)
-                return self._finish(outcome, attempt)
+                return self._finish(outcome, attempt, rows)
             kind = outcome.error_kind
-            if kind == "rate_limit":
+            if kind == ErrorKind.RATE_LIMIT:
                 self.stats.rate_limited += 1
                 # One 429 pauses admission for every row, not just this one.
                 self.limiter.pause(outcome.retry_after if outcome.retry_after is not None else 1.0)
-            if kind in ("rate_limit", "timeout"):
+            if kind in (ErrorKind.RATE_LIMIT, ErrorKind.TIMEOUT):
                 self.slots.on_congestion()
             self._check_breaker()
             if not self.config.retry.should_retry(kind, attempt):
-                return self._finish(last, attempt)
+                return self._finish(last, attempt, rows)
             self.stats.retries += 1
-            await asyncio.sleep(self.config.retry.delay(attempt, outcome.retry_after, self.rng))
+            await self.clock.sleep(self.config.retry.delay(attempt, outcome.retry_after, self.rng))
 
-    def _not_run(self, attempts: int) -> Result:
-        self.stats.not_run += 1
-        self.stats.rows_done += 1
-        return Result(error=RowError("budget", "not run: the job's max_cost/max_tokens budget was reached; "
+    def _not_run(self, attempts: int, rows: bool = True) -> Result:
+        if rows:
+            self.stats.not_run += 1
+            self.stats.rows_done += 1
+        return Result(error=RowError(ErrorKind.BUDGET, "not run: the job's max_cost/max_tokens budget was reached; "
                                      "it runs on the next start", None, attempts), attempts=attempts)
 
-    def _finish(self, outcome: Outcome, attempts: int) -> Result:
+    def _finish(self, outcome: Outcome, attempts: int, rows: bool = True) -> Result:
         usage = outcome.usage or Usage()
-        cost = cost_of(self.model, usage.input_tokens, usage.output_tokens, local=self.provider.is_local)
-        self.stats.add_usage(usage, cost)
+        cost = cost_of(self.config.price, usage.input_tokens, usage.output_tokens)
+        self.stats.add_usage(usage.input_tokens, usage.output_tokens, cost)
         if outcome.ok:
-            self.stats.rows_done += 1
+            self.stats.rows_done += rows
             self.breaker.row(True, None, "")
             return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts)
-        err = RowError(outcome.error_kind or "unknown", outcome.message, outcome.status, attempts, outcome.raw)
-        self.stats.rows_done += 1
-        self.stats.errors += 1
+        err = RowError(outcome.error_kind or ErrorKind.UNKNOWN, outcome.message, outcome.status, attempts, outcome.raw)
+        self.stats.rows_done += rows
+        self.stats.errors += rows
         self.breaker.row(False, outcome.error_kind, outcome.message)
         if self.config.on_error == "raise":
             raise RowFailed(f"A row failed ({err.kind}, status {err.status}, {attempts} attempts): {err.message}")
@@ -239,10 +199,11 @@ class InferenceRuntime:
                 t.cancel()
             raise
 
-    async def run_batch_api(self, requests: list[Request | None]) -> list[Result | None]:
-        """Answer requests through the provider's Batch API (see runtime.batch); order is kept."""
-        from inferframe.runtime.batch import BatchRunner
+    async def run_batch_api(self, requests: list[Request | None], rows: bool = True) -> list[Result | None]:
+        """Answer requests through the provider's Batch API (see runtime.batch); order is kept.
 
+        ``rows=False``: the requests are parts of rows (embedding chunks) that the caller counts.
+        """
         policy = self.config.cache_policy
         results: list[Result | None] = [None] * len(requests)
         todo: dict[str, list[int]] = {}
@@ -252,10 +213,10 @@ class InferenceRuntime:
                 continue
             endpoint = r.endpoint
             key = cache_key(self.identity, r.endpoint, r.body, self.config.prompt_version)
-            hit = self.cache.get(key) if self.cache is not None and policy in ("read_write", "read_only") else None
+            hit = self.cache.get(key) if self.cache is not None and policy.reads else None
             if hit is not None:
                 self.stats.cache_hits += 1
-                self.stats.rows_done += 1
+                self.stats.rows_done += rows
                 results[i] = Result(value=hit[0], usage=Usage(), cost=0.0, attempts=0)
                 continue
             todo.setdefault(key, []).append(i)  # identical rows share one line of the batch
@@ -263,7 +224,7 @@ class InferenceRuntime:
             return results
         ledger = self.cache if self.cache is not None else open_cache(self.config.cache_dir)
         runner = BatchRunner(self.provider, ledger, poll_interval=self.config.batch_poll_interval,
-                             rounds=self.config.retry.max_attempts, store_answers=policy in ("read_write", "refresh"))
+                             rounds=self.config.retry.max_attempts, store_answers=policy.writes, clock=self.clock)
         self.stats.in_flight += len(todo)
         try:
             outcomes = await runner.run(endpoint, [(k, requests[idx[0]].body) for k, idx in todo.items()])
@@ -271,12 +232,12 @@ class InferenceRuntime:
             self.stats.in_flight -= len(todo)
         self.stats.requests += len(todo)
         for key, idxs in todo.items():
-            first = self._finish(outcomes[key], 1)
+            first = self._finish(outcomes[key], 1, rows)
             first.cost *= BATCH_DISCOUNT
             for j, i in enumerate(idxs):
                 if j:
                     self.stats.deduped += 1
-                    self.stats.rows_done += 1
+                    self.stats.rows_done += rows
                 results[i] = first if j == 0 else dataclasses.replace(first, usage=Usage(), cost=0.0)
         return results
 

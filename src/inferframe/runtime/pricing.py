@@ -1,11 +1,10 @@
-"""Dollar prices per million tokens for common hosted models; users can override them.
+"""Dollar prices per million tokens for common hosted models; ``set_prices`` overrides them per session.
 
 Prices as published by the providers in 2026 for standard (non-batch) use.
 """
 
 from __future__ import annotations
 
-import threading
 
 # model -> (input $ per 1M tokens, output $ per 1M tokens)
 _DEFAULT: dict[str, tuple[float, float]] = {
@@ -23,40 +22,31 @@ _DEFAULT: dict[str, tuple[float, float]] = {
     "text-embedding-3-small": (0.02, 0.0),
     "text-embedding-3-large": (0.13, 0.0),
 }
-_PRICES = dict(_DEFAULT)
-_LOCK = threading.Lock()
 
 
-def set_prices(prices: dict[str, tuple[float, float]]) -> None:
-    """Set or override prices: ``{"my-model": (input_per_1M, output_per_1M)}``.
+def price_of(model: str | None, overrides: dict[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """Price for a model (``overrides`` first), matching dated snapshots (gpt-4o-2024-08-06) to their base name.
 
     Example:
-        >>> set_prices({"my-model": (0.5, 1.5)})
-        >>> price_of("my-model")
-        (0.5, 1.5)
+        >>> price_of("gpt-4o-2024-08-06"), price_of("my-model", {"my-model": (0.5, 1.5)})
+        ((2.5, 10.0), (0.5, 1.5))
     """
-    with _LOCK:
-        for model, (inp, out) in prices.items():
-            if inp < 0 or out < 0:
-                raise ValueError(f"prices must be >= 0, got {model}: {(inp, out)}")
-            _PRICES[model] = (float(inp), float(out))
-
-
-def price_of(model: str | None) -> tuple[float, float] | None:
-    """Price for a model, matching dated snapshots (gpt-4o-2024-08-06) to their base name."""
     if not model:
         return None
-    with _LOCK:
-        if model in _PRICES:
-            return _PRICES[model]
-        best = max((m for m in _PRICES if model.startswith(m + "-")), key=len, default=None)
-        return _PRICES[best] if best else None
+    table = {**_DEFAULT, **(overrides or {})}
+    if model in table:
+        return table[model]
+    best = max((m for m in table if model.startswith(m + "-")), key=len, default=None)
+    return table[best] if best else None
 
 
-def cost_of(model: str | None, input_tokens: int, output_tokens: int, local: bool = False) -> float:
-    if local:
+def cost_of(price: tuple[float, float] | None, input_tokens: int, output_tokens: int) -> float:
+    """Dollars for these tokens at ``price`` (dollars per million input and output tokens); 0 without a price.
+
+    Example:
+        >>> cost_of((1.0, 2.0), 1_000_000, 500_000)
+        2.0
+    """
+    if price is None:
         return 0.0
-    p = price_of(model)
-    if p is None:
-        return 0.0
-    return (input_tokens * p[0] + output_tokens * p[1]) / 1_000_000
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000

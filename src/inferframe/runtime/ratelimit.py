@@ -1,8 +1,9 @@
 """Requests-per-minute and tokens-per-minute budgets, set by the user or learned from headers.
 
 Hand-written because the limiter must be shared by every row of a job, honour
-Retry-After for everyone, and correct itself from x-ratelimit-* headers; no
-well-kept async library does all three.
+Retry-After for everyone, and correct itself from the server's limit hints; no
+well-kept async library does all three. The hints come as neutral ``LimitHints``:
+which headers carry them is the provider's business.
 
 Budgets are paced, not spent in bursts: each bucket holds at most
 ``burst_seconds`` of its per-minute rate, because servers differ in how much
@@ -13,19 +14,20 @@ storm of 429s.
 from __future__ import annotations
 
 import asyncio
-import re
-import time
-from typing import Mapping
+
+from inferframe.providers.interface import LimitHints
+from inferframe.runtime.clock import REAL, Clock
 
 
 class _Bucket:
     """A token bucket refilled continuously at ``rate`` per minute, holding ``burst_seconds`` of it."""
 
-    def __init__(self, rate: float | None, burst_seconds: float) -> None:
+    def __init__(self, rate: float | None, burst_seconds: float, clock: Clock = REAL) -> None:
         self.burst_seconds = burst_seconds
+        self.clock = clock
         self.rate: float | None = None
         self.level = 0.0
-        self.stamp = time.monotonic()
+        self.stamp = clock.monotonic()
         if rate is not None:
             self.set_rate(rate)
 
@@ -38,7 +40,7 @@ class _Bucket:
         self.rate = rate
         if first:
             self.level = self.capacity
-            self.stamp = time.monotonic()
+            self.stamp = self.clock.monotonic()
 
     def refill(self, now: float) -> None:
         if self.rate is None:
@@ -61,21 +63,6 @@ class _Bucket:
             self.level -= amount
 
 
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
-
-
-def parse_reset(value: str) -> float | None:
-    """Parse OpenAI's reset durations such as '1s', '6m0s', '20ms', '0.5s'."""
-    m = _DURATION.match(value.strip())
-    if not m or not any(m.groups()):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    h, mnt, s, ms = (float(g) if g else 0.0 for g in m.groups())
-    return h * 3600 + mnt * 60 + s + ms / 1000
-
-
 class RateLimiter:
     """Admit requests within RPM/TPM budgets; a 429's Retry-After pauses admission for everyone.
 
@@ -83,15 +70,18 @@ class RateLimiter:
         rpm: requests per minute (None: unlimited until headers say otherwise).
         tpm: tokens per minute (None: unlimited until headers say otherwise).
         burst_seconds: how many seconds of budget may be spent at once.
+        clock: where time comes from (a FakeClock in tests).
 
     Until the first response arrives, only one request is admitted when the user set no
     limits: the answer's x-ratelimit-* headers say what the limits are, so the job never
     opens with a burst the server refuses.
     """
 
-    def __init__(self, rpm: float | None = None, tpm: float | None = None, burst_seconds: float = 2.0) -> None:
-        self.requests = _Bucket(rpm, burst_seconds)
-        self.tokens = _Bucket(tpm, burst_seconds)
+    def __init__(self, rpm: float | None = None, tpm: float | None = None, burst_seconds: float = 2.0,
+                 clock: Clock = REAL) -> None:
+        self.clock = clock
+        self.requests = _Bucket(rpm, burst_seconds, clock)
+        self.tokens = _Bucket(tpm, burst_seconds, clock)
         self.user_set = (rpm is not None, tpm is not None)
         self.paused_until = 0.0
         self.in_flight_requests = 0
@@ -111,14 +101,14 @@ class RateLimiter:
                 await self._probe_done.wait()
             else:
                 self._probing = True  # this row is the probe; the others wait for its headers
-        if self._unlimited() and time.monotonic() >= self.paused_until:
+        if self._unlimited() and self.clock.monotonic() >= self.paused_until:
             self._admit(tokens)
             return
         async with self._lock:  # FIFO admission keeps waiting rows in order and avoids stampedes
             while True:
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 if now < self.paused_until:
-                    await asyncio.sleep(self.paused_until - now)
+                    await self.clock.sleep(self.paused_until - now)
                     continue
                 self.requests.refill(now)
                 self.tokens.refill(now)
@@ -128,23 +118,23 @@ class RateLimiter:
                     self.tokens.take(tokens)
                     self._admit(tokens)
                     return
-                await asyncio.sleep(max(0.001, min(wait, 1.0)))  # floor: float rounding must not spin
+                await self.clock.sleep(max(0.001, min(wait, 1.0)))  # floor: float rounding must not spin
 
     def _admit(self, tokens: int) -> None:
         self.in_flight_requests += 1
         self.in_flight_tokens += tokens
 
-    def release(self, tokens: int, headers: Mapping[str, str] | None) -> None:
-        """A request admitted with ``tokens`` got its answer (or failed): learn from its headers."""
+    def release(self, tokens: int, hints: LimitHints | None) -> None:
+        """A request admitted with ``tokens`` got its answer (or failed): learn from its limit hints."""
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
-        self.observe_headers(headers)
+        self.observe(hints)
         if not self._probe_done.is_set():
             self._probe_done.set()
 
     def pause(self, seconds: float) -> None:
         """A 429: stop admitting for ``seconds``, and restart from an empty bucket, not a stampede."""
-        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+        self.paused_until = max(self.paused_until, self.clock.monotonic() + seconds)
         for bucket in (self.requests, self.tokens):
             if bucket.rate is not None:
                 bucket.level = min(bucket.level, 0.0)
@@ -158,32 +148,20 @@ class RateLimiter:
         if actual > estimated:
             self.tokens.take(actual - estimated)
 
-    def observe_headers(self, headers: Mapping[str, str] | None) -> None:
-        """Learn limits from x-ratelimit-* headers, and never believe we have more than the server says."""
-        if not headers:
+    def observe(self, hints: LimitHints | None) -> None:
+        """Learn limits from the server's hints, and never believe we have more than the server says."""
+        if hints is None:
             return
-        get = headers.get
-        now = time.monotonic()
-        for bucket, kind, user, pending in (
-            (self.requests, "requests", self.user_set[0], self.in_flight_requests),
-            (self.tokens, "tokens", self.user_set[1], self.in_flight_tokens),
+        now = self.clock.monotonic()
+        for bucket, limit, remaining, user, pending in (
+            (self.requests, hints.requests_limit, hints.requests_remaining, self.user_set[0], self.in_flight_requests),
+            (self.tokens, hints.tokens_limit, hints.tokens_remaining, self.user_set[1], self.in_flight_tokens),
         ):
-            limit = get(f"x-ratelimit-limit-{kind}")
-            if limit and not user:
-                try:
-                    rate = float(limit)
-                except ValueError:
-                    continue
-                if bucket.rate != rate:
-                    bucket.set_rate(rate)
-            remaining = get(f"x-ratelimit-remaining-{kind}")
+            if limit and not user and bucket.rate != limit:
+                bucket.set_rate(limit)
             if remaining is not None and bucket.rate is not None:
-                try:
-                    rem = float(remaining)
-                except ValueError:
-                    continue
                 bucket.refill(now)
                 # The server counted this request, not the ones we sent after it: subtract those.
-                server_view = rem - max(0.0, pending)
+                server_view = remaining - max(0.0, pending)
                 if server_view < bucket.level:
                     bucket.level = server_view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from inferframe.runtime.types import RETRYABLE
+from inferframe.errors import ErrorKind
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +23,7 @@ class RetryPolicy:
     cap: float = 30.0
 
     def should_retry(self, kind: str, attempt: int) -> bool:
-        return kind in RETRYABLE and attempt < self.max_attempts
+        return ErrorKind(kind).retryable and attempt < self.max_attempts
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random = random._inst) -> float:  # type: ignore[attr-defined]
         backoff = rng.uniform(0, min(self.cap, self.base * 2 ** (attempt - 1)))

@@ -1,0 +1,20 @@
+"""The Arrow types of an AI call's output: the value with its error and usage side columns.
+
+Example:
+    >>> result_type(pa.string()).names
+    ['value', 'error', 'usage']
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+# "<name>_error": why the row failed (kind is an ErrorKind value), and "<name>_usage": what it cost.
+ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()),
+                        ("attempts", pa.int64()), ("raw", pa.string())])
+USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64())])
+
+
+def result_type(value_type: pa.DataType) -> pa.DataType:
+    """struct{value, error, usage}: what an AI operator returns per row."""
+    return pa.struct([("value", value_type), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])

@@ -1,0 +1,135 @@
+"""One parser for the options every AI function takes: each is checked once, before any request,
+with a message that names the option, the bad value and what is accepted.
+
+Example:
+    >>> from inferframe.providers.interface import Capabilities
+    >>> from inferframe.session import Session
+    >>> parsed = parse_options("prompt", {"max_concurrency": 8, "temperature": 0}, Capabilities(), Session(), model="m")
+    >>> parsed.runtime.max_concurrency, parsed.request
+    (8, {'temperature': 0})
+    >>> parse_options("prompt", {"on_error": "bogus"}, Capabilities(), Session(), model="m")
+    Traceback (most recent call last):
+    ...
+    inferframe.errors.PlanError: prompt(): on_error='bogus' is not accepted; on_error must be one of 'null', 'raise'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+from typing import Any, Callable
+
+from inferframe.errors import PlanError
+from inferframe.providers.interface import Capabilities
+from inferframe.providers.openai_format import MediaOptions
+from inferframe.runtime.cache import CachePolicy
+from inferframe.runtime.config import RuntimeConfig
+from inferframe.runtime.retry import RetryPolicy
+from inferframe.session import Session
+
+
+def whole_number(minimum: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= minimum,
+            f"a whole number >= {minimum}")
+
+
+def _number(positive: bool) -> tuple[Callable[[Any], bool], str]:
+    def ok(v: Any) -> bool:
+        return isinstance(v, numbers.Real) and not isinstance(v, bool) and (v > 0 if positive else v >= 0)
+
+    return ok, "a number > 0" if positive else "a number >= 0"
+
+
+def _choice(*values: Any) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v in values), "one of " + ", ".join(repr(v) for v in values)
+
+
+_BOOL = (lambda v: isinstance(v, bool)), "True or False"
+_TEXT = (lambda v: isinstance(v, str) and v != ""), "a non-empty string"
+_PATH = (lambda v: isinstance(v, (str, os.PathLike))), "a directory path"
+_CACHE = (lambda v: isinstance(v, bool) or v in [p.value for p in CachePolicy] or isinstance(v, CachePolicy),
+          "one of " + ", ".join(repr(p.value) for p in CachePolicy) + ", True or False")
+
+# Options that shape the runtime, the result columns or the message parts, not the request body.
+RUNTIME = {
+    "max_concurrency": whole_number(1), "initial_concurrency": whole_number(1), "adaptive": _BOOL,
+    "rpm": _number(True), "tpm": _number(True), "max_retries": whole_number(0), "max_cost": _number(False),
+    "max_tokens_budget": whole_number(0), "timeout": _number(True), "on_error": _choice("null", "raise"),
+    "cache": _CACHE, "cache_dir": _PATH, "prompt_version": _TEXT, "batch": _BOOL,
+    "batch_poll_interval": _number(True), "error_column": _BOOL, "usage_column": _BOOL,
+}
+PROMPT_ONLY = {"repair": _BOOL}
+MEDIA = {
+    "max_image_size": whole_number(1), "image_format": _choice(None, "png", "jpeg", "webp"),
+    "image_detail": _choice("auto", "low", "high"), "pdf_mode": _choice("file", "text"),
+}
+EMBEDDING = {"max_batch_inputs": whole_number(1), "max_batch_tokens": whole_number(1), "max_input_tokens": whole_number(1)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedOptions:
+    """What one AI call's options mean: the runtime config, the result columns, and the rest.
+
+    ``request`` holds the options passed through into the request body (prompt only); ``extra``
+    the function's own options (repair, media, embedding limits) after checking.
+    """
+
+    runtime: RuntimeConfig
+    timeout: float | None
+    error_column: bool
+    usage_column: bool
+    request: dict
+    extra: dict
+
+    def media(self) -> MediaOptions:
+        return MediaOptions(**{k: v for k, v in self.extra.items() if k in MEDIA})
+
+
+def check(fn: str, name: str, value: Any, rule: tuple[Callable[[Any], bool], str]) -> Any:
+    """``value`` if it passes ``rule``, else a PlanError naming the option, the value and what is accepted."""
+    ok, accepted = rule
+    if value is not None and not ok(value):
+        raise PlanError(f"{fn}(): {name}={value!r} is not accepted; {name} must be {accepted}.")
+    return value
+
+
+def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, *, model: str | None,
+                  own: dict | None = None, pass_through: bool = True) -> ParsedOptions:
+    """Check and split one AI call's options.
+
+    Parameters:
+        fn: the function's name, for messages.
+        options: the keyword options the user passed.
+        caps: the provider's capabilities (default concurrency, whether it runs locally, Batch API).
+        session: the session the call is built in (cache and price defaults).
+        model: the model (for its price).
+        own: the function's own options and their rules (e.g. ``MEDIA``, ``EMBEDDING``).
+        pass_through: unknown options go into the request body (prompt) rather than being an error.
+    """
+    rules = {**RUNTIME, **(own or {})}
+    opts = dict(options)
+    parsed = {k: check(fn, k, opts.pop(k), rule) for k, rule in rules.items() if k in opts}
+    if opts and not pass_through:
+        raise PlanError(f"{fn}() got unknown options {sorted(opts)}; it takes {', '.join(sorted(rules))}.")
+    batch = bool(parsed.get("batch", False))
+    if batch and not caps.batch_api:
+        raise PlanError(f"{fn}(): this provider has no Batch API; use batch=False.")
+    cache = parsed.get("cache")
+    if isinstance(cache, bool):
+        cache = CachePolicy.READ_WRITE if cache else CachePolicy.OFF
+    policy, directory = session.cache_settings(cache, parsed.get("cache_dir"))
+    runtime = RuntimeConfig(
+        max_concurrency=int(parsed.get("max_concurrency") or caps.default_concurrency),
+        initial_concurrency=parsed.get("initial_concurrency"), adaptive=parsed.get("adaptive", True),
+        rpm=parsed.get("rpm"), tpm=parsed.get("tpm"),
+        retry=RetryPolicy(max_attempts=int(parsed.get("max_retries", 5)) + 1),
+        max_cost=parsed.get("max_cost"), max_tokens_budget=parsed.get("max_tokens_budget"),
+        on_error=parsed.get("on_error", "null"), cache_policy=policy, cache_dir=directory,
+        prompt_version=parsed.get("prompt_version"), batch=batch,
+        batch_poll_interval=float(parsed.get("batch_poll_interval", 5.0)),
+        price=None if caps.local else session.price_of(model),
+    )
+    extra = {k: v for k, v in parsed.items() if k in (own or {})}
+    return ParsedOptions(runtime, parsed.get("timeout"), parsed.get("error_column", True),
+                         parsed.get("usage_column", False), opts, extra)

@@ -1,0 +1,134 @@
+"""The prompt operator: Arrow columns in, one request per row through the runtime, struct{value, error, usage} out.
+
+Example:
+    >>> import asyncio, pyarrow as pa
+    >>> from inferframe.providers.interface import MockProvider, Outcome
+    >>> from inferframe.providers.spec import ProviderSpec
+    >>> from inferframe.runtime.config import RuntimeConfig
+    >>> from inferframe.series import Series
+    >>> config = AICallConfig("chat", ProviderSpec("lm_studio"), "m", None, (), RuntimeConfig(cache_policy="off"), 1, "prompt[m]")
+    >>> async def run():
+    ...     op = PromptOperator(config, provider=MockProvider(lambda r: Outcome(value="yes")))
+    ...     return await op(Series(pa.array(["q1", None])))
+    >>> [r["value"] for r in asyncio.run(run())]
+    ['yes', None]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+
+from inferframe.ai.config import AICallConfig
+from inferframe.ai.requests import build_request, column_kind
+from inferframe.ai.operator import AIOperator
+from inferframe.ai.run import RunServices
+from inferframe.errors import ErrorKind, RowFailed
+from inferframe.providers.interface import Provider, Request
+from inferframe.providers.registry import provider_class
+from inferframe.runtime import Result, RowError
+
+
+class PromptOperator(AIOperator):
+    """Turns batches of rows into one request each and the answers into struct{value, error, usage}."""
+
+    def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
+        super().__init__(config, services, provider)
+        self.validator = None
+        if config.return_format is not None:
+            from inferframe.structured import Validator
+
+            self.validator = Validator(config.return_format)
+
+    async def _read_files(self, cols: list[list], kinds: list[str]) -> None:
+        from inferframe.media import fetch_many
+
+        for j, kind in enumerate(kinds):
+            if kind == "file":
+                cols[j] = await fetch_many(cols[j], max_concurrency=32)
+
+    async def __call__(self, *columns) -> list[dict]:
+        kinds = [column_kind(s.to_arrow().type) for s in columns]
+        cols = [s.to_pylist() for s in columns]
+        names = [list(c) if k == "file" else None for c, k in zip(cols, kinds)]
+        await self._read_files(cols, kinds)
+        # Encoding images is CPU work that releases the GIL: keep it off the event loop.
+        needs_thread = any(k != "text" for k in kinds)
+        build_all = functools.partial(self._requests, cols, kinds, names, len(columns[0]) if columns else 0)
+        requests, early = await asyncio.to_thread(build_all) if needs_thread else build_all()
+        if self.config.runtime.batch:
+            results = await self.runtime.run_batch_api(requests)
+        else:
+            results = await self.runtime.run_many(requests)
+        if self.validator is not None:
+            results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
+        out = []
+        for i, r in enumerate(results):
+            if r is None:
+                err = early.get(i)
+                if err is not None:
+                    self.stats.errors += 1
+                self.stats.rows_done += 1
+                out.append({"value": None, "error": err.as_dict() if err else None, "usage": None})
+                continue
+            out.append({
+                "value": r.value,
+                "error": r.error.as_dict() if r.error else None,
+                "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost},
+            })
+        return out
+
+    def _requests(self, cols: list[list], kinds: list[str], names: list, n: int):
+        """One request per row (None for null inputs), and the rows that failed before sending."""
+        requests: list[Request | None] = []
+        early: dict[int, RowError] = {}
+        for i in range(n):
+            values = [c[i] for c in cols]
+            bad = next((v for v in values if isinstance(v, BaseException)), None)
+            if bad is not None:
+                early[i] = RowError(ErrorKind.INPUT, f"{type(bad).__name__}: {bad}", None, 0)
+                requests.append(None)
+                continue
+            try:
+                requests.append(build_request(self.config, values, kinds, [n_[i] if n_ else None for n_ in names]))
+            except (ValueError, TypeError) as e:  # MediaError is a ValueError: a bad image or file in this row
+                early[i] = RowError(ErrorKind.INPUT, f"{type(e).__name__}: {e}", None, 0)
+                requests.append(None)
+        return requests, early
+
+    async def _validated(self, request: Request, result: Result) -> Result:
+        """Check a structured answer; optionally ask once more with the validation error."""
+        if result.error is not None and result.error.kind == ErrorKind.LENGTH and self.config.repair:
+            # A structured answer cut off mid-way is repaired like an invalid one.
+            raw, problem = result.error.raw or "", "the answer was cut off before the JSON was complete"
+        elif result.error is not None or result.value is None:
+            return result
+        else:
+            value, problem = self.validator.validate(result.value)
+            if problem is None:
+                return dataclasses.replace(result, value=value)
+            raw = result.value
+        if self.config.repair:
+            retry = await self.runtime.run_one(self._repair_request(request, raw, problem))
+            if retry.error is None and retry.value is not None:
+                value2, problem2 = self.validator.validate(retry.value)
+                merged = dataclasses.replace(result, attempts=result.attempts + retry.attempts)
+                merged.usage.input_tokens += retry.usage.input_tokens
+                merged.usage.output_tokens += retry.usage.output_tokens
+                merged.cost += retry.cost
+                if problem2 is None:
+                    return dataclasses.replace(merged, value=value2)
+                raw, problem, result = retry.value, problem2, merged
+        self.stats.errors += 1
+        err = RowError(ErrorKind.SCHEMA, f"The answer does not match the return format: {problem}", None, result.attempts, raw)
+        if self.config.runtime.on_error == "raise":
+            raise RowFailed(f"A row failed ({err.kind}): {err.message}")
+        return dataclasses.replace(result, value=None, error=err)
+
+    def _repair_request(self, request: Request, raw: str, problem: str) -> Request:
+        from inferframe.structured import repair_message
+
+        body = provider_class(self.config.provider).follow_up_body(request.endpoint, request.body, raw,
+                                                                   repair_message(raw, problem))
+        return Request(request.endpoint, body, request.est_tokens * 2)

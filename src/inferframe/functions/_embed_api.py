@@ -1,0 +1,94 @@
+"""``embed_text`` over OpenAI-compatible ``/v1/embeddings`` endpoints: the plan side (sizes, limits, options).
+
+Example:
+    >>> from inferframe import col
+    >>> expr = api_embed_text(col("doc"), provider="openai", base_url="http://127.0.0.1:8000/v1",
+    ...                       model="text-embedding-3-small")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.ai.config import EmbedCallConfig
+from inferframe.ai.embed import EmbeddingOperator
+from inferframe.ai.options import EMBEDDING, check, whole_number, parse_options
+from inferframe.ai.probe import probe_dimensions
+from inferframe.expressions.expression import Expression
+from inferframe.functions._calls import ai_expression, message_parts, provider_for
+from inferframe.providers.registry import provider_class
+from inferframe.providers.spec import ProviderSpec
+from inferframe.session import current
+
+# OpenAI's limit on the estimated tokens of one /v1/embeddings request.
+DEFAULT_MAX_BATCH_TOKENS = 300_000
+_POSITIVE = whole_number(1)
+
+
+def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: str | None = None,
+                   dimensions: int | None = None, **options: Any) -> Expression:
+    """Embed every row's text through an OpenAI-compatible /v1/embeddings endpoint.
+
+    The column is a fixed-size float32 vector whose size is known before the run: from the model
+    table, ``dimensions=``, or else one probe request at plan time (embedding "probe"). It runs
+    through the same runtime as ``prompt()``: rate limits, retries, errors as data, the response cache.
+
+    Rows are packed into few requests (``input: [t1, t2, ...]``) up to ``max_batch_inputs`` inputs
+    and ``max_batch_tokens`` estimated tokens each; the vectors come back in row order. The cache
+    stays per text, keyed as if each row were sent alone, so a rerun grouped differently (or an
+    older one-row-per-request run) is answered from it; identical texts are sent once per run. If a
+    packed request is refused as bad (400), it is split in halves until the bad input stands alone;
+    after other lasting failures every row in the request gets the error.
+
+    A text over ``max_input_tokens`` is split into chunks of at most that many tokens; each chunk
+    is embedded (and cached) on its own, and the row's vector is their mean weighted by token
+    count, scaled to unit length (the OpenAI cookbook's way). Tokens are counted exactly with
+    tiktoken for OpenAI models, with the server's tokenizer for the local model, else estimated.
+
+    ``batch=True`` uses the OpenAI Batch API instead: one row (or chunk) per line, no packing.
+
+    Parameters:
+        text: the text column.
+        provider: "openai", "local" (the embedded llama.cpp server) or another OpenAI-compatible provider.
+        model: the embedding model (default "text-embedding-3-small"; "gemma-3-270m" for "local").
+        dimensions: the vector size; asks the server to shorten the vectors.
+        **options: max_batch_inputs (default 2048; 8 for "local"), max_batch_tokens (default 300,000),
+            max_input_tokens (default: 8191 for OpenAI's models, 512 for "local", else no splitting);
+            runtime options as for ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, ...).
+
+    Example:
+        >>> from inferframe import col
+        >>> expr = api_embed_text(col("doc"), provider="openai", base_url="http://127.0.0.1:8000/v1",
+        ...                       model="text-embedding-3-small", max_batch_inputs=512)
+    """
+    parts = message_parts(text, "embed_text")
+    spec, caps = provider_for(provider or "openai", model, options)
+    cls = provider_class(spec)
+    model = model or caps.default_embedding_model or "text-embedding-3-small"
+    if dimensions is not None:
+        dimensions = check("embed_text", "dimensions", dimensions, _POSITIVE)
+    parsed = parse_options("embed_text", options, caps, current(), model=model, own=EMBEDDING, pass_through=False)
+    if parsed.timeout is not None:  # seconds per request: a packed request may need more than one row did
+        spec = spec.with_option("timeout", parsed.timeout)
+    limits = parsed.extra
+    max_input = limits.get("max_input_tokens") or caps.embedding_max_input_tokens or cls.embedding_max_input_tokens(model)
+    config = EmbedCallConfig(
+        endpoint="embeddings", provider=spec, model=model, system_message=None,
+        options=(("dimensions", dimensions),) if dimensions else (), runtime=parsed.runtime, n_parts=len(parts),
+        label=f"embed[{model}]", max_input_tokens=max_input,
+        max_batch_tokens=limits.get("max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS),
+        max_batch_inputs=limits.get("max_batch_inputs", caps.embedding_max_batch_inputs),
+    )
+    size = dimensions or cls.embedding_size(model) or probe_dimensions(config)
+    config = dataclasses.replace(config, size=size)
+    if config.runtime.batch:
+        rows_per_call = 50_000
+    else:
+        # Whole requests per call, and several of them, so calls in flight keep requests in flight.
+        rows_per_call = config.max_batch_inputs * max(4, -(-128 // config.max_batch_inputs))
+    return ai_expression(EmbeddingOperator, config, parts, pa.list_(pa.float32(), size),
+                         error_column=parsed.error_column, usage_column=parsed.usage_column, name="embed_text",
+                         batch=rows_per_call, window=max(2, -(-2 * config.runtime.max_concurrency // rows_per_call) + 1))

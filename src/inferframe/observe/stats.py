@@ -1,0 +1,112 @@
+"""Live counters of one job, read by the progress line and ``last_run()``.
+
+Counters are kept where the work happens and flow back to the driver with the results: a worker
+process sends a snapshot of its counters with every reply, and the driver merges it here, so the
+progress line and ``last_run()`` are right whatever process did the work.
+
+Example:
+    >>> counters = RunCounters()
+    >>> s = RunStats(label="prompt[m]"); s.rows_done = 2; counters.add(s)
+    >>> counters.merge("worker-1", [{"label": "prompt[m]", "rows_done": 3}])
+    >>> [r.rows_done for r in counters.runs()]
+    [5]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+# Counter fields summed across processes (everything but the label and the start time).
+_SUMMED = ("rows_done", "in_flight", "requests", "retries", "rate_limited", "errors", "not_run", "cache_hits",
+           "deduped", "input_tokens", "output_tokens", "cost")
+
+
+@dataclasses.dataclass
+class RunStats:
+    """Counters for one AI call of one job; updated on the event loop, read from any thread."""
+
+    label: str = ""
+    rows_total: int | None = None
+    rows_done: int = 0
+    in_flight: int = 0
+    requests: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    errors: int = 0
+    not_run: int = 0
+    cache_hits: int = 0
+    deduped: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    def add_usage(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.cost += cost
+
+    def snapshot(self) -> dict:
+        """The counters as plain data, to send to the driver."""
+        return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED}}
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["elapsed_s"] = round(time.monotonic() - d.pop("started"), 3)
+        return d
+
+
+class RunCounters:
+    """The AI calls of the job now running, from this process and from every worker that reported."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._local: list[RunStats] = []
+        self._remote: dict[str, list[dict]] = {}  # source -> its latest snapshots (cumulative)
+
+    def add(self, stats: RunStats) -> None:
+        with self._lock:
+            self._local.append(stats)
+
+    def merge(self, source: str, snapshots: list[dict]) -> None:
+        """Take a worker's latest counters (cumulative per source, so a later snapshot replaces an earlier one)."""
+        if snapshots:
+            with self._lock:
+                self._remote[source] = list(snapshots)
+
+    def snapshot(self) -> list[dict]:
+        """This process's own counters, to send to the driver."""
+        with self._lock:
+            return [s.snapshot() for s in self._local]
+
+    def runs(self) -> list[RunStats]:
+        """One RunStats per call label, summed over this process and every worker."""
+        with self._lock:
+            local = list(self._local)
+            remote = [s for snaps in self._remote.values() for s in snaps]
+        if not remote and len({s.label for s in local}) == len(local):
+            return local
+        now = time.monotonic()
+        out: dict[str, RunStats] = {}
+        for s in local:
+            total = out.setdefault(s.label, RunStats(label=s.label, rows_total=s.rows_total, started=s.started))
+            total.started = min(total.started, s.started)
+            for k in _SUMMED:
+                setattr(total, k, getattr(total, k) + getattr(s, k))
+        for snap in remote:
+            label = snap.get("label", "")
+            total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
+            total.started = min(total.started, now - snap.get("age_s", 0.0))
+            for k in _SUMMED:
+                setattr(total, k, getattr(total, k) + snap.get(k, 0))
+        return list(out.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._local.clear()
+            self._remote.clear()
+
+
+CURRENT_RUN = RunCounters()  # the AI calls of the job now running in this process (or worker)

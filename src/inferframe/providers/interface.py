@@ -1,0 +1,247 @@
+"""The provider interface: one small class that sends one request and says what happened.
+
+The shape is httpx's transport: one ``send`` method, plus declared capabilities. A provider
+owns its wire format (request bodies, headers, rate-limit headers, the Batch API's files) and
+reports neutral records: an :class:`Outcome` with a value or an :class:`ErrorKind`, usage,
+a retry hint and :class:`LimitHints`. Everything about *when* and *how often* lives in
+``inferframe.runtime``, which sees only these records.
+
+Example:
+    >>> import asyncio
+    >>> p = MockProvider(lambda request: Outcome(value=request.body["q"].upper()))
+    >>> asyncio.run(p.send(Request("chat", {"q": "hi"}))).value
+    'HI'
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Awaitable, Callable
+
+from inferframe.errors import ErrorKind
+
+
+@dataclasses.dataclass
+class Usage:
+    """Tokens one request used, as the server counted them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One request: which endpoint ("chat", "responses" or "embeddings"), its body, and an up-front token estimate."""
+
+    endpoint: str
+    body: dict
+    est_tokens: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class LimitHints:
+    """What the server said about its rate limits with one answer (None: not said).
+
+    ``*_limit`` is the budget per minute; ``*_remaining`` what is left of it now.
+    """
+
+    requests_limit: float | None = None
+    requests_remaining: float | None = None
+    tokens_limit: float | None = None
+    tokens_remaining: float | None = None
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What happened to one attempt, as a provider reports it.
+
+    ``error_kind`` is None on success, else an :class:`ErrorKind`; ``retry_after`` is the
+    server's wait hint in seconds; ``raw`` keeps an unusable answer (cut off, off-schema).
+    """
+
+    value: Any = None
+    usage: Usage | None = None
+    status: int | None = None
+    error_kind: ErrorKind | None = None
+    message: str = ""
+    retry_after: float | None = None
+    limits: LimitHints | None = None
+    raw: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.error_kind is not None and not isinstance(self.error_kind, ErrorKind):
+            self.error_kind = ErrorKind(self.error_kind)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchState:
+    """Where one Batch API job stands: still running, or done with result files (or failed)."""
+
+    id: str
+    done: bool
+    result_files: tuple[str, ...] = ()
+    failure: str | None = None  # the whole batch was refused (e.g. validation): why
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a provider can do, declared so that planning needs no server.
+
+    Parameters:
+        default_endpoint: "chat" or "responses": the API used when the call does not choose.
+        structured_outputs: how a schema is enforced: "json_schema" (OpenAI strict), "vllm"
+            (``structured_outputs`` in the body), "grammar" (llama.cpp GBNF for labels) or "none".
+        batch_api: has the OpenAI-style Batch API (files + batches).
+        batch_max_requests, batch_max_bytes: the Batch API's limits per file.
+        tokenizer: ``tokenize()`` gives the model's own tokens (exact chunking).
+        local: runs on this machine: costs nothing.
+        default_concurrency: requests in flight when the user sets none.
+        default_model: the model used when the call names none.
+        default_embedding_model: the embedding model used when ``embed_text`` names none.
+        embedding_max_input_tokens: longest input of one embedding (None: the model table decides).
+        embedding_max_batch_inputs: inputs per ``/embeddings`` request when the user sets none.
+        in_process: the model runs inside this process (no HTTP, no runtime).
+    """
+
+    default_endpoint: str = "chat"
+    structured_outputs: str = "json_schema"
+    batch_api: bool = False
+    batch_max_requests: int = 50_000
+    batch_max_bytes: int = 200 * 1024 * 1024
+    tokenizer: bool = False
+    local: bool = False
+    default_concurrency: int = 64
+    default_model: str | None = None
+    default_embedding_model: str | None = None
+    embedding_max_input_tokens: int | None = None
+    embedding_max_batch_inputs: int = 2048
+    in_process: bool = False
+
+
+class Provider(abc.ABC):
+    """One kind of model server behind one method: ``send`` a request, get an :class:`Outcome`.
+
+    Subclasses set ``name``, ``service`` (how errors name the server, never with a key) and
+    ``cache_identity`` (what answers depend on: kind and endpoint, never the key or a port that
+    changes per run). The Batch API methods are needed only with ``capabilities.batch_api``.
+    """
+
+    name: str = "provider"
+    service: str = "the provider"
+    cache_identity: str = "provider"
+    capabilities: Capabilities = Capabilities()
+
+    # --- what planning asks of a provider kind, without building one (no server starts) ---
+    @classmethod
+    def capabilities_for(cls, spec: Any, declared: Capabilities) -> Capabilities:
+        """The capabilities for one spec (e.g. an OpenAI-compatible URL that is a vLLM server)."""
+        return declared
+
+    @classmethod
+    def knows_model(cls, model: str) -> bool:
+        """This provider serves ``model`` by name (used to pick a provider when none is named)."""
+        return False
+
+    @classmethod
+    def embedding_size(cls, model: str) -> int | None:
+        """The vector size of an embedding model this provider knows, else None (probed)."""
+        return None
+
+    @classmethod
+    def embedding_max_input_tokens(cls, model: str) -> int | None:
+        """The most tokens one embedding input may have, when known."""
+        return None
+
+    @classmethod
+    def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
+                     format_fields: dict, media: Any = None) -> dict:
+        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
+        raise NotImplementedError(f"{cls.__name__} builds no request bodies")
+
+    @classmethod
+    def follow_up_body(cls, endpoint: str, body: dict, answer: str, message: str) -> dict:
+        """``body`` continued: the model's ``answer``, then a new user ``message`` (used to ask for a repair)."""
+        raise NotImplementedError(f"{cls.__name__} cannot continue a conversation")
+
+    @classmethod
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict,
+                      choices: list[str] | None) -> dict:
+        """Body fields that ask the server to enforce ``schema`` ({} when it cannot)."""
+        return {}
+
+    @classmethod
+    def estimate_tokens(cls, body: dict, model: str | None) -> tuple[int, int]:
+        """(input tokens, most output tokens) of a body, before sending it."""
+        return 0, 0
+
+    @abc.abstractmethod
+    async def send(self, request: Request) -> Outcome:
+        """Send one request; never raises for a failed request, reports it as an Outcome instead."""
+
+    async def aclose(self) -> None:
+        """Release connections."""
+
+    async def tokenize(self, text: str) -> list[bytes]:
+        """The model's tokens of ``text``, each as its bytes (only with ``capabilities.tokenizer``)."""
+        raise NotImplementedError(f"{self.service} has no tokenizer")
+
+    # The Batch API, in neutral terms: the runtime submits lines, polls, and reads (key, Outcome) pairs.
+    def batch_lines(self, endpoint: str, items: list[tuple[str, dict]]) -> list[bytes]:
+        raise NotImplementedError(f"{self.service} has no Batch API")
+
+    async def submit_batch(self, endpoint: str, name: str, data: bytes) -> str:
+        raise NotImplementedError(f"{self.service} has no Batch API")
+
+    async def poll_batch(self, batch_id: str) -> BatchState:
+        raise NotImplementedError(f"{self.service} has no Batch API")
+
+    async def batch_results(self, endpoint: str, state: BatchState) -> list[tuple[str, Outcome]]:
+        raise NotImplementedError(f"{self.service} has no Batch API")
+
+    def __repr__(self) -> str:  # never show a key
+        return f"{type(self).__name__}({self.service})"
+
+
+Handler = Callable[[Request], "Outcome | Awaitable[Outcome]"]
+
+
+class MockProvider(Provider):
+    """A provider built from a handler function, for tests of the runtime without HTTP.
+
+    Parameters:
+        handler: takes a Request, returns an Outcome (or awaits one).
+        name: the provider's name; also its service and cache identity.
+        capabilities: what it declares.
+
+    Example:
+        >>> import asyncio
+        >>> p = MockProvider(lambda r: Outcome(error_kind="rate_limit", retry_after=0.5))
+        >>> asyncio.run(p.send(Request("chat", {}))).error_kind
+        <ErrorKind.RATE_LIMIT: 'rate_limit'>
+    """
+
+    def __init__(self, handler: Handler, *, name: str = "mock", capabilities: Capabilities | None = None,
+                 **_: Any) -> None:
+        self.handler = handler
+        self.name = name
+        self.service = f"the {name} provider"
+        self.cache_identity = f"{name}:"
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self.requests: list[Request] = []
+
+    async def send(self, request: Request) -> Outcome:
+        self.requests.append(request)
+        out = self.handler(request)
+        if isinstance(out, Awaitable):
+            out = await out
+        return out

@@ -1,0 +1,344 @@
+"""The OpenAI wire format, shared by every OpenAI-compatible provider: request bodies, answers,
+errors, rate-limit headers and Batch API lines.
+
+Only providers import this module; the runtime sees the neutral records it produces.
+
+Example:
+    >>> body = request_body("chat", "m", [("Hi", "text", None)], "Be brief.", {"max_output_tokens": 5}, {})
+    >>> body["messages"][0]["role"], body["max_tokens"]
+    ('system', 5)
+    >>> limit_hints({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599"}).requests_remaining
+    599.0
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+from typing import Any, Mapping
+
+from inferframe.errors import ErrorKind
+from inferframe.providers.interface import LimitHints, Outcome, Usage
+from inferframe.providers.tokens import count_text
+
+PATHS = {"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings"}
+
+
+@dataclasses.dataclass(frozen=True)
+class MediaOptions:
+    """How images and files become message parts.
+
+    Parameters:
+        max_image_size: longest image side in pixels (None: as is).
+        image_format: "png", "jpeg" or "webp" to re-encode images (None: keep).
+        image_detail: "auto", "low", "high".
+        pdf_mode: "file" sends PDFs as file parts; "text" sends their extracted text.
+    """
+
+    max_image_size: int | None = None
+    image_format: str | None = None
+    image_detail: str = "auto"
+    pdf_mode: str = "file"
+
+
+# --- requests ------------------------------------------------------------------------------------
+
+
+def request_body(endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
+                 format_fields: dict, media: MediaOptions | None = None) -> dict:
+    """The JSON body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
+    opts = dict(options)
+    extra = opts.pop("extra_body", None) or {}
+    if endpoint == "embeddings":
+        body = {"model": model, "input": "".join(str(v) for v, _, _ in parts), "encoding_format": "float", **opts}
+        _merge(body, extra)
+        return body
+    if [k for _, k, _ in parts] == ["messages"]:
+        messages = conversation(parts[0][0])
+    else:
+        messages = [{"role": "user", "content": content_parts(parts, endpoint, media or MediaOptions())}]
+    if endpoint == "chat":
+        if "max_output_tokens" in opts:
+            opts["max_tokens"] = opts.pop("max_output_tokens")
+        sys_msg = [{"role": "system", "content": system}] if system else []
+        body = {"model": model, "messages": sys_msg + messages, **opts}
+    else:
+        if "max_tokens" in opts:
+            opts["max_output_tokens"] = opts.pop("max_tokens")
+        simple = len(messages) == 1 and isinstance(messages[0]["content"], str)
+        body = {"model": model, "input": messages[0]["content"] if simple else messages, **opts}
+        if system:
+            body["instructions"] = system
+    if model is None:
+        body.pop("model")
+    _merge(body, dict(format_fields))
+    _merge(body, extra)
+    return body
+
+
+def follow_up_body(endpoint: str, body: dict, answer: str, message: str) -> dict:
+    """``body`` with the model's ``answer`` and a new user ``message`` appended to its conversation."""
+    body = dict(body)
+    if endpoint == "chat":
+        body["messages"] = [*body["messages"], {"role": "assistant", "content": answer}, {"role": "user", "content": message}]
+    else:
+        first = body["input"]
+        history = [{"role": "user", "content": first}] if isinstance(first, str) else list(first)
+        body["input"] = [*history, {"role": "assistant", "content": answer}, {"role": "user", "content": message}]
+    return body
+
+
+def _merge(body: dict, extra: dict) -> None:
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(body.get(k), dict):
+            _merge(body[k], v)
+        else:
+            body[k] = v
+
+
+def content_parts(parts: list, api: str, media: MediaOptions) -> str | list[dict]:
+    """The user message content for one row: a plain string when every part is text."""
+    from inferframe.media import file_part, image_part, text_part
+
+    if all(k == "text" for _, k, _ in parts):
+        return "".join(str(v) for v, _, _ in parts)
+    out = []
+    for value, kind, name in parts:
+        if kind == "text":
+            out.append(text_part(str(value), api))
+        elif kind == "image":
+            if isinstance(value, bytes) and value[:8].lower().startswith((b"http://", b"https://", b"data:")):
+                value = value.decode()  # image(col("url")): the URL itself goes to the model
+            out.append(image_part(value, api, max_size=media.max_image_size, format=media.image_format,
+                                  detail=media.image_detail))
+        elif kind == "file":
+            out.append(file_part(name or "file", value, api, pdf_mode=media.pdf_mode, max_size=media.max_image_size,
+                                 format=media.image_format, detail=media.image_detail))
+        else:
+            raise ValueError("a conversation column must be the only input of prompt()")
+    return out
+
+
+def conversation(messages: list[dict]) -> list[dict]:
+    """A column value of [{role, content}] as API messages (content kept as text)."""
+    out = []
+    for m in messages:
+        if m is None or m.get("role") is None:
+            continue
+        out.append({"role": m["role"], "content": "" if m.get("content") is None else str(m["content"])})
+    if not out:
+        raise ValueError("the conversation is empty")
+    return out
+
+
+def _texts(body: Any):
+    if isinstance(body, str):
+        yield body
+    elif isinstance(body, dict):
+        for k, v in body.items():
+            if k in ("image_url", "file_data", "file_url"):
+                continue
+            yield from _texts(v)
+    elif isinstance(body, list):
+        for v in body:
+            yield from _texts(v)
+
+
+def estimate_tokens(body: dict, model: str | None) -> tuple[int, int]:
+    """(input tokens, max output tokens) for a request body.
+
+    Example:
+        >>> estimate_tokens({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
+        (105, 7)
+    """
+    payload = body.get("messages") or body.get("input") or body.get("instructions") or ""
+    text = "\n".join(_texts(payload))
+    if body.get("instructions"):
+        text += "\n" + str(body["instructions"])
+    inp = count_text(text, model) + 4
+    out = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    return inp, int(out)
+
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
+
+
+def parse_reset(value: str) -> float | None:
+    """Parse OpenAI's reset durations such as '1s', '6m0s', '20ms', '0.5s'."""
+    m = _DURATION.match(value.strip())
+    if not m or not any(m.groups()):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    h, mnt, s, ms = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mnt * 60 + s + ms / 1000
+
+
+# --- answers -------------------------------------------------------------------------------------
+
+
+def status_kind(status: int, code: str | None) -> ErrorKind:
+    """The error kind of an HTTP status (and OpenAI's error code)."""
+    if status == 429:
+        return ErrorKind.QUOTA if code == "insufficient_quota" else ErrorKind.RATE_LIMIT
+    if status in (401, 403):
+        return ErrorKind.AUTH
+    if status == 408:
+        return ErrorKind.TIMEOUT
+    if status == 404:
+        return ErrorKind.NOT_FOUND
+    if status >= 500 or status == 409:
+        return ErrorKind.SERVER
+    return ErrorKind.BAD_REQUEST
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The server's wait hint: ``retry-after-ms`` or ``retry-after`` seconds."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if ra:
+        try:
+            return float(ra)
+        except ValueError:
+            return None
+    return None
+
+
+def limit_hints(headers: Mapping[str, str] | None) -> LimitHints | None:
+    """OpenAI's ``x-ratelimit-{limit,remaining}-{requests,tokens}`` headers as neutral hints."""
+    if not headers:
+        return None
+
+    def num(name: str) -> float | None:
+        v = headers.get(name)
+        try:
+            return float(v) if v is not None and v != "" else None
+        except ValueError:
+            return None
+
+    hints = LimitHints(num("x-ratelimit-limit-requests"), num("x-ratelimit-remaining-requests"),
+                       num("x-ratelimit-limit-tokens"), num("x-ratelimit-remaining-tokens"))
+    return hints if hints != LimitHints() else None
+
+
+def error_message(body: Any, status: int) -> tuple[str, str | None]:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        return str(err.get("message") or err), err.get("code")
+    if isinstance(body, dict) and "error" in body:
+        return str(body["error"]), None
+    return f"HTTP {status}", None
+
+
+def parse_chat(body: dict) -> Outcome:
+    usage = body.get("usage") or {}
+    u = Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+    choice = body["choices"][0]
+    msg = choice.get("message") or {}
+    if msg.get("refusal"):
+        return Outcome(usage=u, status=200, error_kind=ErrorKind.REFUSAL, message=f"The model refused: {msg['refusal']}")
+    content = msg.get("content")
+    if choice.get("finish_reason") == "length":
+        return Outcome(usage=u, status=200, error_kind=ErrorKind.LENGTH, raw=content,
+                       message="The answer was cut off at max_tokens (finish_reason 'length'); raise max_tokens.")
+    if content is None and msg.get("tool_calls"):
+        content = json.dumps(msg["tool_calls"])
+    return Outcome(value=content, usage=u, status=200)
+
+
+def parse_responses(body: dict) -> Outcome:
+    usage = body.get("usage") or {}
+    u = Usage(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+    texts, refusal = [], None
+    for item in body.get("output") or []:
+        if item.get("type") == "message":
+            for part in item.get("content") or []:
+                if part.get("type") == "output_text":
+                    texts.append(part.get("text") or "")
+                elif part.get("type") == "refusal":
+                    refusal = part.get("refusal")
+        elif item.get("type") == "function_call":
+            texts.append(json.dumps({"name": item.get("name"), "arguments": item.get("arguments")}))
+    if refusal:
+        return Outcome(usage=u, status=200, error_kind=ErrorKind.REFUSAL, message=f"The model refused: {refusal}")
+    text = "".join(texts)
+    if body.get("status") == "incomplete":
+        reason = (body.get("incomplete_details") or {}).get("reason")
+        return Outcome(usage=u, status=200, error_kind=ErrorKind.LENGTH, raw=text,
+                       message=f"The response is incomplete ({reason}); raise max_output_tokens.")
+    return Outcome(value=text, usage=u, status=200)
+
+
+def parse_embeddings(body: dict) -> Outcome:
+    """One vector per input, in input order: lists of floats, or float32 arrays for base64 answers."""
+    usage = body.get("usage") or {}
+    u = Usage(usage.get("prompt_tokens") or usage.get("total_tokens") or 0, 0)
+    data = sorted(body["data"], key=lambda d: d.get("index", 0))
+    return Outcome(value=[_vector(d["embedding"]) for d in data], usage=u, status=200)
+
+
+def _vector(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    import binascii
+
+    import numpy as np
+
+    try:
+        return np.frombuffer(base64.b64decode(v, validate=True), dtype="<f4")
+    except (binascii.Error, ValueError):
+        # Reported by the caller as a malformed answer, which is retried like any other.
+        raise TypeError("an embedding in base64 float32") from None
+
+
+PARSERS = {"chat": parse_chat, "responses": parse_responses, "embeddings": parse_embeddings}
+
+
+def parse_answer(endpoint: str, status: int, body: Any, headers: Mapping[str, str] | None) -> Outcome:
+    """One HTTP answer (already JSON-decoded) as an Outcome."""
+    if status >= 400:
+        msg, code = error_message(body, status)
+        return Outcome(status=status, error_kind=status_kind(status, code), message=f"HTTP {status}: {msg}",
+                       retry_after=retry_after(headers or {}), limits=limit_hints(headers))
+    try:
+        out = PARSERS[endpoint](body)
+    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        return Outcome(status=status, error_kind=ErrorKind.MALFORMED, limits=limit_hints(headers),
+                       message=f"The server's answer lacks {e} for a {endpoint} response")
+    out.limits = limit_hints(headers)
+    return out
+
+
+# --- the Batch API -------------------------------------------------------------------------------
+
+
+def batch_lines(endpoint: str, items: list[tuple[str, dict]]) -> list[bytes]:
+    """One JSONL line per (custom id, body)."""
+    return [json.dumps({"custom_id": k, "method": "POST", "url": "/v1" + PATHS[endpoint], "body": b}).encode() + b"\n"
+            for k, b in items]
+
+
+def parse_batch_line(endpoint: str, line: dict) -> tuple[str, Outcome]:
+    """One line of a batch output or error file, as (custom id, Outcome)."""
+    key = line["custom_id"]
+    response, error = line.get("response"), line.get("error")
+    if response is None:
+        code = (error or {}).get("code") or "batch_error"
+        kind = ErrorKind.TIMEOUT if code in ("batch_expired", "batch_cancelled") else ErrorKind.SERVER
+        return key, Outcome(error_kind=kind, message=f"{code}: {(error or {}).get('message', '')}")
+    status, body = response.get("status_code", 500), response.get("body") or {}
+    if status >= 400:
+        msg, code = error_message(body, status)
+        return key, Outcome(status=status, error_kind=status_kind(status, code), message=f"HTTP {status}: {msg}")
+    try:
+        return key, PARSERS[endpoint](body)
+    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        return key, Outcome(status=status, error_kind=ErrorKind.MALFORMED, message=f"batch answer lacks {e}")

@@ -1,0 +1,187 @@
+"""The provider registry: one hook per provider package, built-ins included.
+
+A provider package exposes an entry point in the group ``inferframe.providers`` that points to
+``register(registry)``; the built-in providers are registered through that same entry-point path.
+Keys are looked up through ``inferframe.providers.secrets`` (or the provider's environment
+variable) only when a provider is built, so they never reach a plan, a pickle, a log or an error.
+
+Example:
+    >>> "openai" in REGISTRY.names() and REGISTRY.get("local").capabilities.local
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from typing import Any
+
+from inferframe.errors import PlanError
+from inferframe.providers import secrets
+from inferframe.providers.interface import Capabilities, Provider
+from inferframe.providers.spec import ProviderSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderInfo:
+    """How to build one provider, and what it declares.
+
+    Parameters:
+        name: the registered name.
+        cls: a Provider subclass, built as ``cls(spec, base_url=..., api_key=...)``; None for
+            in-process model families, which the AI functions run without HTTP.
+        key_env / base_url_env: environment variables read for the key and the URL.
+        default_base_url: the URL when neither the call nor the environment gives one.
+        needs_key: a hosted API: planning fails without a key.
+        capabilities: what the provider can do (see ``Capabilities``).
+        auto: with no provider named, picked when its key is in the environment.
+        offline_default: with no provider named and no key, the provider that runs offline.
+    """
+
+    name: str
+    cls: type[Provider] | None
+    key_env: str | None = None
+    base_url_env: str | None = None
+    default_base_url: str | None = None
+    needs_key: bool = False
+    capabilities: Capabilities = Capabilities()
+    auto: bool = False
+    offline_default: bool = False
+
+    def knows_model(self, model: str | None) -> bool:
+        """This provider serves ``model`` by name (a hosted model table, the packaged local model)."""
+        return bool(model) and self.cls is not None and self.cls.knows_model(model)
+
+
+class Registry:
+    """Provider name -> how to build it; loaded from the ``inferframe.providers`` entry points."""
+
+    def __init__(self) -> None:
+        self._providers: dict[str, ProviderInfo] = {}
+        self._loaded = False
+        self._lock = threading.Lock()
+
+    def register(self, name: str, cls: type[Provider] | None, **info: Any) -> None:
+        if cls is not None and "capabilities" not in info:
+            info["capabilities"] = cls.capabilities
+        self._providers[name] = ProviderInfo(name, cls, **info)
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group="inferframe.providers"):
+                ep.load()(self)
+            if not self._providers:
+                raise RuntimeError("No inferframe provider is registered: the package metadata is missing. "
+                                   "Install inferframe with pip (pip install -e .) instead of running it from a copy.")
+
+    def get(self, name: str) -> ProviderInfo:
+        self._load()
+        if name not in self._providers:
+            known = ", ".join(sorted(self._providers))
+            raise PlanError(f"Unknown provider {name!r}. Known providers: {known}. "
+                            "Install the provider's package or check the spelling.")
+        return self._providers[name]
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._providers)
+
+    def infos(self) -> list[ProviderInfo]:
+        self._load()
+        return list(self._providers.values())
+
+
+REGISTRY = Registry()
+
+
+def resolve(provider: str | ProviderSpec | None, *, default: ProviderSpec | None = None, model: str | None = None,
+            base_url: str | None = None, api_key: str | None = None) -> ProviderSpec:
+    """Pick the provider for one call.
+
+    The argument, else ``default`` (``set_provider``), else a provider that serves ``model`` by
+    name and has what it needs, else one whose key is in the environment, else the offline default.
+    """
+    if isinstance(provider, ProviderSpec):
+        spec = provider
+    elif isinstance(provider, str):
+        REGISTRY.get(provider)
+        spec = default if default is not None and default.name == provider else ProviderSpec(provider)
+    elif default is not None:
+        spec = default
+    else:
+        spec = ProviderSpec(_auto_name(model))
+    if base_url is not None:
+        spec = dataclasses.replace(spec, base_url=base_url)
+    if api_key is not None:
+        spec = dataclasses.replace(spec, key_ref=secrets.put(api_key))
+    return spec
+
+
+def _auto_name(model: str | None) -> str:
+    infos = REGISTRY.infos()
+    for info in infos:
+        if info.knows_model(model) and (not info.needs_key or _env_key(info)):
+            return info.name
+    for info in infos:
+        if info.auto and _env_key(info):
+            return info.name
+    for info in infos:
+        if info.offline_default:
+            return info.name
+    raise PlanError("No provider given and none can run here: pass provider=... or call inferframe.set_provider(...).")
+
+
+def _env_key(info: ProviderInfo) -> str | None:
+    return os.environ.get(info.key_env) if info.key_env else None
+
+
+def api_key_for(spec: ProviderSpec) -> str | None:
+    """The key for ``spec``: its handle's key, else the provider's environment variable."""
+    return secrets.get(spec.key_ref) or _env_key(REGISTRY.get(spec.name))
+
+
+def base_url_for(spec: ProviderSpec) -> str | None:
+    info = REGISTRY.get(spec.name)
+    if spec.base_url:
+        return spec.base_url
+    if info.base_url_env and os.environ.get(info.base_url_env):
+        return os.environ[info.base_url_env]
+    return info.default_base_url
+
+
+def check_ready(spec: ProviderSpec) -> None:
+    """Fail before any request when the provider cannot work (e.g. a hosted API with no key)."""
+    info = REGISTRY.get(spec.name)
+    default_url = (info.default_base_url or "").rstrip("/")
+    if info.needs_key and not api_key_for(spec) and (not spec.base_url or spec.base_url.rstrip("/") == default_url):
+        raise PlanError(
+            f"Provider {spec.name!r} needs an API key: set {info.key_env or 'the key'} in the environment or call "
+            f"inferframe.set_provider({spec.name!r}, api_key=...). For a local OpenAI-compatible server pass base_url=..."
+        )
+
+
+def provider_class(spec: ProviderSpec) -> type[Provider]:
+    """The Provider subclass behind ``spec`` (its wire format and capabilities, without building it)."""
+    info = REGISTRY.get(spec.name)
+    if info.cls is None:
+        raise PlanError(f"Provider {spec.name!r} runs models in this process; it serves embed_text/embed_image, "
+                        "not requests over an API.")
+    return info.cls
+
+
+def capabilities(spec: ProviderSpec) -> Capabilities:
+    """What the provider behind ``spec`` declares (a plugin may refine it per spec)."""
+    info = REGISTRY.get(spec.name)
+    return info.cls.capabilities_for(spec, info.capabilities) if info.cls is not None else info.capabilities
+
+
+def build(spec: ProviderSpec) -> Provider:
+    """A live provider for ``spec``, with its URL and key resolved in this process."""
+    return provider_class(spec)(spec, base_url=base_url_for(spec), api_key=api_key_for(spec),
+                                capabilities=capabilities(spec))

@@ -1,0 +1,134 @@
+"""The session: settings a job depends on, set once per process and resolved into the plan when it is built.
+
+``set_provider``, ``set_prices`` and ``set_cache`` change the driver's session. Every AI function
+reads the session when its expression is built and bakes what it needs into the call's config
+(provider, URL and options; the model's price; the cache policy and an absolute cache directory),
+so the plan means the same in any process: a worker never reads another process's globals. Keys
+never enter the session or the plan: ``set_provider(api_key=...)`` keeps the key in
+``inferframe.providers.secrets`` and the session holds only its handle.
+
+Example:
+    >>> import inferframe as ifr
+    >>> ifr.set_prices({"my-model": (0.5, 1.5)})
+    >>> current().price_of("my-model")
+    (0.5, 1.5)
+    >>> ifr.set_cache("off"); current().cache_settings()[0].value
+    'off'
+    >>> ifr.set_cache(None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from inferframe.errors import PlanError
+from inferframe.providers import secrets
+from inferframe.providers.registry import REGISTRY
+from inferframe.providers.spec import ProviderSpec
+from inferframe.runtime.cache import CachePolicy, default_cache_dir
+from inferframe.runtime.pricing import price_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """Settings of this process's jobs (immutable: each setter makes a new one).
+
+    Parameters:
+        provider: the default provider (``set_provider``); None: picked per call.
+        prices: user prices as ((model, (input, output)), ...) dollars per million tokens.
+        cache_policy: the default cache policy (None: ``INFERFRAME_CACHE`` or "read_write").
+        cache_dir: the cache directory (None: ``INFERFRAME_CACHE_DIR`` or the XDG cache dir).
+    """
+
+    provider: ProviderSpec | None = None
+    prices: tuple = ()
+    cache_policy: CachePolicy | None = None
+    cache_dir: str | None = None
+
+    def price_of(self, model: str | None) -> tuple[float, float] | None:
+        """The model's price: this session's, else the built-in table."""
+        return price_of(model, dict(self.prices))
+
+    def cache_settings(self, policy: Any = None, directory: Any = None) -> tuple[CachePolicy, str]:
+        """(policy, absolute directory) for one call: its options, else this session, else the environment."""
+        if policy is None:
+            policy = self.cache_policy or os.environ.get("INFERFRAME_CACHE") or CachePolicy.READ_WRITE
+        directory = directory if directory is not None else self.cache_dir
+        path = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        return CachePolicy(policy), str(path.absolute())
+
+
+_lock = threading.Lock()
+_current = Session()
+
+
+def current() -> Session:
+    """This process's session."""
+    return _current
+
+
+def _replace(**changes: Any) -> None:
+    global _current
+    with _lock:
+        _current = dataclasses.replace(_current, **changes)
+
+
+def set_provider(name: str, *, base_url: str | None = None, api_key: str | None = None, **options: Any) -> None:
+    """Make ``name`` the default provider for AI functions, optionally with its URL and key.
+
+    The key stays in this process's memory (and reaches worker processes through their
+    environment); plans and pickles hold only an opaque handle.
+
+    Example:
+        >>> set_provider("openai", base_url="http://127.0.0.1:8000/v1", api_key="sk-...")
+        >>> current().provider.base_url
+        'http://127.0.0.1:8000/v1'
+        >>> reset_provider()
+    """
+    REGISTRY.get(name)
+    ref = secrets.put(api_key) if api_key is not None else None
+    _replace(provider=ProviderSpec(name, base_url, tuple(sorted(options.items())), ref))
+
+
+def reset_provider() -> None:
+    """Forget the default provider and every key held in memory."""
+    secrets.forget()
+    _replace(provider=None)
+
+
+def set_prices(prices: dict[str, tuple[float, float]]) -> None:
+    """Set or override prices: ``{"my-model": (input_per_1M, output_per_1M)}`` dollars.
+
+    Example:
+        >>> set_prices({"my-model": (0.5, 1.5)})
+    """
+    table = dict(current().prices)
+    for model, (inp, out) in prices.items():
+        if inp < 0 or out < 0:
+            raise PlanError(f"set_prices(): prices must be >= 0 dollars per million tokens, got {model}: {(inp, out)}.")
+        table[model] = (float(inp), float(out))
+    _replace(prices=tuple(sorted(table.items())))
+
+
+def set_cache(policy: str | None = None, directory: str | os.PathLike | None = None) -> None:
+    """Set the default cache policy and directory for every AI call built afterwards in this process.
+
+    Parameters:
+        policy: "read_write" (default), "read_only", "refresh" or "off"; None keeps the env/default.
+        directory: where the cache lives; None keeps INFERFRAME_CACHE_DIR or the XDG cache dir.
+
+    Example:
+        >>> set_cache("off")
+        >>> set_cache(None)
+    """
+    if policy is not None:
+        try:
+            policy = CachePolicy(policy)
+        except ValueError:
+            raise PlanError(f"set_cache(): policy must be one of {', '.join(p.value for p in CachePolicy)}, "
+                            f"got {policy!r}.") from None
+    _replace(cache_policy=policy, cache_dir=str(directory) if directory is not None else None)
