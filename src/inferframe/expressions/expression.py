@@ -13,11 +13,17 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from inferframe.datatype import DataType, to_datatype
-from inferframe.expressions.nodes import Agg, Alias, Call, Cast, Col, Lit, Node, Unnest
+from inferframe.expressions.nodes import Agg, Alias, Call, Cast, Col, Lit, Node, UDFCall, Unnest
+from inferframe.expressions.udf_spec import UDFSpec, resolve_return_dtype
 
 
 def to_node(value: Any) -> Node:
-    """Wrap a Python value or Expression as a node (plain values become literals)."""
+    """Wrap a Python value or Expression as a node (plain values become literals).
+
+    Example:
+        >>> to_node(col("a")), to_node(3)
+        (Col(column='a'), Lit(value=3, dtype=None))
+    """
     if isinstance(value, Expression):
         return value._node
     if isinstance(value, Node):
@@ -34,13 +40,18 @@ def _call(fn: str, *args: Any, **params: Any) -> "Expression":
 class Expression:
     """A column-valued expression, built lazily and evaluated per batch.
 
+    Python operators build expressions too: ``+ - * / // % **``, unary ``-``,
+    ``abs()``, comparisons ``== != < <= > >=`` and the boolean ``& | ^ ~``
+    (not ``and``/``or``/``not``). Plain values on either side become literals.
+
     Parameters:
         node: the expression node it wraps (users build expressions with ``col``/``lit``).
 
     Example:
-        >>> e = col("a").str.upper().alias("A")
-        >>> e.name()
-        'A'
+        >>> import inferframe as ifr
+        >>> df = ifr.from_pydict({"a": [1, 2, 3]})
+        >>> df.select((ifr.col("a") * 10 + 1).alias("b"), (ifr.col("a") % 2 == 1) & (ifr.col("a") > 1)).to_pydict()
+        {'b': [11, 21, 31], 'a': [False, False, True]}
     """
 
     __slots__ = ("_node",)
@@ -50,12 +61,34 @@ class Expression:
 
     # --- identity -----------------------------------------------------
     def name(self) -> str:
+        """The name of the output column: the alias, else the first column it reads.
+
+        Example:
+            >>> (col("price") * 2).name(), col("price").alias("total").name()
+            ('price', 'total')
+        """
         return self._node.name()
 
     def alias(self, name: str) -> "Expression":
+        """Rename the output column.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1]}).select((ifr.col("a") + 1).alias("b")).to_pydict()
+            {'b': [2]}
+        """
         return Expression(Alias(self._node, name))
 
     def cast(self, dtype: Any) -> "Expression":
+        """Convert the values to another type (a DataType, Arrow type or Python type).
+
+        Floats cast to integers drop their fraction, like ``int()``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1.7, -1.7]}).select(ifr.col("a").cast(int)).to_pydict()
+            {'a': [1, -1]}
+        """
         return Expression(Cast(self._node, to_datatype(dtype).to_arrow()))
 
     def __repr__(self) -> str:
@@ -102,73 +135,282 @@ class Expression:
     def __invert__(self): return _call("not", self)
 
     def is_null(self) -> "Expression":
+        """True where the value is null.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, None]}).select(ifr.col("a").is_null()).to_pydict()
+            {'a': [False, True]}
+        """
         return _call("is_null", self)
 
     def not_null(self) -> "Expression":
+        """True where the value is not null.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, None]}).select(ifr.col("a").not_null()).to_pydict()
+            {'a': [True, False]}
+        """
         return _call("not_null", self)
 
     def fill_null(self, value: Any) -> "Expression":
+        """Replace nulls with ``value`` (a constant or another expression).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, None]}).select(ifr.col("a").fill_null(0)).to_pydict()
+            {'a': [1, 0]}
+        """
         return _call("fill_null", self, value)
 
     def is_in(self, values: list) -> "Expression":
+        """True where the value is one of ``values``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": ["x", "y"]}).select(ifr.col("a").is_in(["y", "z"])).to_pydict()
+            {'a': [False, True]}
+        """
         return _call("is_in", self, values=tuple(values))
 
     def between(self, lower: Any, upper: Any) -> "Expression":
+        """True where ``lower <= value <= upper`` (both ends included).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 5, 9]}).select(ifr.col("a").between(1, 5)).to_pydict()
+            {'a': [True, True, False]}
+        """
         return (self >= lower) & (self <= upper)
 
     def if_else(self, if_true: Any, if_false: Any) -> "Expression":
-        """``pred.if_else(a, b)``: ``a`` where the predicate holds, else ``b``."""
+        """``pred.if_else(a, b)``: ``a`` where the predicate holds, else ``b``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"a": [3, -1]})
+            >>> df.select((ifr.col("a") > 0).if_else("pos", "neg").alias("sign")).to_pydict()
+            {'sign': ['pos', 'neg']}
+        """
         return _call("if_else", self, if_true, if_false)
 
     def round(self, decimals: int = 0) -> "Expression":
+        """Round to ``decimals`` digits; exact halves go to the even neighbour.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1.26, 2.5]}).select(ifr.col("a").round(1)).to_pydict()
+            {'a': [1.3, 2.5]}
+        """
         return _call("round", self, decimals=decimals)
 
     def abs(self) -> "Expression":
+        """The absolute value.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [-2, 3]}).select(ifr.col("a").abs()).to_pydict()
+            {'a': [2, 3]}
+        """
         return _call("abs", self)
 
     # --- aggregations -------------------------------------------------
-    def sum(self): return Expression(Agg("sum", self._node))
-    def mean(self): return Expression(Agg("mean", self._node))
-    def min(self): return Expression(Agg("min", self._node))
-    def max(self): return Expression(Agg("max", self._node))
-    def count(self): return Expression(Agg("count", self._node))
-    def count_distinct(self): return Expression(Agg("count_distinct", self._node))
-    def agg_list(self): return Expression(Agg("list", self._node))
-    def first(self): return Expression(Agg("first", self._node))
-    def last(self): return Expression(Agg("last", self._node))
-    def stddev(self): return Expression(Agg("stddev", self._node))
-    def var(self): return Expression(Agg("variance", self._node))
-    def any_value(self): return Expression(Agg("first", self._node))
+    # For DataFrame.agg() and groupby().agg(); nulls are skipped.
+
+    def sum(self) -> "Expression":
+        """The sum of the values.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 2, None]}).agg(ifr.col("a").sum()).to_pydict()
+            {'a': [3]}
+        """
+        return Expression(Agg("sum", self._node))
+
+    def mean(self) -> "Expression":
+        """The average of the values, as a float.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"k": ["a", "a", "b"], "v": [1, 2, 5]})
+            >>> df.groupby("k").agg(ifr.col("v").mean()).sort("k").to_pydict()
+            {'k': ['a', 'b'], 'v': [1.5, 5.0]}
+        """
+        return Expression(Agg("mean", self._node))
+
+    def min(self) -> "Expression":
+        """The smallest value.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [3, 1, 2]}).agg(ifr.col("a").min()).to_pydict()
+            {'a': [1]}
+        """
+        return Expression(Agg("min", self._node))
+
+    def max(self) -> "Expression":
+        """The largest value.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [3, 1, 2]}).agg(ifr.col("a").max()).to_pydict()
+            {'a': [3]}
+        """
+        return Expression(Agg("max", self._node))
+
+    def count(self) -> "Expression":
+        """The number of non-null values.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, None, 1]}).agg(ifr.col("a").count()).to_pydict()
+            {'a': [2]}
+        """
+        return Expression(Agg("count", self._node))
+
+    def count_distinct(self) -> "Expression":
+        """The number of different values.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": ["x", "y", "x"]}).agg(ifr.col("a").count_distinct()).to_pydict()
+            {'a': [2]}
+        """
+        return Expression(Agg("count_distinct", self._node))
+
+    def agg_list(self) -> "Expression":
+        """All values of a group, as one list.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"k": ["a", "a", "b"], "v": [1, 2, 5]})
+            >>> df.groupby("k").agg(ifr.col("v").agg_list()).sort("k").to_pydict()
+            {'k': ['a', 'b'], 'v': [[1, 2], [5]]}
+        """
+        return Expression(Agg("list", self._node))
+
+    def first(self) -> "Expression":
+        """The first value, in row order.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": ["x", "y"]}).agg(ifr.col("a").first()).to_pydict()
+            {'a': ['x']}
+        """
+        return Expression(Agg("first", self._node))
+
+    def last(self) -> "Expression":
+        """The last value, in row order.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": ["x", "y"]}).agg(ifr.col("a").last()).to_pydict()
+            {'a': ['y']}
+        """
+        return Expression(Agg("last", self._node))
+
+    def stddev(self) -> "Expression":
+        """The sample standard deviation (null for fewer than two values).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 3]}).agg(ifr.col("a").stddev()).to_pydict()
+            {'a': [1.4142135623730951]}
+        """
+        return Expression(Agg("stddev", self._node))
+
+    def var(self) -> "Expression":
+        """The sample variance (null for fewer than two values).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 3]}).agg(ifr.col("a").var()).to_pydict()
+            {'a': [2.0]}
+        """
+        return Expression(Agg("variance", self._node))
+
+    def any_value(self) -> "Expression":
+        """Some value of the group, for columns that hold the same value on every row of it.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"k": [1, 1], "label": ["one", "one"]})
+            >>> df.groupby("k").agg(ifr.col("label").any_value()).to_pydict()
+            {'k': [1], 'label': ['one']}
+        """
+        return Expression(Agg("first", self._node))
 
     # --- Python functions ---------------------------------------------
     def apply(self, fn: Callable, return_dtype: Any) -> "Expression":
-        """Run a Python function on each value: ``col("x").apply(len, DataType.int64())``."""
-        from inferframe.expressions.udf import UDFSpec, make_call, resolve_return_dtype
+        """Run a Python function on each value (nulls included); ``return_dtype`` is the result type.
 
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["ab", "c"]}).select(ifr.col("s").apply(len, int)).to_pydict()
+            {'s': [2, 1]}
+        """
         spec = UDFSpec(name=getattr(fn, "__name__", "apply"), fn=fn, return_dtype=resolve_return_dtype(fn, return_dtype))
         return make_call(spec, (self,), {})
 
     # --- namespaces ---------------------------------------------------
     @property
     def str(self) -> "StringNamespace":
+        """String functions; see :class:`StringNamespace`.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["Ab"]}).select(ifr.col("s").str.lower()).to_pydict()
+            {'s': ['ab']}
+        """
         return StringNamespace(self)
 
     @property
     def list(self) -> "ListNamespace":
+        """List functions; see :class:`ListNamespace`.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"l": [[1, 2]]}).select(ifr.col("l").list.length()).to_pydict()
+            {'l': [2]}
+        """
         return ListNamespace(self)
 
     @property
     def struct(self) -> "StructNamespace":
+        """Struct functions; see :class:`StructNamespace`.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"p": [{"x": 1}]}).select(ifr.col("p").struct.get("x")).to_pydict()
+            {'x': [1]}
+        """
         return StructNamespace(self)
 
     def __getitem__(self, field: str) -> "Expression":
+        """``col("p")["x"]`` is ``col("p").struct.get("x")``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"p": [{"x": 1}]}).select(ifr.col("p")["x"]).to_pydict()
+            {'x': [1]}
+        """
         return self.struct.get(field)
 
     def unnest(self) -> "Expression":
+        """Expand a struct into one column per field; only directly in ``select``/``with_columns``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"p": [{"x": 1, "y": "a"}]}).select(ifr.col("p").unnest()).to_pydict()
+            {'x': [1], 'y': ['a']}
+        """
         return Expression(Unnest(self._node))
 
 
 class _Namespace:
+    """Functions grouped under an attribute of an Expression (``.str``, ``.list``, ``.struct``)."""
+
     __slots__ = ("_e",)
 
     def __init__(self, e: Expression) -> None:
@@ -176,62 +418,200 @@ class _Namespace:
 
 
 class StringNamespace(_Namespace):
-    """String functions: ``col("s").str.lower()``."""
+    """String functions: ``col("s").str.lower()``. Null strings give null.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> df = ifr.from_pydict({"s": ["Hello World", " ab "]})
+        >>> df.select(ifr.col("s").str.strip().str.upper()).to_pydict()
+        {'s': ['HELLO WORLD', 'AB']}
+    """
 
     def contains(self, pattern: str, ignore_case: bool = False) -> Expression:
+        """True where the string contains ``pattern`` (plain text, not a regex).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"s": ["Hello World", " ab "]})
+            >>> df.select(ifr.col("s").str.contains("world", ignore_case=True)).to_pydict()
+            {'s': [True, False]}
+        """
         return _call("str.contains", self._e, pattern=pattern, ignore_case=ignore_case)
 
     def startswith(self, prefix: str) -> Expression:
+        """True where the string starts with ``prefix``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"s": ["Hello World", " ab "]})
+            >>> df.select(ifr.col("s").str.startswith("He")).to_pydict()
+            {'s': [True, False]}
+        """
         return _call("str.startswith", self._e, prefix=prefix)
 
     def endswith(self, suffix: str) -> Expression:
+        """True where the string ends with ``suffix``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"s": ["Hello World", " ab "]})
+            >>> df.select(ifr.col("s").str.endswith("ld")).to_pydict()
+            {'s': [True, False]}
+        """
         return _call("str.endswith", self._e, suffix=suffix)
 
     def lower(self) -> Expression:
+        """The string in lower case.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["Ab"]}).select(ifr.col("s").str.lower()).to_pydict()
+            {'s': ['ab']}
+        """
         return _call("str.lower", self._e)
 
     def upper(self) -> Expression:
+        """The string in upper case.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["Ab"]}).select(ifr.col("s").str.upper()).to_pydict()
+            {'s': ['AB']}
+        """
         return _call("str.upper", self._e)
 
     def length(self) -> Expression:
+        """The number of characters (not bytes).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["abc", "é"]}).select(ifr.col("s").str.length()).to_pydict()
+            {'s': [3, 1]}
+        """
         return _call("str.length", self._e)
 
     def strip(self) -> Expression:
+        """The string without leading and trailing whitespace.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": [" ab \\n"]}).select(ifr.col("s").str.strip()).to_pydict()
+            {'s': ['ab']}
+        """
         return _call("str.strip", self._e)
 
     def split(self, sep: str) -> Expression:
+        """Split on every ``sep`` into a list of strings.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["a,b,,c"]}).select(ifr.col("s").str.split(",")).to_pydict()
+            {'s': [['a', 'b', '', 'c']]}
+        """
         return _call("str.split", self._e, sep=sep)
 
     def replace(self, pattern: str, replacement: str, regex: bool = False) -> Expression:
+        """Replace every occurrence of ``pattern`` (a regex when ``regex=True``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> s = ifr.col("s")
+            >>> df = ifr.from_pydict({"s": ["a  b"]})
+            >>> df.select(s.str.replace(" ", "-"), s.str.replace(r"\\s+", "_", regex=True).alias("r")).to_pydict()
+            {'s': ['a--b'], 'r': ['a_b']}
+        """
         return _call("str.replace", self._e, pattern=pattern, replacement=replacement, regex=regex)
 
     def match(self, pattern: str) -> Expression:
+        """True where the regex ``pattern`` matches somewhere in the string (anchor it with ^ and $).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["id-42", "x"]}).select(ifr.col("s").str.match(r"\\d+$")).to_pydict()
+            {'s': [True, False]}
+        """
         return _call("str.match", self._e, pattern=pattern)
 
     def slice(self, start: int, stop: int | None = None) -> Expression:
+        """Characters ``start`` up to (not including) ``stop``, like ``s[start:stop]``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"s": ["Hello"]}).select(ifr.col("s").str.slice(1, 3)).to_pydict()
+            {'s': ['el']}
+        """
         return _call("str.slice", self._e, start=start, stop=stop)
 
     def concat(self, *others: Any) -> Expression:
+        """Append other strings, columns or values (non-strings are cast to strings).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"s": ["item"], "n": [7]})
+            >>> df.select(ifr.col("s").str.concat("-", ifr.col("n"))).to_pydict()
+            {'s': ['item-7']}
+        """
         return _call("str.concat", self._e, *others)
 
 
 class ListNamespace(_Namespace):
-    """List functions: ``col("tags").list.get(0)``."""
+    """List functions: ``col("tags").list.get(0)``. Null lists give null.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> df = ifr.from_pydict({"tags": [["a", "b"], []]})
+        >>> df.select(ifr.col("tags").list.get(0).alias("first"), ifr.col("tags").list.length()).to_pydict()
+        {'first': ['a', None], 'tags': [2, 0]}
+    """
 
     def get(self, index: int) -> Expression:
+        """The element at ``index`` (negative counts from the end); null where the list is too short.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"l": [["a", "b"], []]}).select(ifr.col("l").list.get(-1)).to_pydict()
+            {'l': ['b', None]}
+        """
         return _call("list.get", self._e, index=index)
 
     def length(self) -> Expression:
+        """The number of elements.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"l": [[1, 2], []]}).select(ifr.col("l").list.length()).to_pydict()
+            {'l': [2, 0]}
+        """
         return _call("list.length", self._e)
 
     def join(self, sep: str) -> Expression:
+        """Join a list of strings into one string, ``sep`` between elements.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"l": [["a", "b"]]}).select(ifr.col("l").list.join(", ")).to_pydict()
+            {'l': ['a, b']}
+        """
         return _call("list.join", self._e, sep=sep)
 
 
 class StructNamespace(_Namespace):
-    """Struct functions: ``col("s").struct.get("field")``."""
+    """Struct functions: ``col("s").struct.get("field")``.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> ifr.from_pydict({"p": [{"name": "Ann", "age": 3}]}).select(ifr.col("p").struct.get("age")).to_pydict()
+        {'age': [3]}
+    """
 
     def get(self, field: str) -> Expression:
+        """The value of one field; the output column is named after the field.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"p": [{"name": "Ann"}, None]}).select(ifr.col("p").struct.get("name")).to_pydict()
+            {'name': ['Ann', None]}
+        """
         return _call("struct.get", self._e, field=field).alias(field)
 
 
@@ -260,4 +640,39 @@ def lit(value: Any, dtype: Any = None) -> Expression:
 
 
 def as_arrow_type(t: Any) -> pa.DataType:
+    """The Arrow type for a DataType, Arrow type or Python type.
+
+    Example:
+        >>> as_arrow_type(list[str])
+        ListType(list<item: string>)
+    """
     return to_datatype(t).to_arrow()
+
+
+def make_call(spec: UDFSpec, args: tuple, kwargs: dict) -> Expression:
+    """Build the UDF call expression, keeping non-expression arguments as constants.
+
+    Example:
+        >>> spec = UDFSpec(name="pad", fn=str.ljust, return_dtype=pa.string())
+        >>> e = make_call(spec, (col("s"), 5), {})
+        >>> e, e._node.udf.layout
+        (pad(col(s)), (('expr', 0), ('const', 5)))
+    """
+    nodes = []
+    layout = []
+    for a in args:
+        if isinstance(a, Expression):
+            layout.append(("expr", len(nodes)))
+            nodes.append(a._node)
+        else:
+            layout.append(("const", a))
+    kwargs_layout = []
+    for k, v in kwargs.items():
+        if isinstance(v, Expression):
+            kwargs_layout.append((k, "expr", len(nodes)))
+            nodes.append(v._node)
+        else:
+            kwargs_layout.append((k, "const", v))
+    if not nodes:
+        raise TypeError(f"{spec.name}() needs at least one column argument, e.g. {spec.name}(col('x')).")
+    return Expression(UDFCall(spec.bind(tuple(layout), tuple(kwargs_layout)), tuple(nodes)))
