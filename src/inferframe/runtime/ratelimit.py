@@ -73,7 +73,7 @@ class RateLimiter:
         clock: where time comes from (a FakeClock in tests).
 
     Until the first response arrives, only one request is admitted when the user set no
-    limits: the answer's x-ratelimit-* headers say what the limits are, so the job never
+    limits: the first answer's limit hints say what the limits are, so the job never
     opens with a burst the server refuses.
     """
 
