@@ -5,10 +5,16 @@ MediaError/DownloadError naming the problem; batching and errors-as-data are the
 engine's job. Pillow and pypdf are imported only when pixels or PDFs are touched.
 
 Example:
+    >>> import pathlib, tempfile
+    >>> from PIL import Image
     >>> from inferframe import media
-    >>> [data] = media.fetch_many_sync(["cat.jpg"])
-    >>> media.image_part(data, "responses", max_size=1024)["type"]
-    'input_image'
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp, "cat.png")
+    ...     Image.new("RGB", (2048, 1024)).save(path)
+    ...     [data] = media.fetch_many_sync([str(path)])
+    >>> part = media.image_part(data, "responses", max_size=1024)
+    >>> part["type"], part["image_url"][:22]
+    ('input_image', 'data:image/png;base64,')
 """
 
 from __future__ import annotations

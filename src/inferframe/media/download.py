@@ -158,9 +158,14 @@ async def fetch_many(
         One entry per input: bytes, a DownloadError, or None.
 
     Example:
-        >>> out = asyncio.run(fetch_many(["a.png", None, "https://x.org/b.jpg"]))
-        >>> [type(x).__name__ for x in out]
-        ['bytes', 'NoneType', 'DownloadError']
+        >>> import pathlib, tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> a = pathlib.Path(tmp.name, "a.txt")
+        >>> _ = a.write_bytes(b"hi")
+        >>> out = asyncio.run(fetch_many([str(a), None, str(a.with_name("missing.png"))]))
+        >>> out[:2], out[2].url.endswith("missing.png")
+        ([b'hi', None], True)
+        >>> tmp.cleanup()
     """
     if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
         raise ValueError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
@@ -214,8 +219,12 @@ def fetch_many_sync(urls: list[str | None], **kwargs: Any) -> list[bytes | Excep
     """Blocking fetch_many for code without an event loop; same arguments and result.
 
     Example:
-        >>> fetch_many_sync(["notes.md"])[0][:7]
-        b'# Notes'
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     notes = pathlib.Path(tmp, "notes.md")
+        ...     _ = notes.write_bytes(b"# Notes")
+        ...     fetch_many_sync([notes.as_uri(), None])
+        [b'# Notes', None]
     """
     try:
         asyncio.get_running_loop()

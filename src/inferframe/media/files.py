@@ -281,8 +281,13 @@ def pdf_text(data: bytes, max_pages: int | None = None) -> str:
             encrypted with a password.
 
     Example:
-        >>> pdf_text(open("paper.pdf", "rb").read(), max_pages=2)[:40]
-        'Attention Is All You Need\\nAshish Vaswani'
+        >>> import io, pypdf
+        >>> writer = pypdf.PdfWriter()
+        >>> _ = writer.add_blank_page(width=72, height=72)
+        >>> buf = io.BytesIO()
+        >>> _ = writer.write(buf)
+        >>> pdf_text(buf.getvalue())  # a page without a text layer, like a scan
+        ''
     """
     data = require_bytes(data, "pdf_text()")
     if max_pages is not None and (isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1):

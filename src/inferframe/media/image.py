@@ -165,9 +165,10 @@ def decode(data: bytes) -> PILImage.Image:
             like, e.g. "application/pdf" or their first bytes) or are corrupt.
 
     Example:
-        >>> img = decode(open("cat.png", "rb").read())
-        >>> img.size
-        (640, 480)
+        >>> from PIL import Image
+        >>> img = decode(encode(Image.new("RGB", (640, 480))))
+        >>> img.size, img.mode
+        ((640, 480), 'RGB')
     """
     data = require_bytes(data, "decode()")
     if not data:
@@ -201,6 +202,7 @@ def resize(img: PILImage.Image, max_size: int) -> PILImage.Image:
         max_size: the largest allowed width or height, in pixels.
 
     Example:
+        >>> from PIL import Image
         >>> resize(Image.new("RGB", (2000, 1000)), 512).size
         (512, 256)
     """
@@ -245,6 +247,7 @@ def encode(img: PILImage.Image, format: str = "png", quality: int = 85) -> bytes
         quality: 1-100 for JPEG and WEBP; ignored for PNG.
 
     Example:
+        >>> from PIL import Image
         >>> encode(Image.new("RGBA", (8, 8)), "jpeg")[:3]
         b'\\xff\\xd8\\xff'
     """
@@ -289,9 +292,13 @@ def normalize(data: bytes, *, max_size: int | None = None, format: str | None = 
         MediaError: the bytes are not a decodable image.
 
     Example:
+        >>> from PIL import Image
+        >>> jpeg_bytes = encode(Image.new("RGB", (2048, 1536)), "jpeg")
         >>> out, mime = normalize(jpeg_bytes, max_size=1024)
-        >>> mime
-        'image/jpeg'
+        >>> mime, decode(out).size
+        ('image/jpeg', (1024, 768))
+        >>> normalize(out, max_size=1024)[0] is out  # already fine: returned untouched
+        True
     """
     data = require_bytes(data, "normalize()")
     if max_size is not None:
