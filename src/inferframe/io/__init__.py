@@ -4,9 +4,14 @@ Depends only on pyarrow (and optionally fsspec for extra protocols).
 
 Example::
 
-    >>> from inferframe.io import open_source, scan, write_dataset
-    >>> src = open_source("parquet", "data/*.parquet")  # doctest: +SKIP
-    >>> write_dataset(scan(src), source_schema(src), "out/", "csv")  # doctest: +SKIP
+    >>> import pyarrow as pa, pyarrow.parquet as pq, tempfile
+    >>> from inferframe.io import open_source, scan, source_schema, write_dataset
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> pq.write_table(pa.table({"id": [1, 2]}), f"{tmp.name}/in.parquet")
+    >>> src = open_source("parquet", f"{tmp.name}/*.parquet")
+    >>> [p.rsplit("/", 1)[1] for p in write_dataset(scan(src), source_schema(src), f"{tmp.name}/out", "csv")]
+    ['part-00000.csv']
+    >>> tmp.cleanup()
 """
 
 from inferframe.io.errors import SchemaMismatchError

@@ -11,9 +11,18 @@ Rules:
 
 Example::
 
-    >>> fs, files = resolve_paths("data/**/*.parquet")  # doctest: +SKIP
-    >>> files[:1]  # doctest: +SKIP
-    ['/home/me/data/2024/part-00000.parquet']
+    >>> import pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> root = pathlib.Path(tmp.name)
+    >>> for name in ["2024/part-0.parquet", "2024/_SUCCESS", "2024/.part-1.parquet.crc", "notes.txt"]:
+    ...     (root / name).parent.mkdir(exist_ok=True)
+    ...     _ = (root / name).write_bytes(b"")
+    >>> fs, files = resolve_paths(f"{tmp.name}/**/*.parquet")
+    >>> [f[len(tmp.name):] for f in files]
+    ['/2024/part-0.parquet']
+    >>> [f[len(tmp.name):] for f in resolve_paths(tmp.name)[1]]  # a directory: hidden names skipped
+    ['/2024/part-0.parquet', '/notes.txt']
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -58,7 +67,19 @@ def resolve_paths(
 
     Example::
 
-        >>> fs, files = resolve_paths(["a.csv", "more/*.csv"])  # doctest: +SKIP
+        >>> import pathlib, tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> for name in ["a.csv", "more/b.csv", "more/c.CSV"]:
+        ...     (pathlib.Path(tmp.name) / name).parent.mkdir(exist_ok=True)
+        ...     _ = (pathlib.Path(tmp.name) / name).write_bytes(b"")
+        >>> fs, files = resolve_paths([f"{tmp.name}/a.csv", f"{tmp.name}/more"], extensions=["csv"])
+        >>> fs.type_name, [f[len(tmp.name):] for f in files]
+        ('local', ['/a.csv', '/more/b.csv', '/more/c.CSV'])
+        >>> resolve_paths(f"{tmp.name}/*.json")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: No files match '...*.json' ...
+        >>> tmp.cleanup()
     """
     fs, infos = resolve_file_infos(path, extensions=extensions, filesystem=filesystem)
     return fs, [info.path for info in infos]
@@ -82,9 +103,12 @@ def resolve_file_infos(
 
     Example::
 
-        >>> fs, infos = resolve_file_infos("data/")  # doctest: +SKIP
-        >>> infos[0].size  # doctest: +SKIP
-        1024
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     _ = pathlib.Path(tmp, "a.bin").write_bytes(b"x" * 1024)
+        ...     fs, infos = resolve_file_infos(tmp)
+        >>> infos[0].base_name, infos[0].size
+        ('a.bin', 1024)
     """
     entries = _as_entries(path)
     exts = _normalize_extensions(extensions)

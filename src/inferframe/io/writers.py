@@ -8,9 +8,13 @@ directory, so ``root`` looks exactly as it did before the call.
 
 Example::
 
-    >>> paths = write_dataset(batches, schema, "out/", "parquet")  # doctest: +SKIP
-    >>> paths  # doctest: +SKIP
-    ['/home/me/out/part-00000.parquet']
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> batches = [pa.record_batch({"a": [1, 2, 3]})]
+    >>> paths = write_dataset(batches, batches[0].schema, f"{tmp.name}/out", "parquet", rows_per_file=2)
+    >>> [os.path.basename(p) for p in paths], sorted(os.listdir(f"{tmp.name}/out"))
+    (['part-00000.parquet', 'part-00001.parquet'], ['part-00000.parquet', 'part-00001.parquet'])
+    >>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -102,9 +106,11 @@ def write_dataset(
 
     Example::
 
-        >>> write_dataset([pa.record_batch({"a": [1]})], pa.schema([("a", pa.int64())]),
-        ...               "out", "csv")  # doctest: +SKIP
-        ['/home/me/out/part-00000.csv']
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     [path] = write_dataset([pa.record_batch({"a": [1]})], pa.schema([("a", pa.int64())]), tmp, "csv")
+        ...     open(path).read()
+        '"a"\\n1\\n'
     """
     if mode not in WRITE_MODES:
         raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
