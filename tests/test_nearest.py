@@ -10,7 +10,7 @@ import pytest
 
 import inferframe as ifr
 from inferframe import DataType, col
-from inferframe.functions import similarity
+from inferframe.execution import topk
 
 
 def _vectors(m: np.ndarray, fixed: bool = True, dtype=pa.float32()) -> pa.Array:
@@ -67,7 +67,7 @@ def test_exact_against_brute_force(metric, k):
 
 def test_exact_when_scores_are_computed_in_chunks(monkeypatch):
     """A small score budget splits every batch into several matrix products: results must not change."""
-    monkeypatch.setattr(similarity, "_SCORE_BUDGET", 64)
+    monkeypatch.setattr(topk, "_SCORE_BUDGET", 64)
     rng = np.random.default_rng(11)
     queries = rng.standard_normal((40, 6))
     docs = rng.standard_normal((30, 6))
@@ -81,11 +81,11 @@ def test_top_k_core_matches_full_sort():
     rng = np.random.default_rng(12)
     q = rng.standard_normal((9, 4))
     x = rng.standard_normal((25, 4))
-    pos, score = similarity.top_k(q, x, 5, "dot")
+    pos, score = topk.top_k(q, x, 5, "dot")
     full = q @ x.T
     assert pos.tolist() == np.argsort(-full, axis=1)[:, :5].tolist()
     np.testing.assert_allclose(score, -np.sort(-full, axis=1)[:, :5])
-    pos, score = similarity.top_k(q, x, 100, "l2")
+    pos, score = topk.top_k(q, x, 100, "l2")
     dist = np.sqrt(((q[:, None, :] - x[None, :, :]) ** 2).sum(-1))
     assert pos.tolist() == np.argsort(dist, axis=1).tolist()
     np.testing.assert_allclose(score, np.sort(dist, axis=1), atol=1e-6)

@@ -1,17 +1,19 @@
 """Turn an optimized logical plan into a pipeline of streaming operators and run it.
 
-Scans and UDF stages each run in their own thread behind a small bounded
-queue, so reading, model work and writing overlap while memory stays flat.
+Scans, UDF stages and nearest-neighbour searches each run in their own thread
+behind a small bounded queue, so reading, model work and writing overlap while
+memory stays flat.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 
 from inferframe.execution import operators as ops
 from inferframe.execution.context import ExecContext
+from inferframe.execution.nearest import nearest
 from inferframe.execution.stream import prefetch
 from inferframe.execution.udf_ops import UDFOperator
 from inferframe.expressions.nodes import Col, Node, UDFCall, contains_udf
@@ -47,6 +49,10 @@ class _Builder:
             return ops.explode(self.build(plan.input), plan.columns, plan.schema)
         if isinstance(plan, lp.Concat):
             return ops.concat([self.build(c) for c in plan.inputs], plan.schema)
+        if isinstance(plan, lp.Nearest):
+            # Its own thread, like a UDF stage: the matrix products overlap reading and what comes after.
+            stream = nearest(self.build(plan.left), self.build(plan.right), plan, ctx)
+            return prefetch(stream, ctx, maxsize=2, name="nearest")
         return self.blocking(plan)
 
     def blocking(self, plan: lp.LogicalPlan) -> Batches:
@@ -86,10 +92,11 @@ class _Builder:
         return state["stream"], new_exprs
 
 
-def execute(plan: lp.LogicalPlan, *, morsel_size: int = 8192) -> Batches:
+def execute(plan: lp.LogicalPlan, *, morsel_size: int = 8192, services: Any = None) -> Batches:
     """Run an (already optimized) plan, yielding its record batches in order.
 
     Closing the iterator early, an error, or Ctrl-C stops every stage and joins its thread.
+    ``services`` is what the runner shares with this run's operators (opaque here).
 
     Example:
         >>> import inferframe as ifr
@@ -97,7 +104,7 @@ def execute(plan: lp.LogicalPlan, *, morsel_size: int = 8192) -> Batches:
         >>> sum(b.num_rows for b in batches)
         2
     """
-    ctx = ExecContext(morsel_size=morsel_size)
+    ctx = ExecContext(morsel_size=morsel_size, services=services)
     try:
         yield from _Builder(ctx).build(plan)
     finally:

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.errors import ExpressionTypeError, PlanError
+from inferframe.expressions.functions import vector_size
 from inferframe.expressions.nodes import Col, Node, column_not_found, contains_udf
 
 
@@ -290,6 +291,87 @@ class Join(LogicalPlan):
     def describe(self) -> str:
         keys = ", ".join(f"{a}={b}" for a, b in zip(self.left_on, self.right_on))
         return f"Join {self.how} on [{keys}]"
+
+
+NEAREST_METRICS = ("cosine", "dot", "l2")
+
+
+def _vector_size(schema: pa.Schema, name: str, side: str) -> int | None:
+    """The fixed size of vector column ``name`` (None for ``list<float>``); a plan error if it is not a vector."""
+    idx = schema.get_field_index(name)
+    if idx < 0:
+        raise column_not_found(name, schema)
+    t = schema.field(idx).type
+    try:
+        return vector_size(t)
+    except TypeError:
+        raise ExpressionTypeError(
+            f"nearest(): {side} column {name!r} is {t}, not a vector. Pass an embedding column "
+            "(fixed_size_list<float> or list<float>, e.g. from embed_text()) as on=/other_on=."
+        ) from None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Nearest(LogicalPlan):
+    """For every ``left`` row, its ``k`` closest ``right`` rows by vector (exact top-k): one output row per match.
+
+    Output: ``left``'s columns, then ``right``'s (``prefix`` before names ``left`` has too), then
+    ``score_column`` (float32) and ``rank_column`` (int64, from 1), in ``left``'s row order.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> a = ifr.from_pydict({"v": [[1.0, 0.0]]})._plan
+        >>> node = Nearest(a, a, "v", "v", k=1)
+        >>> node.schema.names, node.describe()
+        (['v', 'right.v', 'score', 'rank'], 'Nearest k=1 cosine on [v ~ right v] -> score, rank')
+    """
+
+    left: LogicalPlan
+    right: LogicalPlan
+    on: str
+    other_on: str
+    k: int = 5
+    metric: str = "cosine"
+    score_column: str = "score"
+    rank_column: str = "rank"
+    prefix: str = "right."
+
+    def __post_init__(self):
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise PlanError(f"nearest(): k must be a positive integer, got {self.k!r}.")
+        if self.metric not in NEAREST_METRICS:
+            raise PlanError(f"nearest(): unknown metric {self.metric!r}; use one of {', '.join(NEAREST_METRICS)}.")
+        sl = _vector_size(self.left.schema, self.on, "the")
+        sr = _vector_size(self.right.schema, self.other_on, "other's")
+        if sl is not None and sr is not None and sl != sr:
+            raise ExpressionTypeError(
+                f"nearest(): {self.on!r} holds vectors of {sl} values but other's {self.other_on!r} holds {sr}. "
+                "Embed both sides with the same model and size."
+            )
+        names = list(self.left.schema.names) + self.right_names() + [self.score_column, self.rank_column]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise PlanError(
+                f"nearest() would produce duplicate column names {dupes}. Pick other names with "
+                "score_column=, rank_column= or prefix=, or rename the columns first."
+            )
+        right = [pa.field(name, f.type) for name, f in zip(self.right_names(), self.right.schema)]
+        score = [pa.field(self.score_column, pa.float32()), pa.field(self.rank_column, pa.int64())]
+        self._set_schema(pa.schema(list(self.left.schema) + right + score))
+
+    def right_names(self) -> list[str]:
+        """``right``'s column names as they appear in the output."""
+        left = set(self.left.schema.names)
+        return [self.prefix + n if n in left else n for n in self.right.schema.names]
+
+    def children(self):
+        return (self.left, self.right)
+
+    def with_children(self, children):
+        return dataclasses.replace(self, left=children[0], right=children[1])
+
+    def describe(self) -> str:
+        return f"Nearest k={self.k} {self.metric} on [{self.on} ~ right {self.other_on}] -> {self.score_column}, {self.rank_column}"
 
 
 def _join_compatible(a: pa.DataType, b: pa.DataType) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from inferframe.plan.logical import (
-    Aggregate, Explode, Filter, IntoBatches, Limit, LogicalPlan, Project, Repartition, Sort, Source,
+    Aggregate, Explode, Filter, IntoBatches, Limit, LogicalPlan, Nearest, Project, Repartition, Sort, Source,
 )
 
 
@@ -39,5 +39,16 @@ def prune(plan: LogicalPlan, required: set[str] | None = None) -> LogicalPlan:
     if isinstance(plan, Explode):
         need = None if required is None else required | set(plan.columns)
         return plan.with_children((prune(plan.input, need),))
+    if isinstance(plan, Nearest) and required is not None:
+        return plan.with_children(_nearest_inputs(plan, required))
     # Distinct, Join and Concat need every input column to keep their meaning.
     return plan.with_children(tuple(prune(c, None) for c in plan.children()))
+
+
+def _nearest_inputs(plan: Nearest, required: set[str]) -> tuple[LogicalPlan, LogicalPlan]:
+    """Both sides of a nearest() pruned to the columns asked for, plus the vector columns."""
+    clashes = set(plan.right.schema.names)
+    # A left column named like a right one stays: dropping it would drop the prefix from the right one's name.
+    left = {n for n in plan.left.schema.names if n in required or n in clashes} | {plan.on}
+    right = {n for out, n in zip(plan.right_names(), plan.right.schema.names) if out in required} | {plan.other_on}
+    return prune(plan.left, left), prune(plan.right, right)
