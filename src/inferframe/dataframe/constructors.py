@@ -7,13 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from inferframe.dataframe.dataframe import DataFrame
+from inferframe.dataframe.dataframe import DataFrame, in_memory
 from inferframe.errors import PlanError
 from inferframe.plan import logical as lp
-
-
-def _in_memory(table: pa.Table) -> DataFrame:
-    return DataFrame(lp.Source(lp.InMemory(table), table.schema))
 
 
 def from_pydict(data: dict[str, Any]) -> DataFrame:
@@ -34,13 +30,13 @@ def from_pydict(data: dict[str, Any]) -> DataFrame:
             arrays[k] = v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v if not hasattr(v, "to_arrow") else v.to_arrow())
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
             raise PlanError(f"from_pydict(): column {k!r} mixes values that cannot share one type: {e}") from None
-    return _in_memory(pa.table(arrays))
+    return in_memory(pa.table(arrays))
 
 
 def from_pylist(rows: list[dict]) -> DataFrame:
     """A DataFrame from a list of row dicts."""
     try:
-        return _in_memory(pa.Table.from_pylist(list(rows)))
+        return in_memory(pa.Table.from_pylist(list(rows)))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise PlanError(f"from_pylist(): rows have values that cannot share one column type: {e}") from None
 
@@ -53,12 +49,12 @@ def from_arrow(data: Any) -> DataFrame:
         data = pa.Table.from_batches(list(data))
     if not isinstance(data, pa.Table):
         raise TypeError(f"from_arrow() takes a pyarrow Table or RecordBatch(es), got {type(data).__name__}")
-    return _in_memory(data)
+    return in_memory(data)
 
 
 def from_pandas(df: Any) -> DataFrame:
     """A DataFrame from a pandas DataFrame (the index is dropped)."""
-    return _in_memory(pa.Table.from_pandas(df, preserve_index=False))
+    return in_memory(pa.Table.from_pandas(df, preserve_index=False))
 
 
 def _read(format: str, path: Any, **options: Any) -> DataFrame:
@@ -73,7 +69,11 @@ def read_parquet(path: Any, **options: Any) -> DataFrame:
     """Read Parquet files: a path, directory, glob, list, or URI (s3://, hf://, ...).
 
     Example:
-        >>> df = read_parquet("data/*.parquet")  # doctest: +SKIP
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = from_pydict({"a": [1, 2]}).write_parquet(d)
+        ...     read_parquet(f"{d}/*.parquet").to_pydict()
+        {'a': [1, 2]}
     """
     return _read("parquet", path, **options)
 

@@ -16,10 +16,10 @@ import pyarrow as pa
 from inferframe.dataframe.schema import Schema
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, col, to_node
-from inferframe.expressions.nodes import (
-    Agg, Alias, Call, Col, Node, UDFCall, Unnest, column_not_found, contains_agg, contains_udf,
-)
+from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
+from inferframe.plan.ai_stages import project_nodes
+from inferframe.plan.inspect import cheap_total, estimate_inputs, has_ai
 from inferframe.plan.optimizer import optimize
 
 
@@ -43,59 +43,6 @@ def _names(items) -> tuple[str, ...]:
         else:
             raise TypeError(f"Expected column names, got {it!r}")
     return tuple(out)
-
-
-def _has_ai(plan: lp.LogicalPlan) -> bool:
-    from inferframe.functions.ai import AISpec
-
-    def walk(p):
-        yield p
-        for c in p.children():
-            yield from walk(c)
-
-    for p in walk(plan):
-        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
-        for e in exprs:
-            if any(isinstance(n, UDFCall) and isinstance(n.udf, AISpec) for n in e.walk()):
-                return True
-    return False
-
-
-def _ai_calls(plan: lp.LogicalPlan):
-    """(projection, AI call) pairs in the plan."""
-    from inferframe.functions.ai import AISpec
-
-    if isinstance(plan, lp.Project):
-        for e in plan.exprs:
-            for n in e.walk():
-                if isinstance(n, UDFCall) and isinstance(n.udf, AISpec):
-                    yield plan, n
-    for c in plan.children():
-        yield from _ai_calls(c)
-
-
-def _cheap_total(plan: lp.LogicalPlan) -> int | None:
-    """Rows the job will produce, when knowable without reading data (for the progress bar)."""
-    if isinstance(plan, (lp.Project, lp.IntoBatches)):
-        return _cheap_total(plan.input)
-    if isinstance(plan, lp.Limit):
-        inner = _cheap_total(plan.input)
-        return plan.n if inner is None else min(plan.n, inner)
-    if isinstance(plan, lp.Source) and plan.filter is None:
-        if isinstance(plan.source, lp.InMemory):
-            n = plan.source.table.num_rows
-        else:
-            from inferframe.io import estimate_rows
-
-            n = estimate_rows(plan.source)
-        if n is not None and plan.limit is not None:
-            n = min(n, plan.limit)
-        return n
-    return None
-
-
-def _field(node: Node, name: str) -> Node:
-    return Call("struct.get", (node,), (("field", name),))
 
 
 class DataFrame:
@@ -132,81 +79,11 @@ class DataFrame:
         return name in self.column_names
 
     # --- projections --------------------------------------------------
-    def _project_nodes(self, nodes: list[Node]) -> lp.LogicalPlan:
-        """Expand unnest() markers and AI side columns, then build the projection."""
-        from inferframe.functions.ai import ai_call_of
-
-        state = {"plan": self._plan, "n": 0}
-        out: list[Node] = []
-        side: dict[str, Node] = {}
-        for n in nodes:
-            call = ai_call_of(n)
-            if call is not None and (call.udf.error_column or call.udf.usage_column):
-                # Run the AI call once into a struct, then split value, error and usage out of it.
-                tmp, errors = self._hoist(call, state)
-                name = n.name()
-                out.append(Alias(_field(Col(tmp), "value"), name))
-                if call.udf.error_column:
-                    err = errors[0] if len(errors) == 1 else Call("fill_null", tuple(errors))
-                    side[f"{name}_error"] = Alias(err, f"{name}_error")
-                if call.udf.usage_column:
-                    side[f"{name}_usage"] = Alias(_field(Col(tmp), "usage"), f"{name}_usage")
-            elif isinstance(n, Unnest) and contains_udf(n.child):
-                # Compute a struct with a UDF once, then split it, instead of calling the UDF per field.
-                tmp = self._stage(n.child, state)
-                out.append(Unnest(Col(tmp)))
-            else:
-                out.append(n)
-        plan = state["plan"]
-        nodes = out if plan is not self._plan else nodes
-        # A side column replaces an existing column of the same name (re-running with_column).
-        nodes = [side.pop(n.name(), n) if not isinstance(n, Unnest) else n for n in nodes] + list(side.values())
-        expanded: list[Node] = []
-        for n in nodes:
-            if isinstance(n, Unnest):
-                f = n.child.to_field(plan.schema)
-                if not pa.types.is_struct(f.type):
-                    raise PlanError(f"unnest() needs a struct column, but {n.child} is {f.type}.")
-                for i in range(f.type.num_fields):
-                    expanded.append(Alias(_field(n.child, f.type.field(i).name), f.type.field(i).name))
-            else:
-                if contains_agg(n):
-                    raise PlanError(f"{n} is an aggregation; use it in agg() or groupby(...).agg(), not in select().")
-                expanded.append(n)
-        return lp.Project(plan, tuple(expanded))
-
-    @staticmethod
-    def _stage(expr: Node, state: dict) -> str:
-        """Compute ``expr`` once into a new temporary column on top of the plan so far."""
-        tmp = f"__stage_{state['n']}"
-        state["n"] += 1
-        plan = state["plan"]
-        state["plan"] = lp.Project(plan, tuple(Col(c) for c in plan.schema.names) + (Alias(expr, tmp),))
-        return tmp
-
-    def _hoist(self, call: UDFCall, state: dict) -> tuple[str, list[Node]]:
-        """Stage an AI call and, first, the AI calls feeding it; return its column and the error columns, outer first."""
-        from inferframe.functions.ai import ai_call_of
-
-        errors: list[Node] = []
-
-        def inner(node: Node) -> Node:
-            nested = ai_call_of(node)
-            if nested is None:
-                return node
-            tmp, errs = self._hoist(nested, state)
-            errors.extend(errs)  # a row that failed upstream reports that error downstream
-            return _field(Col(tmp), "value")
-
-        new_call = call.with_children(tuple(a.transform_up(inner) for a in call.args))
-        tmp = self._stage(new_call, state)
-        return tmp, [_field(Col(tmp), "error"), *errors]
-
     def select(self, *columns: Any) -> "DataFrame":
         """Keep (and compute) these columns: names or expressions."""
         if not columns:
             raise PlanError("select() needs at least one column.")
-        return DataFrame(self._project_nodes([_expr(c) for c in columns]))
+        return DataFrame(project_nodes(self._plan, [_expr(c) for c in columns]))
 
     def with_column(self, name: str, expr: Any) -> "DataFrame":
         """Add or replace one column computed from an expression."""
@@ -217,7 +94,7 @@ class DataFrame:
         new = {name: Alias(to_node(e), name) for name, e in columns.items()}
         nodes: list[Node] = [new.pop(n) if n in new else Col(n) for n in self.column_names]
         nodes.extend(new.values())
-        return DataFrame(self._project_nodes(nodes))
+        return DataFrame(project_nodes(self._plan, nodes))
 
     def with_column_renamed(self, existing: str, new: str) -> "DataFrame":
         if existing not in self.column_names:
@@ -308,12 +185,9 @@ class DataFrame:
             >>> q.nearest(docs, on="v", k=1).select("q", "doc", "rank").to_pydict()
             {'q': ['x'], 'doc': ['b'], 'rank': [1]}
         """
-        from inferframe.functions.similarity import nearest_plan
-
         (left_col,) = _names([on])
         (right_col,) = _names([other_on if other_on is not None else on])
-        return DataFrame(nearest_plan(self._plan, other._plan, on=left_col, other_on=right_col, k=k, metric=metric,
-                                      score_column=score_column, rank_column=rank_column, prefix=prefix))
+        return DataFrame(lp.Nearest(self._plan, other._plan, left_col, right_col, k, metric, score_column, rank_column, prefix))
 
     def concat(self, other: "DataFrame") -> "DataFrame":
         """Rows of this DataFrame followed by rows of ``other`` (same columns)."""
@@ -359,11 +233,18 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         plan = self._optimized()
-        if not _has_ai(plan):
+        if not has_ai(plan):
             yield from get_runner().run(plan)
             return
-        with job_progress(_cheap_total(plan) if progress is not False else None, progress):
+        with job_progress(self._total(plan) if progress is not False else None, progress):
             yield from get_runner().run(plan)
+
+    @staticmethod
+    def _total(plan: lp.LogicalPlan) -> int | None:
+        """Rows the job will produce, when the plan or file metadata says (for the progress bar)."""
+        from inferframe.io import estimate_rows
+
+        return cheap_total(plan, estimate_rows)
 
     def to_arrow(self, progress: bool | None = None) -> pa.Table:
         if self._result is not None:
@@ -418,23 +299,24 @@ class DataFrame:
         are bounded by max_tokens when set (None otherwise); cost is None for unknown prices.
 
         Example:
+            >>> import inferframe as ifr
             >>> from inferframe.functions import prompt
-            >>> df = from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gpt-5-mini", provider="openai", base_url="http://x/v1", max_tokens=10))  # doctest: +SKIP
-            >>> df.estimate()["calls"][0]["rows"]  # doctest: +SKIP
-            1
+            >>> df = ifr.from_pydict({"q": ["hi", "yo"]}).with_column("a", prompt(ifr.col("q"), model="gemma-3-270m", max_tokens=10))
+            >>> df.estimate()["calls"][0]["rows"]
+            2
         """
-        from inferframe.functions.ai import AICallConfig, AISpec, estimate_call
+        from inferframe.functions.ai import AICallConfig, estimate_call
 
         calls = []
-        for node, call in _ai_calls(self._optimized()):
-            if not isinstance(call.udf.owner.args[0], AICallConfig):
+        for call, inputs in estimate_inputs(self._optimized()):
+            config = call.udf.owner.args[0]
+            if not isinstance(config, AICallConfig):
                 continue  # in-process models and media steps: no tokens, no bill
-            if any(isinstance(n, UDFCall) and isinstance(n.udf, AISpec) for a in call.args for n in a.walk()) or _has_ai(node.input):
-                calls.append({"call": call.udf.owner.args[0].label, "rows": None, "note": "depends on another AI call's output"})
+            if inputs is None:
+                calls.append({"call": config.label, "rows": None, "note": "depends on another AI call's output"})
                 continue
-            inputs = DataFrame(lp.Project(node.input, tuple(Alias(a, f"__p{i}") for i, a in enumerate(call.args))))
-            rows = [tuple(r.values()) for r in inputs.iter_rows(progress=False)]
-            calls.append(estimate_call(call.udf.owner.args[0], rows))
+            rows = [tuple(r.values()) for r in DataFrame(inputs).iter_rows(progress=False)]
+            calls.append(estimate_call(config, rows))
         costs = [c.get("cost_usd") for c in calls]
         return {
             "calls": calls,
@@ -488,9 +370,7 @@ class DataFrame:
         from inferframe.io import write_dataset
 
         paths = write_dataset(self.iter_batches(progress), self._plan.schema, str(root), format, **options)
-        from inferframe.dataframe.constructors import from_pydict
-
-        return from_pydict({"path": paths})
+        return in_memory(pa.table({"path": pa.array(paths)}))
 
     def write_parquet(self, root: str, **options: Any) -> "DataFrame":
         """Write a directory of Parquet files atomically; returns a DataFrame of the written paths."""
@@ -511,17 +391,17 @@ class DataFrame:
         embedding columns (fixed-size float lists) become LanceDB vector columns.
 
         Example:
+            >>> import tempfile
             >>> import inferframe as ifr
             >>> df = ifr.from_pydict({"id": [1], "v": [[0.1, 0.2]]})
-            >>> df.write_lance("/tmp/db", table="items", mode="overwrite").to_pydict()  # doctest: +SKIP
-            {'path': ['/tmp/db/items.lance']}
+            >>> with tempfile.TemporaryDirectory() as db:
+            ...     df.write_lance(db, table="items").to_pydict()["path"][0].endswith("items.lance")
+            True
         """
         from inferframe.io.lance import write_lance
 
         path = write_lance(self.iter_batches(progress), self._plan.schema, str(uri), table, mode, **options)
-        from inferframe.dataframe.constructors import from_pydict
-
-        return from_pydict({"path": [path]})
+        return in_memory(pa.table({"path": pa.array([path])}))
 
     def write_csv(self, root: str, **options: Any) -> "DataFrame":
         """Write a directory of CSV files atomically; returns a DataFrame of the written paths."""
@@ -572,3 +452,16 @@ class GroupedDataFrame:
 
     def count(self) -> DataFrame:
         return self.agg(col(self.keys[0].name()).count().alias("count"))
+
+
+def in_memory(table: pa.Table) -> DataFrame:
+    """A DataFrame over a table already in memory.
+
+    Parameters:
+        table: the rows.
+
+    Example:
+        >>> in_memory(pa.table({"a": [1, 2]})).count_rows()
+        2
+    """
+    return DataFrame(lp.Source(lp.InMemory(table), table.schema))

@@ -39,9 +39,10 @@ def optimize(plan: LogicalPlan, max_passes: int = 20) -> LogicalPlan:
 
     Example:
         >>> import inferframe as ifr
-        >>> df = ifr.from_pydict({"a": [1, 2]}).limit(1)
-        >>> print(optimize(df._plan).describe())
-        Limit 1
+        >>> df = ifr.from_pydict({"a": [1, 2], "b": [3, 4]}).select("a").limit(1)
+        >>> print(optimize(df._plan).tree())
+        * Project [col(a)]
+          * InMemory rows=2 columns=[a] limit=1
     """
     for _ in range(max_passes):
         changed = False

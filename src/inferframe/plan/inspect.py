@@ -1,0 +1,115 @@
+"""Questions asked of a plan before it runs: does it call a model, where, on what inputs, and how many rows.
+
+Example:
+    >>> import inferframe as ifr
+    >>> plan = ifr.from_pydict({"a": [1, 2, 3]}).limit(2)._plan
+    >>> has_ai(plan), cheap_total(plan)
+    (False, 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from inferframe.expressions.nodes import Alias, UDFCall
+from inferframe.plan import logical as lp
+from inferframe.plan.ai_nodes import contains_ai, is_ai_call
+
+
+def _walk(plan: lp.LogicalPlan) -> Iterator[lp.LogicalPlan]:
+    yield plan
+    for c in plan.children():
+        yield from _walk(c)
+
+
+def has_ai(plan: lp.LogicalPlan) -> bool:
+    """Whether any projection or filter in the plan calls an AI function.
+
+    Parameters:
+        plan: a logical plan.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> from inferframe import col
+        >>> from inferframe.functions import prompt
+        >>> has_ai(ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))._plan)
+        True
+    """
+    for p in _walk(plan):
+        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
+        if any(contains_ai(e) for e in exprs):
+            return True
+    return False
+
+
+def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project, UDFCall]]:
+    """Every AI call in the plan's projections, with the projection that computes it (outermost first).
+
+    Parameters:
+        plan: a logical plan.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> from inferframe import col
+        >>> from inferframe.functions import prompt
+        >>> df = ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))
+        >>> [call.udf.name for _, call in ai_calls(df._plan)]
+        ['prompt']
+    """
+    if isinstance(plan, lp.Project):
+        for e in plan.exprs:
+            for n in e.walk():
+                if is_ai_call(n):
+                    yield plan, n
+    for c in plan.children():
+        yield from ai_calls(c)
+
+
+def estimate_inputs(plan: lp.LogicalPlan) -> Iterator[tuple[UDFCall, lp.LogicalPlan | None]]:
+    """Each AI call with the plan of its argument values (columns ``__p0``, ``__p1``, ...), for estimating its cost.
+
+    The inputs are None when they depend on another AI call's output, which cannot be known
+    without calling that model.
+
+    Parameters:
+        plan: an optimized logical plan.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> from inferframe import col
+        >>> from inferframe.functions import prompt
+        >>> df = ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))
+        >>> [(call.udf.name, inputs.schema.names) for call, inputs in estimate_inputs(df._plan)]
+        [('prompt', ['__p0'])]
+    """
+    for node, call in ai_calls(plan):
+        if any(contains_ai(a) for a in call.args) or has_ai(node.input):
+            yield call, None
+        else:
+            yield call, lp.Project(node.input, tuple(Alias(a, f"__p{i}") for i, a in enumerate(call.args)))
+
+
+def cheap_total(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None] = lambda source: None) -> int | None:
+    """Rows the job will produce, when knowable without reading data (for the progress bar).
+
+    Parameters:
+        plan: an optimized logical plan.
+        count_source: rows of a file source from its metadata, or None (the caller's reader:
+            counting may read footers, which the plan layer does not do itself).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> cheap_total(ifr.from_pydict({"a": [1, 2, 3]})._plan)
+        3
+    """
+    if isinstance(plan, (lp.Project, lp.IntoBatches)):
+        return cheap_total(plan.input, count_source)
+    if isinstance(plan, lp.Limit):
+        inner = cheap_total(plan.input, count_source)
+        return plan.n if inner is None else min(plan.n, inner)
+    if isinstance(plan, lp.Source) and plan.filter is None:
+        n = plan.source.table.num_rows if isinstance(plan.source, lp.InMemory) else count_source(plan.source)
+        if n is not None and plan.limit is not None:
+            n = min(n, plan.limit)
+        return n
+    return None
