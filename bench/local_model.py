@@ -119,7 +119,7 @@ def child_inferframe(rows: int, swa_full_slots: int | None = None) -> None:
     from inferframe.functions import format, prompt
     from inferframe.observe import last_run
     from inferframe.providers.local_server import LocalServer, get_local_server
-    from inferframe.runtime.stats import CURRENT_RUN
+    from inferframe.observe.stats import CURRENT_RUN
 
     reviews = read_reviews()
     warm = reviews[-WARMUP_ROWS:]
@@ -187,11 +187,11 @@ def child_inferframe(rows: int, swa_full_slots: int | None = None) -> None:
 def child_sequential(rows: int, slots: int) -> None:
     from inferframe import col
     from inferframe.functions import format, prompt
-    from inferframe.functions.ai import ai_call_of, build_body
+    from inferframe.ai.requests import build_body
     from inferframe.providers.local_server import LocalServer
 
     # The exact config prompt() builds, so the bodies are byte-for-byte what inferframe sends.
-    config = ai_call_of(prompt_expr(col, prompt, format)._node).udf.owner.args[0]
+    config = prompt_expr(col, prompt, format)._node.child.args[0].udf.owner.args[0]
     reviews = read_reviews()
 
     def body(r: dict) -> bytes:

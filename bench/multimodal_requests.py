@@ -155,19 +155,18 @@ def _prompt_config(max_size, fmt):
 
     from inferframe import col, lit
     from inferframe.functions import prompt
-    from inferframe.functions.ai import ai_call_of
-    from inferframe.functions.messages import MediaOptions
+    from inferframe.providers.openai_format import MediaOptions
 
     expr = prompt([lit("Describe:"), col("img")], provider="openai", base_url="http://127.0.0.1:9/v1", api_key="k",
                   model=MODEL)
-    config = ai_call_of(expr._node).udf.owner.args[0]
+    config = expr._node.child.args[0].udf.owner.args[0]
     return dataclasses.replace(config, media=MediaOptions(max_image_size=max_size, image_format=fmt))
 
 
 def child_build(rows: int, max_size, fmt, threads: int = 1) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from inferframe.functions.ai import build_body
+    from inferframe.ai.requests import build_body
 
     config = _prompt_config(max_size, fmt)
     datas = [p.read_bytes() for p in image_paths()[:rows]]
@@ -220,7 +219,7 @@ def child_pipeline(rows: int, max_size, retry: bool) -> None:
     encodes = _counting(inferframe.media.parts, "normalize", encode_threads)  # prompt() -> image_part -> normalize
     decodes = _counting(inferframe.media, "normalize")                        # decode_image() -> normalize
     # Which thread runs the engine's event loop: the one that runs the AI client's __call__.
-    from inferframe.functions.ai import AIClient
+    from inferframe.ai.prompt import PromptOperator as AIClient
 
     loop_threads: set[str] = set()
     orig_call = AIClient.__call__

@@ -73,19 +73,40 @@ class LocalServerError(ExecutionError, RuntimeError):
 
 
 class SchemaMismatchError(InferframeError, ValueError):
-    """Files of one dataset have schemas that cannot be unified."""
+    """A file's column cannot be cast to the type the scan's schema expects.
+
+    The message names the offending file, the column, both types, and the file (or explicit
+    schema) the scan's schema came from.
+    """
 
 
 class MediaError(InferframeError, ValueError):
-    """An image or file could not be read, decoded or encoded."""
+    """One value cannot be used as media: not an image, a broken PDF, binary data where text was expected.
+
+    Subclasses ValueError so callers that validate input generically still catch it.
+    """
 
 
 class DownloadError(InferframeError):
-    """A location could not be downloaded; ``status`` is the HTTP status when there was one."""
+    """One location could not be read; the message names it and says why.
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    Attributes:
+        url: the location as given.
+        status: the HTTP status for an answered request, else None.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
         super().__init__(message)
+        self.url = url
         self.status = status
+
+    def __reduce__(self):
+        # Keyword-only fields would be lost by the default pickling; workers ship errors across processes.
+        return (_rebuild_download_error, (self.args[0] if self.args else "", self.url, self.status))
+
+
+def _rebuild_download_error(message: str, url: str | None, status: int | None) -> DownloadError:
+    return DownloadError(message, url=url, status=status)
 
 
 class ErrorKind(str, enum.Enum):

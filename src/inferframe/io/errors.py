@@ -1,4 +1,4 @@
-"""Exceptions raised by inferframe.io beyond the builtin ones.
+"""The errors inferframe.io raises beyond the builtin ones (defined with every other error in inferframe.errors).
 
 Example::
 
@@ -8,19 +8,6 @@ Example::
 
 from __future__ import annotations
 
+from inferframe.errors import SchemaMismatchError
+
 __all__ = ["SchemaMismatchError"]
-
-
-class SchemaMismatchError(ValueError):
-    """A file's column cannot be cast to the type the scan's schema expects.
-
-    The message names the offending file, the column, both types, and the file
-    (or explicit schema) the scan's schema came from.
-
-    Example::
-
-        >>> raise SchemaMismatchError("column 'x' is string in b.parquet, int64 in a.parquet")
-        Traceback (most recent call last):
-        ...
-        inferframe.io.errors.SchemaMismatchError: column 'x' is string in b.parquet, int64 in a.parquet
-    """

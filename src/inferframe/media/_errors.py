@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from inferframe.errors import InferframeError
+from inferframe.errors import MediaError
 
-
-class MediaError(InferframeError, ValueError):
-    """One value cannot be used as media: not an image, a broken PDF, binary data where text was expected.
-
-    Subclasses ValueError so callers that validate input generically still catch it.
-    """
+__all__ = ["MediaError", "describe_bytes", "require_bytes"]
 
 
 def describe_bytes(data: bytes, n: int = 16) -> str:

@@ -13,33 +13,11 @@ from urllib.request import url2pathname
 
 import aiohttp
 
-from inferframe.errors import InferframeError
+from inferframe.errors import DownloadError
 
 __all__ = ["DownloadError", "fetch_many", "fetch_many_sync"]
 
 _USER_AGENT = "inferframe-media/0.1 (+aiohttp)"
-
-
-class DownloadError(InferframeError):
-    """One location could not be read; the message names it and says why.
-
-    Attributes:
-        url: the location as given.
-        status: the HTTP status for an answered request, else None.
-    """
-
-    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
-        super().__init__(message)
-        self.url = url
-        self.status = status
-
-    def __reduce__(self):
-        # Keyword-only fields would be lost by the default pickling; workers ship errors across processes.
-        return (_rebuild_download_error, (self.args[0] if self.args else "", self.url, self.status))
-
-
-def _rebuild_download_error(message: str, url: str | None, status: int | None) -> DownloadError:
-    return DownloadError(message, url=url, status=status)
 
 
 def _scheme(location: str) -> str:
