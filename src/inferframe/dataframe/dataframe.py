@@ -301,11 +301,13 @@ class DataFrame:
         Example:
             >>> import inferframe as ifr
             >>> from inferframe.functions import prompt
-            >>> df = ifr.from_pydict({"q": ["hi", "yo"]}).with_column("a", prompt(ifr.col("q"), model="gemma-3-270m", max_tokens=10))
+            >>> df = ifr.from_pydict({"q": ["hi", "yo"]})
+            >>> df = df.with_column("a", prompt(ifr.col("q"), model="gemma-3-270m", max_tokens=10))
             >>> df.estimate()["calls"][0]["rows"]
             2
         """
-        from inferframe.functions.ai import AICallConfig, estimate_call
+        from inferframe.ai.config import AICallConfig
+        from inferframe.ai.requests import estimate_call
 
         calls = []
         for call, inputs in estimate_inputs(self._optimized()):

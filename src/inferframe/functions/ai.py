@@ -130,19 +130,3 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
                           + ". Answer with the label only.")
     return prompt(text, return_format=labels, system_message=system_message, **options)
 
-
-# TRANSITIONAL (removed once dataframe/ stops importing these from here)
-from inferframe.ai.requests import estimate_call  # noqa: E402,F401
-from inferframe.expressions.udf import AISpec  # noqa: E402,F401
-
-
-def ai_call_of(node):
-    from inferframe.expressions.nodes import Alias, Call, UDFCall
-
-    while isinstance(node, Alias):
-        node = node.child
-    if isinstance(node, Call) and node.function == "struct.get" and dict(node.params).get("field") == "value":
-        inner = node.args[0]
-        if isinstance(inner, UDFCall) and isinstance(inner.udf, AISpec):
-            return inner
-    return None
