@@ -9,9 +9,11 @@ Without ``--url`` it spawns a simulator subprocess (``Simulator.spawn``), so
 client and server each get their own interpreter.  Returns a dict from
 :func:`run_bench` (requests, seconds, rps, statuses).
 
-Example::
-
-    asyncio.run(run_bench("http://127.0.0.1:8000/v1", requests=5000, concurrency=128))
+Example:
+    >>> with Simulator(SimulatorConfig()) as sim:
+    ...     result = asyncio.run(run_bench(sim.base_url, requests=50, concurrency=8))
+    >>> result["requests"], result["statuses"]
+    (50, {200: 50})
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ server can be reconfigured with ``POST /_sim/config`` (JSON object of field
 changes) or ``Simulator.configure(**changes)``; both go through
 :meth:`SimulatorConfig.updated`, which validates the result.
 
-Example::
-
-    cfg = SimulatorConfig(rpm=600, latency_ms=20, p_500=0.01, seed=7)
-    cfg2 = cfg.updated(fail_rules=[{"match": "ROW7", "status": 400}])
-    SimulatorConfig.from_dict(cfg2.to_dict()) == cfg2   # True
+Example:
+    >>> cfg = SimulatorConfig(rpm=600, latency_ms=20, p_500=0.01, seed=7)
+    >>> cfg2 = cfg.updated(fail_rules=[{"match": "ROW7", "status": 400}])
+    >>> SimulatorConfig.from_dict(cfg2.to_dict()) == cfg2
+    True
 """
 
 from __future__ import annotations
@@ -76,10 +76,11 @@ class FailRule:
             body (retries of the same body then succeed); None = always.
         message / code: override the error message / code of the error body.
 
-    Example::
-
-        FailRule(match="ROW7", status=400)            # row 7 always gets a 400
-        FailRule(match="flaky", status=503, times=2)  # first 2 attempts fail
+    Example:
+        >>> FailRule(match="ROW7", status=400)  # row 7 always gets a 400
+        FailRule(match='ROW7', status=400, kind='error', times=None, message=None, code=None)
+        >>> FailRule(match="flaky", status=503, times=2).times  # the first 2 attempts fail
+        2
     """
 
     match: str
@@ -157,9 +158,10 @@ class SimulatorConfig:
         track_request_hashes: count requests per body hash (duplicate detection;
             also makes retries of one body draw fresh faults reproducibly).
 
-    Example::
-
-        SimulatorConfig(rpm=60, latency_dist="uniform", latency_lo_ms=5, latency_hi_ms=50)
+    Example:
+        >>> cfg = SimulatorConfig(rpm=60, latency_dist="uniform", latency_lo_ms=5, latency_hi_ms=50)
+        >>> cfg.rpm, cfg.latency_dist
+        (60, 'uniform')
     """
 
     # auth and models
@@ -242,7 +244,10 @@ class SimulatorConfig:
     def updated(self, **changes: Any) -> "SimulatorConfig":
         """Return a validated copy with ``changes`` applied (unknown names -> ValueError).
 
-        Example: ``cfg.updated(rpm=None, p_500=0.1)``
+        Example:
+            >>> cfg = SimulatorConfig(rpm=600).updated(rpm=None, p_500=0.1)
+            >>> cfg.rpm, cfg.p_500
+            (None, 0.1)
         """
         names = {f.name for f in fields(self)}
         unknown = set(changes) - names

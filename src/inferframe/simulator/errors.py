@@ -4,10 +4,12 @@ Raise :class:`SimError` anywhere in a handler; the pipeline turns it into the
 JSON body, status and headers.  Constructors for the common cases mirror the
 messages of the real API.
 
-Example::
-
-    raise invalid_request("Missing required parameter: 'messages'.",
-                          param="messages", code="missing_required_parameter")
+Example:
+    >>> import json
+    >>> err = invalid_request("Missing required parameter: 'messages'.",
+    ...                       param="messages", code="missing_required_parameter")
+    >>> json.loads(err.body())["error"]["code"], err.status
+    ('missing_required_parameter', 400)
 """
 
 from __future__ import annotations
@@ -137,7 +139,10 @@ _DEFAULTS = {
 def error_for_status(status: int, message: Optional[str] = None, code: Optional[str] = None) -> SimError:
     """An OpenAI-looking error for an arbitrary status (used by fail rules).
 
-    Example: ``error_for_status(400)`` -> 400 invalid_request_error.
+    Example:
+        >>> err = error_for_status(400)
+        >>> err.status, err.type
+        (400, 'invalid_request_error')
     """
     if status == 500:
         err = server_error()

@@ -13,15 +13,16 @@ Classes:
 Functions:
     start_server(app, host, port) -> (runner, port)   (async; used by both and the CLI)
 
-Example::
-
-    with Simulator(SimulatorConfig(rpm=600)) as sim:
-        client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
-        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
-        assert sim.stats()["total_requests"] == 1
-
-    with Simulator.spawn(SimulatorConfig(latency_ms=50)) as proc:
-        ...  # point a benchmark at proc.base_url
+Example:
+    >>> import openai
+    >>> with Simulator(SimulatorConfig(rpm=600)) as sim:
+    ...     client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
+    ...     _ = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    ...     sim.stats()["total_requests"]
+    1
+    >>> with Simulator.spawn(SimulatorConfig(latency_ms=50)) as proc:  # point a benchmark at proc.base_url
+    ...     proc.base_url.startswith("http://127.0.0.1:"), proc.pid != os.getpid()
+    (True, True)
 """
 
 from __future__ import annotations

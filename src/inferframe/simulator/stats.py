@@ -5,10 +5,13 @@ per kind, fail-rule hits, responses never sent, tokens, in-flight (current and
 max), and per-request-hash counts (how often each distinct body was sent), so
 a test can assert that no request was sent twice.
 
-Example::
-
-    s = Stats(); s.request("chat.completions"); s.seen(b"h"); s.seen(b"h")
-    s.snapshot()["duplicate_requests"]   # 1
+Example:
+    >>> s = Stats()
+    >>> s.request("chat.completions")
+    >>> s.seen(b"h"), s.seen(b"h")  # how many requests with this body hash came before
+    (0, 1)
+    >>> s.snapshot()["duplicate_requests"], s.snapshot()["by_endpoint"]
+    (1, {'chat.completions': 1})
 """
 
 from __future__ import annotations

@@ -6,11 +6,10 @@ what rate-limit costs use.  ``tokenizer='tiktoken'`` uses the model's encoding
 encoding files cannot be loaded (offline machine) it warns once and falls
 back to the estimate.
 
-Example::
-
-    c = TokenCounter("estimate")
-    c.count("hello world")            # 3
-    c.truncate("hello world", 1)      # 'hel' (count == 1)
+Example:
+    >>> c = TokenCounter("estimate")
+    >>> c.count("hello world"), c.truncate("hello world", 1), c.count("hel")
+    (3, 'hel', 1)
 """
 
 from __future__ import annotations
