@@ -8,9 +8,9 @@ Functions:
 ``TextResult`` has text (None on refusal), refusal (None unless refused),
 truncated (hit max tokens or a 'length' fault) and tokens (completion tokens).
 
-Example::
-
-    resolve_responder("json:dumps")({"a": 1})   # '{"a": 1}'
+Example:
+    >>> resolve_responder("json:dumps")({"a": 1})
+    '{"a": 1}'
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ Functions:
 Unknown /v1 URLs answer OpenAI's 404 ``Invalid URL (METHOD /v1/...)``.  The
 state is reachable as ``app[STATE_KEY]``.
 
-Example::
-
-    app = create_app(SimulatorConfig(rpm=60))
-    web.run_app(app, port=8080)   # or use Simulator / python -m inferframe.simulator
+Example (serve it with ``web.run_app(app, port=8080)``, ``Simulator`` or ``python -m inferframe.simulator``):
+    >>> app = create_app(SimulatorConfig(rpm=60))
+    >>> app[STATE_KEY].cfg.rpm, "/v1/chat/completions" in {r.resource.canonical for r in app.router.routes()}
+    (60, True)
 """
 
 from __future__ import annotations

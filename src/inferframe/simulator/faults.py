@@ -9,10 +9,10 @@ Classes:
     FaultPicker(config).pick(u) -> fault kind or None
     LatencyModel(config).sample(u) -> seconds
 
-Example::
-
-    u_fault, u_lat = draws(b"seed", b"\\x01" * 16, 0)
-    FaultPicker(SimulatorConfig(p_500=1.0)).pick(u_fault)   # 'server_error'
+Example:
+    >>> u_fault, u_lat = draws(b"seed", b"\\x01" * 16, 0)
+    >>> FaultPicker(SimulatorConfig(p_500=1.0)).pick(u_fault)
+    'server_error'
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Functions:
     dumps(obj) -> bytes   compact UTF-8 JSON
     loads(data) -> Any    accepts bytes or str; raises ValueError on invalid JSON
 
-Example::
-
-    loads(dumps({"a": [1, 2.5, "x"]}))  # {'a': [1, 2.5, 'x']}
+Example:
+    >>> dumps({"a": [1, 2.5, "x"]}), loads(dumps({"a": [1, 2.5, "x"]}))
+    (b'{"a":[1,2.5,"x"]}', {'a': [1, 2.5, 'x']})
 """
 
 from __future__ import annotations

@@ -8,10 +8,21 @@ handler that runs, in order: auth -> body hash/record -> JSON parse -> stream
 check -> prepare -> rate limit -> fail rules / random faults -> answer ->
 latency -> response with OpenAI headers.
 
-Example (a new module registering its own route)::
-
-    def register(app, state):
-        app.router.add_post(MyEndpoint.path, inference_handler(state, MyEndpoint()))
+Example (a new module registering its own route, answered here without HTTP):
+    >>> import types
+    >>> from inferframe.simulator import SimState, SimulatorConfig, create_app
+    >>> class Echo:
+    ...     name, path, text_faults = "echo", "/v1/echo", False
+    ...     def prepare(self, state, body):
+    ...         return Prepared("gpt-4o-mini", body, body["text"], body["text"], prompt_tokens=1)
+    ...     def render(self, state, prep, result):
+    ...         return {"echo": prep.text}
+    >>> echo = types.ModuleType("echo")
+    >>> echo.register = lambda app, state: app.router.add_post(Echo.path, inference_handler(state, Echo()))
+    >>> state = SimState(SimulatorConfig())
+    >>> app = create_app(state=state, modules=[echo])
+    >>> asyncio.run(execute(state, "/v1/echo", {"text": "hi"}))
+    (200, {'echo': 'hi'})
 """
 
 from __future__ import annotations
@@ -278,9 +289,16 @@ async def execute(state: Any, path: str, body: dict) -> tuple[int, dict]:
     """Run one request body through endpoint ``path`` without HTTP, limits, faults or latency.
 
     Returns (status, JSON body).  Meant for modules that answer requests in bulk
-    (e.g. a future /v1/batches).  Example::
+    (/v1/batches).
 
-        status, out = await execute(state, "/v1/chat/completions", {"model": "gpt-4o-mini", "messages": [...]})
+    Example:
+        >>> from inferframe.simulator import SimState, SimulatorConfig, create_app
+        >>> state = SimState(SimulatorConfig())
+        >>> app = create_app(state=state)
+        >>> body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+        >>> status, out = asyncio.run(execute(state, "/v1/chat/completions", body))
+        >>> status, out["choices"][0]["message"]["content"]
+        (200, 'sim answer: hi')
     """
     ep = state.endpoints.get(path)
     if ep is None:

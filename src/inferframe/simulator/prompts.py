@@ -8,10 +8,10 @@ Functions:
 ``user_text`` (the last user message's text) and ``extra_tokens`` (fixed costs
 for images/files) and ``n_messages``.
 
-Example::
-
-    e = chat_messages([{"role": "user", "content": "hi"}])
-    e.user_text, e.n_messages   # ('hi', 1)
+Example:
+    >>> e = chat_messages([{"role": "user", "content": "hi"}])
+    >>> e.user_text, e.n_messages
+    ('hi', 1)
 """
 
 from __future__ import annotations

@@ -8,11 +8,12 @@ consumes nothing.  Headers follow OpenAI: ``x-ratelimit-limit-*``,
 ``x-ratelimit-remaining-*``, ``x-ratelimit-reset-*`` (Go-style durations such as
 ``"1s"``, ``"6m0s"``, ``"20ms"``).
 
-Example::
-
-    rl = RateLimiter(rpm=60, tpm=None)
-    d = rl.acquire("gpt-4o-mini", cost=10, now=time.monotonic())
-    d.allowed, d.headers["x-ratelimit-remaining-requests"]   # True, '59'
+Example:
+    >>> import time
+    >>> rl = RateLimiter(rpm=60, tpm=None)
+    >>> d = rl.acquire("gpt-4o-mini", cost=10, now=time.monotonic())
+    >>> d.allowed, d.headers["x-ratelimit-remaining-requests"]
+    (True, '59')
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ __all__ = ["RateLimiter", "Decision", "format_duration"]
 def format_duration(seconds: float) -> str:
     """Format like Go's time.Duration (as OpenAI's reset headers do).
 
-    Examples: 0 -> '0s', 0.02 -> '20ms', 1 -> '1s', 59.56 -> '59.56s', 360 -> '6m0s', 3725 -> '1h2m5s'.
+    Example:
+        >>> [format_duration(s) for s in (0, 0.02, 1, 59.56, 360, 3725)]
+        ['0s', '20ms', '1s', '59.56s', '6m0s', '1h2m5s']
     """
     if seconds <= 0:
         return "0s"

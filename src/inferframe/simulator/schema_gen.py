@@ -9,12 +9,11 @@ minimum / maximum / exclusiveMinimum / exclusiveMaximum / multipleOf, boolean, n
 Every property is generated (optional ones too, except deep in recursion).
 Arrays get 1-2 items unless the bounds say otherwise.
 
-Example::
-
-    generate({"type": "object", "properties": {"label": {"enum": ["pos", "neg"]},
-              "score": {"type": "number", "minimum": 0, "maximum": 1}},
-              "required": ["label", "score"]}, seed=3)
-    # {'label': 'neg', 'score': 0.42}  (same seed -> same value)
+Example (the same seed gives the same value):
+    >>> generate({"type": "object", "properties": {"label": {"enum": ["pos", "neg"]},
+    ...           "score": {"type": "number", "minimum": 0, "maximum": 1}},
+    ...           "required": ["label", "score"]}, seed=3)
+    {'label': 'pos', 'score': 0.59}
 """
 
 from __future__ import annotations

@@ -5,11 +5,12 @@ the hot path needs from the config (fault thresholds, latency model, token
 counter, responder, auth header, model lookups) and rebuilds it on
 :meth:`configure`.  Only use it from the server's event loop thread.
 
-Example::
-
-    st = SimState(SimulatorConfig(rpm=60))
-    st.configure(rpm=120, p_500=0.1)
-    st.stats_snapshot()["total_requests"]   # 0
+Example:
+    >>> st = SimState(SimulatorConfig(rpm=60))
+    >>> st.configure(rpm=120, p_500=0.1).rpm
+    120
+    >>> st.stats_snapshot()["total_requests"]
+    0
 """
 
 from __future__ import annotations

@@ -1,8 +1,12 @@
 """Small request-field validators shared by the endpoint modules (OpenAI error wording).
 
-Example::
-
-    n = int_param(body, "n", minimum=1, maximum=128, default=1)
+Example:
+    >>> int_param({"n": 3}, "n", minimum=1, default=1), int_param({}, "n", minimum=1, default=1)
+    (3, 1)
+    >>> int_param({"n": 0}, "n", minimum=1, default=1)
+    Traceback (most recent call last):
+    ...
+    inferframe.simulator.errors.SimError: Invalid 'n': integer below minimum value. Expected a value >= 1, but got 0 instead.
 """
 
 from __future__ import annotations

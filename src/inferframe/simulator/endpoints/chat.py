@@ -6,10 +6,15 @@ response_format text / json_object / json_schema (a JSON document generated
 from the schema), refusal and length faults.  ``stream=true`` is rejected
 with a 400 by the pipeline.
 
-Example::
-
-    client.chat.completions.create(model="gpt-4o-mini",
-        messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+Example:
+    >>> import openai
+    >>> from inferframe.simulator import Simulator
+    >>> with Simulator() as sim:
+    ...     client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
+    ...     c = client.chat.completions.create(model="gpt-4o-mini",
+    ...         messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    >>> c.choices[0].message.content, c.choices[0].finish_reason
+    ('sim answer: hi', 'stop')
 """
 
 from __future__ import annotations

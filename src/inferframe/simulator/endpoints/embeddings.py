@@ -5,9 +5,14 @@ Input: a string, a list of strings, a token array or a list of token arrays
 models only, up to the native size), ``encoding_format`` 'float' | 'base64'
 (little-endian float32, what the SDK asks for by default).
 
-Example::
-
-    client.embeddings.create(model="text-embedding-3-small", input=["a", "b"], dimensions=256)
+Example:
+    >>> import openai
+    >>> from inferframe.simulator import Simulator
+    >>> with Simulator() as sim:
+    ...     client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
+    ...     e = client.embeddings.create(model="text-embedding-3-small", input=["a", "b"], dimensions=256)
+    >>> len(e.data), len(e.data[0].embedding)
+    (2, 256)
 """
 
 from __future__ import annotations

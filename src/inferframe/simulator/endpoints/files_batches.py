@@ -25,10 +25,22 @@ with their 4xx response.  Output lines are shuffled (OpenAI does not keep input 
 
 Counters (in ``/_sim/stats``): files_uploaded, batches_created, batch_requests (answered requests).
 
-Example::
-
-    f = client.files.create(file=("in.jsonl", data), purpose="batch")
-    b = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
+Example:
+    >>> import json, time
+    >>> line = {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions",
+    ...         "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}}
+    >>> import openai
+    >>> from inferframe.simulator import Simulator
+    >>> with Simulator() as sim:
+    ...     client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
+    ...     f = client.files.create(file=("in.jsonl", json.dumps(line).encode()), purpose="batch")
+    ...     b = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h")
+    ...     while b.status not in ("completed", "failed", "expired", "cancelled"):
+    ...         time.sleep(0.05)
+    ...         b = client.batches.retrieve(b.id)
+    ...     out = json.loads(client.files.content(b.output_file_id).text)
+    >>> b.status, out["custom_id"], out["response"]["status_code"]
+    ('completed', 'r1', 200)
 """
 
 from __future__ import annotations

@@ -1,8 +1,13 @@
 """GET /v1/models and GET /v1/models/{model} (the config's ``models``).
 
-Example::
-
-    [m.id for m in client.models.list()]
+Example:
+    >>> import openai
+    >>> from inferframe.simulator import Simulator
+    >>> with Simulator() as sim:
+    ...     client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
+    ...     ids = [m.id for m in client.models.list()]
+    >>> ids[:2]
+    ['gpt-4o-mini', 'gpt-4o']
 """
 
 from __future__ import annotations

@@ -11,9 +11,14 @@ incomplete_details.reason 'max_output_tokens' on truncation) and
 ``text.format`` text / json_object / json_schema.  Refusal faults produce a
 ``refusal`` content part.
 
-Example::
-
-    client.responses.create(model="gpt-4o-mini", input="hi", instructions="be brief")
+Example:
+    >>> import openai
+    >>> from inferframe.simulator import Simulator
+    >>> with Simulator() as sim:
+    ...     client = openai.OpenAI(base_url=sim.base_url, api_key="x", max_retries=0)
+    ...     r = client.responses.create(model="gpt-4o-mini", input="hi", instructions="be brief")
+    >>> r.status, r.output_text
+    ('completed', 'sim answer: hi')
 """
 
 from __future__ import annotations
