@@ -10,7 +10,14 @@ from inferframe.expressions.nodes import Alias, Call, Cast, Col, Lit, Node, UDFC
 
 
 def evaluate(node: Node, batch: pa.RecordBatch) -> pa.Array:
-    """Evaluate ``node`` on ``batch``; the result always has ``batch.num_rows`` rows."""
+    """Evaluate ``node`` on ``batch``; the result always has ``batch.num_rows`` rows.
+
+    Example:
+        >>> from inferframe import col, lit
+        >>> batch = pa.record_batch({"a": [1, 2]})
+        >>> evaluate((col("a") * 10)._node, batch).to_pylist(), evaluate(lit("x")._node, batch).to_pylist()
+        ([10, 20], ['x', 'x'])
+    """
     out = _eval(node, batch)
     if isinstance(out, pa.Scalar):
         return pa.repeat(out, batch.num_rows)
@@ -44,7 +51,15 @@ def _eval(node: Node, batch: pa.RecordBatch):
 
 
 def to_pyarrow_filter(node: Node):
-    """Translate a predicate to a ``pyarrow.compute.Expression`` for scan pushdown, or None."""
+    """Translate a predicate to a ``pyarrow.compute.Expression`` for scan pushdown, or None.
+
+    Example:
+        >>> from inferframe import col
+        >>> to_pyarrow_filter(((col("a") > 1) & col("b").not_null())._node)
+        <pyarrow.compute.Expression ((a > 1) and is_valid(b))>
+        >>> to_pyarrow_filter(col("s").str.lower()._node) is None  # no pyarrow equivalent: filtered after the scan
+        True
+    """
     import pyarrow.dataset as ds
 
     ops = {"eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__", "and": "__and__", "or": "__or__"}
