@@ -36,7 +36,24 @@ def _method_options(fn: Callable, is_batch: bool, return_dtype: Any, batch_size:
 
 
 class _MethodDecorator:
-    """``@method``, ``@method(return_dtype=...)`` and ``@method.batch(return_dtype=..., batch_size=...)``."""
+    """``@method``, ``@method(return_dtype=...)`` and ``@method.batch(return_dtype=..., batch_size=...)``.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> @ifr.cls
+        ... class Scorer:
+        ...     def __init__(self, weight: int):
+        ...         self.weight = weight
+        ...     @ifr.method(return_dtype=ifr.DataType.string())
+        ...     def tag(self, s):
+        ...         return f"{s}:{self.weight}"
+        ...     @ifr.method.batch(return_dtype=ifr.DataType.int64(), batch_size=64)
+        ...     def score(self, s: ifr.Series):
+        ...         return [self.weight * len(v) for v in s]
+        >>> m = Scorer(10)
+        >>> ifr.from_pydict({"s": ["ab", "c"]}).select(m.tag(ifr.col("s")).alias("t"), m.score(ifr.col("s"))).to_pydict()
+        {'t': ['ab:10', 'c:10'], 's': [20, 10]}
+    """
 
     def __call__(self, fn: Callable | None = None, *, return_dtype: Any = None, max_concurrency: int | None = None):
         def wrap(f):

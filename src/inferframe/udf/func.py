@@ -63,7 +63,16 @@ class _FuncDecorator:
 
     def batch(self, fn: Callable | None = None, *, return_dtype: Any = None,
               max_concurrency: int | None = None, batch_size: int | None = None):
-        """Decorate a function that takes ``Series`` and returns one value per row."""
+        """Decorate a function that takes ``Series`` and returns one value per row.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> @ifr.func.batch(return_dtype=ifr.DataType.int64())
+            ... def lengths(s: ifr.Series):
+            ...     return [len(v) for v in s.to_pylist()]
+            >>> ifr.from_pydict({"s": ["ab", "c"]}).select(lengths(ifr.col("s"))).to_pydict()
+            {'s': [2, 1]}
+        """
 
         def wrap(f: Callable) -> Func:
             return Func(f, return_dtype=return_dtype, is_batch=True, max_concurrency=max_concurrency, batch_size=batch_size)
