@@ -6,8 +6,8 @@ files, so the column type is exact before anything runs.
 Example:
     >>> import inferframe as ifr
     >>> expr = inprocess_embed_text(ifr.col("doc"), provider="sentence_transformers", model=None, dimensions=None)
-    >>> ifr.from_pydict({"doc": ["a cat"]}).with_column("v", expr).schema()["v"].dtype
-    DataType.embedding(float32, 384)
+    >>> ifr.from_pydict({"doc": ["a cat"]}).with_column("v", expr).schema()["v"]
+    DataType(embedding<float, 384>)
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Example:
     >>> import inferframe as ifr
     >>> df = ifr.from_pydict({"q": ["2+2?"]})
     >>> df = df.with_column("a", prompt(ifr.col("q"), model="gemma-3-270m", max_tokens=4))
-    >>> df.schema()["a"].dtype
-    DataType.string()
+    >>> df.schema()["a"]
+    DataType(string)
 """
 
 from __future__ import annotations

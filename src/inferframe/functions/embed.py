@@ -10,8 +10,8 @@ Example:
     >>> import inferframe as ifr
     >>> from inferframe.functions import embed_text
     >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
-    >>> df.with_column("v", embed_text(ifr.col("doc"))).schema()["v"].dtype  # doctest: +SKIP
-    DataType.embedding(float32, 384)
+    >>> df.with_column("v", embed_text(ifr.col("doc"))).schema()["v"]
+    DataType(embedding<float, 384>)
 """
 
 from __future__ import annotations
@@ -64,7 +64,9 @@ def embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: 
     Example:
         >>> import inferframe as ifr
         >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
-        >>> v = df.with_column("v", embed_text(ifr.col("doc"))).to_pydict()["v"]  # doctest: +SKIP
+        >>> v = df.with_column("v", embed_text(ifr.col("doc"))).to_pydict()["v"]
+        >>> len(v), len(v[0])
+        (2, 384)
     """
     _check_column("embed_text", text)
     if provider is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from inferframe.errors import PlanError
+from inferframe.errors import ErrorKind, PlanError
 from inferframe.models.loading import _read_json, offline, pick_device
 from inferframe.models.vectors import to_vectors
 from inferframe.series import Series
@@ -74,7 +74,7 @@ class ClipImageEmbedder:
                 pics.append(decode(File(v).read()).convert("RGB"))
                 rows.append(i)
             except Exception as e:  # one unreadable image is data for its row, not the end of the query
-                errors[i] = {"kind": "image", "message": f"{type(e).__name__}: {e}", "status": None, "attempts": 0, "raw": None}
+                errors[i] = {"kind": ErrorKind.IMAGE.value, "message": f"{type(e).__name__}: {e}", "status": None, "attempts": 0, "raw": None}
         vectors = np.zeros((0, self.size), dtype=np.float32)
         if pics:
             with torch.inference_mode():

@@ -151,7 +151,7 @@ def estimate_tokens(body: dict, model: str | None) -> tuple[int, int]:
 
     Example:
         >>> estimate_tokens({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
-        (105, 7)
+        (106, 7)
     """
     payload = body.get("messages") or body.get("input") or body.get("instructions") or ""
     text = "\n".join(_texts(payload))
