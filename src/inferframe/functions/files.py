@@ -1,10 +1,16 @@
 """Files and images as columns: ``download``, ``file``, ``decode_image``, ``resize_image``, ``encode_image``.
 
 Example:
-    >>> import inferframe as ifr
+    >>> import inferframe as ifr, pathlib, tempfile
+    >>> from PIL import Image
     >>> from inferframe.functions import download, decode_image
-    >>> df = ifr.from_glob_path("examples/data/images/*.png")  # doctest: +SKIP
-    >>> df = df.with_column("image", decode_image(download(ifr.col("path"))))  # doctest: +SKIP
+    >>> folder = tempfile.mkdtemp()
+    >>> Image.new("RGB", (64, 32), "red").save(pathlib.Path(folder, "red.png"))
+    >>> df = ifr.from_glob_path(folder + "/*.png")
+    >>> df = df.with_column("image", decode_image(download(ifr.col("path")), max_size=16))
+    >>> row = df.select("image", "image_error").to_pylist()[0]
+    >>> Image.open(__import__("io").BytesIO(row["image"])).size, row["image_error"]
+    ((16, 8), None)
 """
 
 from __future__ import annotations

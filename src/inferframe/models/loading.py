@@ -2,7 +2,7 @@
 
 Example:
     >>> from inferframe.models.loading import model_files, text_dimensions
-    >>> text_dimensions("sentence_transformers", model_files(None))  # doctest: +SKIP
+    >>> text_dimensions("sentence_transformers", model_files(None))
     384
 """
 

@@ -113,7 +113,9 @@ class SentenceTransformerEmbedder(_Embedder):
 
     Example:
         >>> from inferframe.models.loading import model_files
-        >>> e = SentenceTransformerEmbedder(str(model_files(None)))  # doctest: +SKIP
+        >>> e = SentenceTransformerEmbedder(str(model_files(None)))
+        >>> e.dimensions
+        384
     """
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
@@ -147,7 +149,9 @@ class TransformersEmbedder(_Embedder):
 
     Example:
         >>> from inferframe.models.loading import model_files
-        >>> e = TransformersEmbedder(str(model_files(None)))  # doctest: +SKIP
+        >>> e = TransformersEmbedder(str(model_files(None)))
+        >>> e.width
+        384
     """
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,

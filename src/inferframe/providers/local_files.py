@@ -5,7 +5,7 @@ processes. Environment variables point at other files.
 
 Example:
     >>> from inferframe.providers.local_files import resolve_model
-    >>> resolve_model(None).suffix                         # doctest: +SKIP
+    >>> resolve_model(None).suffix
     '.gguf'
 """
 

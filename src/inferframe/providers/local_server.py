@@ -5,9 +5,9 @@ afterwards; it speaks the OpenAI HTTP API at ``server.base_url``.
 
 Example:
     >>> from inferframe.providers.local_server import get_local_server
-    >>> server = get_local_server()                        # doctest: +SKIP
-    >>> server.base_url, server.model                      # doctest: +SKIP
-    ('http://127.0.0.1:40123/v1', 'gemma-3-270m-q4_k_m')
+    >>> server = get_local_server()
+    >>> server.base_url.startswith("http://127.0.0.1:"), server.model
+    (True, 'gemma-3-270m-q4_k_m')
 """
 
 from __future__ import annotations
@@ -366,8 +366,8 @@ def get_local_server(n_parallel: int | None = None) -> LocalServer:
     if this process dies abruptly (see ``_launch``).
 
     Example:
-        >>> server = get_local_server()                    # doctest: +SKIP
-        >>> get_local_server() is server                   # doctest: +SKIP
+        >>> server = get_local_server()
+        >>> get_local_server() is server
         True
     """
     global _singleton
