@@ -53,7 +53,7 @@ class VectorIndex:
     def __init__(self, table: pa.Table, on: str, metric: str) -> None:
         self.metric = metric
         self.columns = [c.combine_chunks() if c.num_chunks != 1 else c.chunk(0) for c in table.columns]
-        m, valid = vector_matrix(table.column(on).combine_chunks())
+        m, valid = vector_matrix(self.columns[table.schema.get_field_index(on)])  # the copy kept above, not a second one
         if metric == "cosine":
             m, norms = normalise(m)
             valid &= norms > 0  # a zero vector has no direction: it can never be a match

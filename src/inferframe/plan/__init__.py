@@ -1,1 +1,1 @@
-"""Logical plans, optimizer rules and explain()."""
+"""Logical plans, optimizer rules, and plan rewriting: AI stages with their side columns, questions asked of a plan."""

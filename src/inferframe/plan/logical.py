@@ -371,7 +371,8 @@ class Nearest(LogicalPlan):
         return dataclasses.replace(self, left=children[0], right=children[1])
 
     def describe(self) -> str:
-        return f"Nearest k={self.k} {self.metric} on [{self.on} ~ right {self.other_on}] -> {self.score_column}, {self.rank_column}"
+        on = f"[{self.on} ~ right {self.other_on}]"
+        return f"Nearest k={self.k} {self.metric} on {on} -> {self.score_column}, {self.rank_column}"
 
 
 def _join_compatible(a: pa.DataType, b: pa.DataType) -> bool:
