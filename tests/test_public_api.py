@@ -7,11 +7,11 @@ ROOT = pathlib.Path(ifr.__file__).parent
 
 # DESIGN.md's layers, top imports bottom. Where the table's row order cannot be an import order the
 # dependency decides: the runners compose the executor (so they sit above it), the logical plan holds
-# expression nodes (so plan sits above expressions), in-process models sit under the AI layer that
-# shares their vector helpers, and observe (counters, progress) is the floor every layer reports to.
+# expression nodes (so plan sits above expressions), in-process models sit above the AI layer whose
+# result columns and vector helpers they use, and observe (counters, progress) is the floor every layer reports to.
 # Top-level modules that are layers of their own: session (settings resolved into plans) sits under
 # the AI layer and above runtime/providers.
-LAYERS = ["dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "ai", "models", "session",
+LAYERS = ["dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
           "runtime", "providers", "structured", "media", "io", "observe"]
 # Modules every layer may use: errors, types and small value classes with no inferframe imports of a layer.
 BASE = {"errors", "datatype", "series", "file"}

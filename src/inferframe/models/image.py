@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE
 from inferframe.errors import ErrorKind, PlanError
 from inferframe.models.loading import _read_json, offline, pick_device
-from inferframe.models.vectors import to_vectors
+from inferframe.ai.vectors import to_vectors
 from inferframe.series import Series
 
 _INSTALL = ('embed_image() runs a CLIP-style model in this process. Install the libraries with '

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from inferframe.models.loading import offline, pick_device
 from inferframe.observe.stats import CURRENT_RUN, RunCounters, RunStats
-from inferframe.models.vectors import combine_chunks, to_vectors, unit_rows
+from inferframe.ai.vectors import combine_chunks, to_vectors, unit_rows
 from inferframe.series import Series
 
 _LOADED: dict = {}  # (class, path, device) -> loaded model, reused by later queries in this process
