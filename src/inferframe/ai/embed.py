@@ -27,7 +27,7 @@ from inferframe.ai.operator import AIOperator
 from inferframe.ai.requests import build_body
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind
-from inferframe.models.vectors import combine_chunks, to_vectors
+from inferframe.ai.vectors import combine_chunks, to_vectors
 from inferframe.providers.interface import Provider, Request
 from inferframe.providers.tokens import count_text
 from inferframe.runtime import RowError
