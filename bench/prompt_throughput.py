@@ -314,13 +314,19 @@ def main() -> None:
         child_main(args)
         return
 
-    import daft
-
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    try:  # only the daft client needs it; the others run without it installed
+        import daft
+
+        daft_version = daft.__version__
+    except ImportError:
+        if "daft" in clients:
+            raise SystemExit("the daft client needs daft: pip install daft (or leave it out with --clients)")
+        daft_version = "not installed"
     latencies = [float(x) for x in args.latencies.split(",")]
     print(f"prompt_throughput: chat completions against the simulator (separate process), "
           f"{args.concurrency} requests in flight per client")
-    print(f"  {machine_line()}; daft {daft.__version__}; Daft: into_batches({args.daft_batch}), "
+    print(f"  {machine_line()}; daft {daft_version}; Daft: into_batches({args.daft_batch}), "
           f"concurrency={max(1, args.concurrency // args.daft_batch - 1)}")
     print(f"  aiohttp and inferframe run {args.repeat}x per latency, openai-sdk and daft {args.repeat_slow}x, rounds "
           f"interleaved; the table shows each client's fastest run (least disturbed by other load), 'median' the median "

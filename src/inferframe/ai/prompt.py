@@ -35,6 +35,7 @@ class PromptOperator(AIOperator):
 
     def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
         super().__init__(config, services, provider)
+        self.wire = provider_class(config.provider)  # builds every row's body: looked up once
         self.validator = None
         if config.return_format is not None:
             from inferframe.structured import Validator
@@ -91,7 +92,8 @@ class PromptOperator(AIOperator):
                 requests.append(None)
                 continue
             try:
-                requests.append(build_request(self.config, values, kinds, [n_[i] if n_ else None for n_ in names]))
+                requests.append(build_request(self.config, values, kinds, [n_[i] if n_ else None for n_ in names],
+                                              self.wire))
             except (ValueError, TypeError) as e:  # MediaError is a ValueError: a bad image or file in this row
                 early[i] = RowError(ErrorKind.INPUT, f"{type(e).__name__}: {e}", None, 0)
                 requests.append(None)
@@ -129,6 +131,6 @@ class PromptOperator(AIOperator):
     def _repair_request(self, request: Request, raw: str, problem: str) -> Request:
         from inferframe.structured import repair_message
 
-        body = provider_class(self.config.provider).follow_up_body(request.endpoint, request.body, raw,
+        body = self.wire.follow_up_body(request.endpoint, request.body, raw,
                                                                    repair_message(raw, problem))
         return Request(request.endpoint, body, request.est_tokens * 2)

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from inferframe.ai.config import AICallConfig
 from inferframe.datatype import DataType
-from inferframe.providers.interface import Request
+from inferframe.providers.interface import Provider, Request
 from inferframe.providers.registry import capabilities, provider_class
 
 
@@ -38,22 +38,26 @@ def column_kind(t: pa.DataType) -> str:
     return "text"
 
 
-def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None) -> dict | None:
-    """The wire body for one row (None when an input is null)."""
+def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
+               cls: type[Provider] | None = None) -> dict | None:
+    """The wire body for one row (None when an input is null); ``cls`` is the provider class when known."""
     if any(v is None for v in values):
         return None
     kinds = kinds or ["text"] * len(values)
     names = names or [None] * len(values)
-    return provider_class(c.provider).request_body(c.endpoint, c.model, list(zip(values, kinds, names)),
-                                                   c.system_message, dict(c.options), dict(c.format_request), c.media)
+    return (cls or provider_class(c.provider)).request_body(c.endpoint, c.model, list(zip(values, kinds, names)),
+                                                            c.system_message, dict(c.options), dict(c.format_request),
+                                                            c.media)
 
 
-def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None) -> Request | None:
+def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
+                  cls: type[Provider] | None = None) -> Request | None:
     """The request for one row with its token estimate (None when an input is null)."""
-    body = build_body(c, values, kinds, names)
+    cls = cls or provider_class(c.provider)
+    body = build_body(c, values, kinds, names, cls)
     if body is None:
         return None
-    inp, out = provider_class(c.provider).estimate_tokens(body, c.model)
+    inp, out = cls.estimate_tokens(body, c.model)
     return Request(c.endpoint, body, inp + out)
 
 

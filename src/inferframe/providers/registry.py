@@ -68,6 +68,8 @@ class Registry:
         self._providers[name] = ProviderInfo(name, cls, **info)
 
     def _load(self) -> None:
+        if self._loaded:  # read on every request built: no lock once loaded
+            return
         with self._lock:
             if self._loaded:
                 return

@@ -55,6 +55,9 @@ class InferenceRuntime:
         self.limiter, self.slots, self.breaker = shared.limiter, shared.slots, shared.breaker
         self.rng = random.Random(seed)
         self.cache = None if config.cache_policy == "off" else open_cache(config.cache_dir)
+        # Asked on every row: read the policy once.
+        self._reads = self.cache is not None and config.cache_policy.reads
+        self._writes = self.cache is not None and config.cache_policy.writes
         self.identity = provider.cache_identity
         self._in_flight: dict[str, asyncio.Future] = {}
 
@@ -78,7 +81,7 @@ class InferenceRuntime:
         flight is shared instead of sent again.
         """
         key = cache_key(self.identity, request.endpoint, request.body, self.config.prompt_version)
-        if self.cache is not None and self.config.cache_policy.reads:
+        if self._reads:
             hit = self.cache.get(key)
             if hit is not None:
                 value = hit[0]
@@ -145,7 +148,7 @@ class InferenceRuntime:
             self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
             if outcome.ok:
                 self.slots.on_success(latency)
-                if key is not None and self.cache is not None and self.config.cache_policy.writes:
+                if key is not None and self._writes:
                     usage = outcome.usage or Usage()
                     self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens)
                 return self._finish(outcome, attempt, rows)
