@@ -90,12 +90,39 @@ def test_on_error_raise(sim):
         rows(10).with_column("a", ask(sim, on_error="raise")).collect()
 
 
-def test_length_and_refusal_are_errors(sim):
+def test_refusals_are_errors_and_cut_off_answers_keep_their_text(sim):
     sim.configure(p_length=0.5, p_refusal=0.5, seed=1)
-    out = rows(20).with_column("a", ask(sim)).to_pydict()
-    kinds = {e["kind"] for e in out["a_error"]}
-    assert kinds == {"length", "refusal"}
-    assert out["a"] == [None] * 20
+    with pytest.warns(ifr.observe.TruncatedWarning, match=r"answers of prompt\[gpt-5-mini\] were cut off.*Raise max_tokens"):
+        out = rows(20).with_column("a", ask(sim, usage_column=True, cache="off")).to_pydict()
+    cut = [i for i, u in enumerate(out["a_usage"]) if u["finish_reason"] == "length"]
+    refused = [i for i, e in enumerate(out["a_error"]) if e is not None]
+    assert cut and refused and sorted(cut + refused) == list(range(20))
+    assert {out["a_error"][i]["kind"] for i in refused} == {"refusal"}
+    assert all(out["a"][i] and out["a_error"][i] is None for i in cut)  # the text is kept
+    assert last_run()[0]["truncated"] == len(cut)
+
+
+def test_text_cut_at_max_tokens_is_kept_with_its_finish_reason(sim):
+    out = rows(3).with_column("a", ask(sim, max_tokens=2, usage_column=True, use_chat_completions=True)).to_pydict()
+    assert all(a for a in out["a"]) and out["a_error"] == [None] * 3
+    assert [u["finish_reason"] for u in out["a_usage"]] == ["length"] * 3
+    assert all(u["output_tokens"] <= 2 for u in out["a_usage"])
+
+
+def test_an_incomplete_response_keeps_its_text(sim):
+    sim.configure(p_length=1.0, seed=2)  # /responses answers status "incomplete" (max_output_tokens)
+    out = rows(3).with_column("a", ask(sim, usage_column=True, use_chat_completions=False)).to_pydict()
+    assert all(a is not None for a in out["a"]) and out["a_error"] == [None] * 3
+    assert [u["finish_reason"] for u in out["a_usage"]] == ["length"] * 3
+
+
+def test_structured_answers_cut_off_stay_errors_with_the_raw_text(sim):
+    out = rows(3).with_column("a", ask(sim, return_format=["yes", "no"], max_tokens=1, usage_column=True,
+                                       use_chat_completions=True)).to_pydict()
+    assert out["a"] == [None] * 3
+    assert {e["kind"] for e in out["a_error"]} == {"length"}
+    assert all(e["raw"] is not None and "max_tokens" in e["message"] for e in out["a_error"])
+    assert last_run()[0]["truncated"] == 0 and last_run()[0]["errors"] == 3
 
 
 def test_wrong_key_stops_fast_without_leaking_it(sim):

@@ -12,7 +12,8 @@ import pyarrow as pa
 # "<name>_error": why the row failed (kind is an ErrorKind value), and "<name>_usage": what it cost.
 ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()),
                         ("attempts", pa.int64()), ("raw", pa.string())])
-USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64())])
+USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64()),
+                        ("finish_reason", pa.string())])
 
 
 def result_type(value_type: pa.DataType) -> pa.DataType:

@@ -76,7 +76,8 @@ class PromptOperator(AIOperator):
             out.append({
                 "value": r.value,
                 "error": r.error.as_dict() if r.error else None,
-                "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost},
+                "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost,
+                          "finish_reason": r.finish_reason},
             })
         return out
 
@@ -101,9 +102,17 @@ class PromptOperator(AIOperator):
 
     async def _validated(self, request: Request, result: Result) -> Result:
         """Check a structured answer; optionally ask once more with the validation error."""
-        if result.error is not None and result.error.kind == ErrorKind.LENGTH and self.config.repair:
+        cut = result.error is None and result.value is not None and result.finish_reason == "length"
+        if cut:
+            self.stats.truncated -= 1  # not a kept answer: an error of kind length (incomplete JSON)
+        if self.config.repair and (cut or (result.error is not None and result.error.kind == ErrorKind.LENGTH)):
             # A structured answer cut off mid-way is repaired like an invalid one.
-            raw, problem = result.error.raw or "", "the answer was cut off before the JSON was complete"
+            raw = result.value if cut else result.error.raw or ""
+            problem = "the answer was cut off before the JSON was complete"
+        elif cut:
+            return self._failed(result, RowError(ErrorKind.LENGTH, "The answer was cut off at max_tokens before the "
+                                                 "JSON was complete; raise max_tokens.", None, result.attempts,
+                                                 result.value))
         elif result.error is not None or result.value is None:
             return result
         else:
@@ -122,8 +131,12 @@ class PromptOperator(AIOperator):
                 if problem2 is None:
                     return dataclasses.replace(merged, value=value2)
                 raw, problem, result = retry.value, problem2, merged
+        return self._failed(result, RowError(ErrorKind.SCHEMA, f"The answer does not match the return format: {problem}",
+                                             None, result.attempts, raw))
+
+    def _failed(self, result: Result, err: RowError) -> Result:
+        """A row whose answer cannot be used: an error (or, with on_error="raise", the end of the job)."""
         self.stats.errors += 1
-        err = RowError(ErrorKind.SCHEMA, f"The answer does not match the return format: {problem}", None, result.attempts, raw)
         if self.config.runtime.on_error == "raise":
             raise RowFailed(f"A row failed ({err.kind}): {err.message}")
         return dataclasses.replace(result, value=None, error=err)

@@ -1,5 +1,5 @@
 """Progress bar and run report."""
 
-from inferframe.observe.progress import job_progress, last_run, set_progress
+from inferframe.observe.progress import TruncatedWarning, job_progress, last_run, set_progress
 
-__all__ = ["job_progress", "last_run", "set_progress"]
+__all__ = ["TruncatedWarning", "job_progress", "last_run", "set_progress"]

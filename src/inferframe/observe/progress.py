@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from typing import Iterator
 
 from inferframe.observe.stats import CURRENT_RUN, RunStats
@@ -71,6 +72,8 @@ def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
     ]
     if stats.cache_hits:
         parts.append(f"{stats.cache_hits} cached")
+    if stats.truncated:
+        parts.append(f"{stats.truncated} truncated")
     if stats.not_run:
         parts.append(f"{stats.not_run} not run (budget)")
     parts.append(f"ETA {eta_s}")
@@ -109,3 +112,27 @@ def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
             thread.join(timeout=2)
         global _last
         _last = [s.as_dict() for s in CURRENT_RUN.runs()]
+        warn_truncated(_last)
+
+
+def warn_truncated(runs: list[dict]) -> None:
+    """One warning at the end of a job whose answers were cut at max_tokens: how many, and what to raise.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     warn_truncated([{"label": "prompt[m]", "truncated": 3, "rows_done": 10}])
+        >>> print(w[0].message)
+        3 of 10 answers of prompt[m] were cut off at max_tokens (their text is kept; <name>_usage.finish_reason is 'length'). Raise max_tokens (max_output_tokens on /responses) for whole answers.
+    """
+    cut = [r for r in runs if r.get("truncated")]
+    if not cut:
+        return
+    what = "; ".join(f"{r['truncated']} of {r['rows_done']} answers of {r['label']}" for r in cut)
+    warnings.warn(f"{what} were cut off at max_tokens (their text is kept; <name>_usage.finish_reason is 'length'). "
+                  "Raise max_tokens (max_output_tokens on /responses) for whole answers.", TruncatedWarning, stacklevel=4)
+
+
+class TruncatedWarning(UserWarning):
+    """Answers were cut at max_tokens; their text is kept."""

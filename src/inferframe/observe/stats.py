@@ -20,7 +20,7 @@ import time
 
 # Counter fields summed across processes (everything but the label and the start time).
 _SUMMED = ("rows_done", "in_flight", "requests", "retries", "rate_limited", "errors", "not_run", "cache_hits",
-           "deduped", "input_tokens", "output_tokens", "cost")
+           "deduped", "truncated", "input_tokens", "output_tokens", "cost")
 
 
 @dataclasses.dataclass
@@ -38,6 +38,7 @@ class RunStats:
     not_run: int = 0
     cache_hits: int = 0
     deduped: int = 0
+    truncated: int = 0  # answers cut at max_tokens (kept as text; finish_reason "length")
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0

@@ -61,7 +61,8 @@ class Outcome:
     """What happened to one attempt, as a provider reports it.
 
     ``error_kind`` is None on success, else an :class:`ErrorKind`; ``retry_after`` is the
-    server's wait hint in seconds; ``raw`` keeps an unusable answer (cut off, off-schema).
+    server's wait hint in seconds; ``raw`` keeps an unusable answer (off-schema); a text answer
+    cut at max_tokens is a value with ``finish_reason="length"``.
     """
 
     value: Any = None
@@ -72,6 +73,7 @@ class Outcome:
     retry_after: float | None = None
     limits: LimitHints | None = None
     raw: str | None = None
+    finish_reason: str | None = None  # why generation stopped: "stop", "length" (cut at max_tokens), ...
 
     def __post_init__(self) -> None:
         if self.error_kind is not None and not isinstance(self.error_kind, ErrorKind):

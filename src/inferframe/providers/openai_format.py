@@ -246,12 +246,10 @@ def parse_chat(body: dict) -> Outcome:
     if msg.get("refusal"):
         return Outcome(usage=u, status=200, error_kind=ErrorKind.REFUSAL, message=f"The model refused: {msg['refusal']}")
     content = msg.get("content")
-    if choice.get("finish_reason") == "length":
-        return Outcome(usage=u, status=200, error_kind=ErrorKind.LENGTH, raw=content,
-                       message="The answer was cut off at max_tokens (finish_reason 'length'); raise max_tokens.")
     if content is None and msg.get("tool_calls"):
         content = json.dumps(msg["tool_calls"])
-    return Outcome(value=content, usage=u, status=200)
+    # An answer cut at max_tokens is still the answer the user asked for: its text is kept.
+    return Outcome(value=content, usage=u, status=200, finish_reason=choice.get("finish_reason"))
 
 
 def parse_responses(body: dict) -> Outcome:
@@ -272,9 +270,11 @@ def parse_responses(body: dict) -> Outcome:
     text = "".join(texts)
     if body.get("status") == "incomplete":
         reason = (body.get("incomplete_details") or {}).get("reason")
+        if reason == "max_output_tokens":  # cut at the limit the user set: the text is kept
+            return Outcome(value=text, usage=u, status=200, finish_reason="length")
         return Outcome(usage=u, status=200, error_kind=ErrorKind.LENGTH, raw=text,
-                       message=f"The response is incomplete ({reason}); raise max_output_tokens.")
-    return Outcome(value=text, usage=u, status=200)
+                       message=f"The response is incomplete ({reason}).")
+    return Outcome(value=text, usage=u, status=200, finish_reason="stop")
 
 
 def parse_embeddings(body: dict) -> Outcome:

@@ -46,3 +46,4 @@ class Result:
     usage: Usage = dataclasses.field(default_factory=Usage)
     cost: float = 0.0
     attempts: int = 0
+    finish_reason: str | None = None  # "length": cut at max_tokens (None for a cached answer or an error)
