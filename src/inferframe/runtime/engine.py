@@ -178,8 +178,11 @@ class InferenceRuntime:
         self.stats.add_usage(usage.input_tokens, usage.output_tokens, cost)
         if outcome.ok:
             self.stats.rows_done += rows
+            if outcome.finish_reason == "length":
+                self.stats.truncated += rows
             self.breaker.row(True, None, "")
-            return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts)
+            return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts,
+                          finish_reason=outcome.finish_reason)
         err = RowError(outcome.error_kind or ErrorKind.UNKNOWN, outcome.message, outcome.status, attempts, outcome.raw)
         self.stats.rows_done += rows
         self.stats.errors += rows
