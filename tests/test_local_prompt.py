@@ -85,3 +85,42 @@ def test_classify_text_is_constrained_to_the_labels(reviews):
     ).to_pydict()
     assert out["label_error"] == [None] * 20
     assert set(out["label"]) <= {"positive", "negative", "neutral"}
+
+
+class Tag(BaseModel):
+    name: str
+
+
+class TaggedReview(BaseModel):
+    product: str
+    sentiment: Literal["positive", "negative", "neutral"]
+    tags: list[Tag] = Field(max_length=3)
+    stars: int = Field(ge=1, le=5)
+
+
+TAG_FEW_SHOT = (
+    "Extract the product, the sentiment, up to three tags and the star rating from each review.\n\n"
+    'Review: The headphones broke after a week.\nJSON: {"product":"headphones","sentiment":"negative",'
+    '"tags":[{"name":"durability"}],"stars":1}\n\n'
+)
+
+
+@LOCAL_TIMEOUT
+def test_a_nested_list_model_gives_a_valid_struct_for_every_short_review(reviews):
+    out = reviews.limit(20).with_column(
+        "r", prompt(format("Review: {}\nJSON:", col("review")), TaggedReview, system_message=TAG_FEW_SHOT,
+                    max_tokens=200, temperature=0, usage_column=True),
+    ).to_pydict()
+    assert out["r_error"] == [None] * 20, [e for e in out["r_error"] if e][:2]
+    assert all(isinstance(r["tags"], list) and len(r["tags"]) <= 3 and 1 <= r["stars"] <= 5 for r in out["r"])
+    # Compact JSON: a 4-field answer takes tens of tokens, not the whole budget.
+    assert max(u["output_tokens"] for u in out["r_usage"]) < 120
+
+
+@LOCAL_TIMEOUT
+def test_structured_output_without_max_tokens_is_bounded_by_the_schema(reviews):
+    expr = prompt(format("Review: {}\nJSON:", col("review")), TaggedReview, temperature=0, usage_column=True)
+    budget = dict(expr._node.child.args[0].udf.owner.args[0].options)["max_tokens"]
+    assert 64 <= budget <= 2048
+    out = reviews.limit(2).with_column("r", expr).to_pydict()
+    assert all(u["output_tokens"] <= budget for u in out["r_usage"])

@@ -84,8 +84,11 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
 
         value_type = arrow_type_for(return_format)
         name, schema = json_schema_for(return_format)
-        fields = provider_class(spec).format_fields(caps, endpoint, name, schema, _choices_of(schema))
-        format_request = tuple(fields.items())
+        wire = provider_class(spec)
+        format_request = tuple(wire.format_fields(caps, endpoint, name, schema, _choices_of(schema)).items())
+        bound = wire.default_max_tokens(schema)
+        if bound is not None and not {"max_tokens", "max_output_tokens", "max_completion_tokens"} & set(parsed.request):
+            parsed.request["max_tokens"] = bound
     config = AICallConfig(
         endpoint=endpoint, provider=spec, model=model, system_message=system_message,
         options=tuple(sorted(parsed.request.items())), runtime=parsed.runtime, n_parts=len(parts),

@@ -47,13 +47,17 @@ class Request:
 class LimitHints:
     """What the server said about its rate limits with one answer (None: not said).
 
-    ``*_limit`` is the budget per minute; ``*_remaining`` what is left of it now.
+    ``*_limit`` is the budget per minute; ``*_remaining`` what is left of it now; ``*_reset`` the
+    seconds until the budget is whole again (with the remaining part and the rate it tells how much
+    the server lets through at once).
     """
 
     requests_limit: float | None = None
     requests_remaining: float | None = None
     tokens_limit: float | None = None
     tokens_remaining: float | None = None
+    requests_reset: float | None = None
+    tokens_reset: float | None = None
 
 
 @dataclasses.dataclass
@@ -179,6 +183,11 @@ class Provider(abc.ABC):
                       choices: list[str] | None) -> dict:
         """Body fields that ask the server to enforce ``schema`` ({} when it cannot)."""
         return {}
+
+    @classmethod
+    def default_max_tokens(cls, schema: dict) -> int | None:
+        """The max_tokens a structured answer of ``schema`` gets when the user sets none (None: the server's)."""
+        return None
 
     @classmethod
     def estimate_tokens(cls, body: dict, model: str | None) -> tuple[int, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
 from inferframe.providers.interface import Capabilities
 from inferframe.providers.local_server import DEFAULT_N_PARALLEL
 from inferframe.providers.openai import OpenAIProvider
@@ -64,11 +65,19 @@ class LocalProvider(OpenAIProvider):
     @classmethod
     def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
         if choices is not None:
-            # llama.cpp's JSON grammar lets a base model pad with whitespace until max_tokens; a grammar
-            # of the bare labels makes the first token start a label.
+            # A grammar of the bare labels makes the first token start a label.
             return {"grammar": "root ::= " + " | ".join(_gbnf_literal(c) for c in choices)}
-        return super().format_fields(dataclasses.replace(caps, structured_outputs="json_schema"), endpoint, name,
-                                     schema, choices)
+        # llama.cpp's own schema grammar lets a base model pad with whitespace until max_tokens:
+        # ours admits compact JSON only.
+        return {"grammar": json_schema_to_gbnf(schema)}
+
+    @classmethod
+    def default_max_tokens(cls, schema: dict) -> int | None:
+        """1.5x the tokens of a full compact answer (strings ~48 tokens, lists 4 items), from 64 to 2048.
+
+        Without it a small base model can write one string or list until the context is full.
+        """
+        return max(64, min(2048, int(1.5 * answer_token_bound(schema))))
 
     async def tokenize(self, text: str) -> list[bytes]:
         """The model's tokens of ``text``, each as its bytes (llama.cpp's /tokenize), for exact chunking.

@@ -1,0 +1,140 @@
+"""Structured outputs on the embedded model: llama.cpp's schema grammar against inferframe's compact one.
+
+Sends the same few-shot extraction requests (a 4-field model with a nested list) to the embedded
+llama.cpp server with Gemma 3 270M, one at a time, three ways:
+
+  unconstrained   no grammar (the cost of plain sampling; answers are not checked)
+  llama.cpp json  ``response_format: json_schema``: the server's own grammar (what main sent)
+  compact gbnf    inferframe's grammar from ``providers/gbnf.py`` (no free whitespace)
+
+and prints, per way: answers that parse and validate, mean tokens per answer, share of
+whitespace outside strings, generation speed (llama.cpp's own ``timings.predicted_per_second``)
+and wall seconds per row, then the ratios. ``--max-tokens`` is the cap (default 200).
+
+    .venv/bin/python bench/local_structured.py [--rows 20] [--max-tokens 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Literal
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from pydantic import BaseModel, Field, ValidationError  # noqa: E402
+
+from _util import table  # noqa: E402
+
+FEW_SHOT = (
+    "Extract the product, the sentiment, up to three tags and the star rating from each review.\n\n"
+    'Review: The headphones broke after a week.\nJSON: {"product":"headphones","sentiment":"negative",'
+    '"tags":[{"name":"durability"}],"stars":1}\n\n'
+    'Review: Great blender, makes perfect smoothies.\nJSON: {"product":"blender","sentiment":"positive",'
+    '"tags":[{"name":"quality"},{"name":"taste"}],"stars":5}\n\n'
+)
+
+
+class Tag(BaseModel):
+    name: str
+
+
+class Review(BaseModel):
+    product: str
+    sentiment: Literal["positive", "negative", "neutral"]
+    tags: list[Tag] = Field(max_length=3)
+    stars: int = Field(ge=1, le=5)
+
+
+def reviews(n: int) -> list[str]:
+    with open(Path(__file__).parent.parent / "examples/data/reviews.csv") as f:
+        return [r["review"] for r in csv.DictReader(f)][:n]
+
+
+def post(url: str, body: dict) -> tuple[dict, float]:
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    t = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        out = json.loads(resp.read())
+    return out, time.perf_counter() - t
+
+
+def outside_whitespace(text: str) -> float:
+    """Share of characters that are whitespace outside JSON strings."""
+    inside, escaped, ws = False, False, 0
+    for ch in text:
+        if inside:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                inside = False
+        elif ch == '"':
+            inside = True
+        elif ch.isspace():
+            ws += 1
+    return ws / max(1, len(text))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=20)
+    ap.add_argument("--max-tokens", type=int, default=200)
+    ap.add_argument("--zero-shot", action="store_true", help="no few-shot system message (as a new user first tries)")
+    args = ap.parse_args()
+    from inferframe.providers.gbnf import json_schema_to_gbnf
+    from inferframe.providers.local_server import get_local_server
+    from inferframe.structured import json_schema_for, response_format_for
+
+    server = get_local_server()
+    url = server.base_url + "/chat/completions"
+    name, schema = json_schema_for(Review)
+    ways = {
+        "unconstrained": {},
+        "llama.cpp json": response_format_for(name, schema, "chat"),
+        "compact gbnf": {"grammar": json_schema_to_gbnf(schema)},
+    }
+    texts = reviews(args.rows)
+    post(url, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})  # warm-up, untimed
+    print(f"local_structured: {len(texts)} reviews, max_tokens={args.max_tokens}, one request at a time, "
+          f"{'zero-shot' if args.zero_shot else 'few-shot'}, {server.model}")
+    rows, speeds = [], {}
+    for way, fields in ways.items():
+        ok = cut = 0
+        tokens, ws, tps, secs = [], [], [], []
+        for text in texts:
+            system = [] if args.zero_shot else [{"role": "system", "content": FEW_SHOT}]
+            body = {"messages": system + [{"role": "user", "content": f"Review: {text}\nJSON:"}],
+                    "max_tokens": args.max_tokens, "temperature": 0, **fields}
+            out, dt = post(url, body)
+            answer = out["choices"][0]["message"]["content"] or ""
+            cut += out["choices"][0].get("finish_reason") == "length"
+            try:
+                Review.model_validate_json(answer)
+                ok += 1
+            except (ValidationError, ValueError):
+                pass
+            tokens.append(out["usage"]["completion_tokens"])
+            ws.append(outside_whitespace(answer))
+            tps.append(out.get("timings", {}).get("predicted_per_second") or 0.0)
+            secs.append(dt)
+        speeds[way] = statistics.median(tps)
+        rows.append([way, f"{ok}/{len(texts)}", f"{cut}", f"{statistics.mean(tokens):.1f}",
+                     f"{100 * statistics.mean(ws):.1f}%", f"{statistics.median(tps):.1f}",
+                     f"{statistics.mean(secs):.2f}", f"{max(secs):.2f}"])
+    print(table(["way", "valid", "cut at max_tokens", "tokens/answer", "whitespace", "tokens/s (median)",
+                 "s/row (mean)", "s/row (max)"], rows, "lrrrrrrr"))
+    base = speeds["unconstrained"] or 1.0
+    print(f"\ngeneration speed vs unconstrained: llama.cpp json {speeds['llama.cpp json'] / base:.2f}x, "
+          f"compact gbnf {speeds['compact gbnf'] / base:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

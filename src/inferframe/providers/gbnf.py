@@ -1,0 +1,179 @@
+"""JSON schemas as compact GBNF grammars for llama.cpp, and the most tokens such an answer needs.
+
+Hand-written because llama.cpp's own converter (used when a request carries a JSON schema) lets
+the model put up to 20 spaces or newlines between any two tokens and cannot be told not to: a small
+base model then pads its answer with indentation until max_tokens. This grammar admits compact JSON
+only (no whitespace outside strings), with the fields in the schema's order.
+
+Example:
+    >>> schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    >>> print(json_schema_to_gbnf(schema).splitlines()[0])
+    root ::= "{" "\\"ok\\":" boolean "}"
+    >>> answer_token_bound(schema)
+    7
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_BASE = {
+    "boolean": '"true" | "false"',
+    "null": '"null"',
+    # Digits are bounded so that a model cannot spend its whole budget on one number.
+    "integer": '"-"? ("0" | [1-9] [0-9]{0,15})',
+    "number": '"-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})?',
+    "string": '"\\"" char* "\\""',
+    "char": '[^"\\\\\\x7F\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
+    "value": 'object | array | string | number | boolean | "null"',
+    "object": '"{" (string ":" value ("," string ":" value)*)? "}"',
+    "array": '"[" (value ("," value)*)? "]"',
+}
+_NEEDS = {"string": ["char"], "value": ["object", "array", "string", "number", "boolean"],
+          "object": ["string", "value"], "array": ["value"]}
+_SMALL_RANGE = 64  # integer ranges up to this size become a list of their values
+
+
+def _literal(text: str) -> str:
+    """A GBNF literal matching exactly ``text``."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _json_literal(value: Any) -> str:
+    return _literal(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+class _Grammar:
+    def __init__(self, root: dict) -> None:
+        self.root = root
+        self.rules: dict[str, str] = {}
+        self.named: dict[str, str] = {}  # $ref -> rule name
+
+    def base(self, name: str) -> str:
+        if name not in self.rules:
+            self.rules[name] = _BASE[name]
+            for dep in _NEEDS.get(name, ()):
+                self.base(dep)
+        return name
+
+    def rule(self, body: str) -> str:
+        """A rule name for ``body`` (the body itself when it is already a rule's name)."""
+        if body in self.rules:
+            return body
+        name = f"r{len(self.rules)}"
+        self.rules[name] = body
+        return name
+
+    def ref(self, ref: str) -> str:
+        if ref not in self.named:
+            if not ref.startswith("#/"):
+                raise ValueError(f"only local $refs are supported, got {ref!r}")
+            node: Any = self.root
+            for part in ref[2:].split("/"):
+                node = node[part]
+            name = self.named[ref] = f"r{len(self.rules)}"
+            self.rules[name] = ""  # reserved: a recursive schema refers to itself by name
+            self.rules[name] = self.expr(node)
+        return self.named[ref]
+
+    def expr(self, s: Any) -> str:
+        """A GBNF expression for schema ``s``."""
+        if s is True or not isinstance(s, dict) or not s:
+            return self.base("value")
+        if "$ref" in s:
+            return self.ref(s["$ref"])
+        if "const" in s:
+            return _json_literal(s["const"])
+        if "enum" in s:
+            return " | ".join(_json_literal(v) for v in s["enum"])
+        alternatives = s.get("anyOf") or s.get("oneOf")
+        if alternatives:
+            return " | ".join(f"({self.expr(a)})" for a in alternatives)
+        kind = s.get("type")
+        if isinstance(kind, list):
+            return " | ".join(f"({self.expr({**s, 'type': k})})" for k in kind)
+        if kind == "object":
+            return self.object(s)
+        if kind == "array":
+            return self.array(s)
+        if kind == "integer":
+            lo, hi = s.get("minimum"), s.get("maximum")
+            if isinstance(lo, int) and isinstance(hi, int) and 0 <= hi - lo <= _SMALL_RANGE:
+                return " | ".join(_literal(str(v)) for v in range(lo, hi + 1))
+        if kind in ("integer", "number", "boolean", "null", "string"):
+            return self.base(kind)
+        return self.base("value")
+
+    def object(self, s: dict) -> str:
+        props = s.get("properties") or {}
+        if not props:
+            return self.base("object")
+        parts = []
+        for i, (key, sub) in enumerate(props.items()):
+            head = ("," if i else "") + json.dumps(key, ensure_ascii=False) + ":"
+            parts.append(f"{_literal(head)} {self.rule(self.expr(sub))}")
+        return '"{" ' + " ".join(parts) + ' "}"'
+
+    def array(self, s: dict) -> str:
+        item = self.rule(self.expr(s.get("items", True)))
+        lo, hi = int(s.get("minItems") or 0), s.get("maxItems")
+        if hi is not None and hi <= 0:
+            return '"[]"'
+        more_lo = max(lo - 1, 0)
+        more = f'("," {item}){{{more_lo},{"" if hi is None else hi - 1}}}'
+        body = f"{item} {more}"
+        return f'"[" {body} "]"' if lo >= 1 else f'"[" ({body})? "]"'
+
+
+def json_schema_to_gbnf(schema: dict) -> str:
+    """A llama.cpp GBNF grammar admitting exactly the compact JSON documents of ``schema``.
+
+    Supports objects (fields in order), arrays (with minItems/maxItems), strings, integers (small
+    min/max ranges listed), numbers, booleans, null, enum, const, anyOf/oneOf, type lists and local
+    $refs; anything else (e.g. a dict of any keys) is any JSON value.
+    """
+    g = _Grammar(schema)
+    root = g.expr(schema)
+    lines = [f"root ::= {root}"] + [f"{name} ::= {body}" for name, body in g.rules.items()]
+    return "\n".join(lines)
+
+
+# Tokens a typical value takes in a compact answer, for the default max_tokens.
+_STRING_TOKENS = 48
+_LIST_ITEMS = 4
+
+
+def answer_token_bound(schema: Any, root: dict | None = None, depth: int = 0) -> int:
+    """About how many tokens a full compact answer of ``schema`` takes (strings of ~48 tokens, lists of 4 items).
+
+    Example:
+        >>> answer_token_bound({"type": "array", "items": {"type": "integer"}, "maxItems": 2})
+        16
+    """
+    root = root if root is not None else schema
+    if depth > 8 or not isinstance(schema, dict):
+        return _STRING_TOKENS
+    if "$ref" in schema:
+        node: Any = root
+        for part in schema["$ref"][2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        return answer_token_bound(node, root, depth + 1)
+    if "enum" in schema or "const" in schema:
+        values = schema.get("enum") or [schema.get("const")]
+        return max(len(json.dumps(v)) // 2 + 2 for v in values)
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if alternatives:
+        return max(answer_token_bound(a, root, depth + 1) for a in alternatives)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return max(answer_token_bound({**schema, "type": k}, root, depth + 1) for k in kind)
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return 2 + sum(len(k) // 3 + 3 + answer_token_bound(v, root, depth + 1) for k, v in props.items()) \
+            if props else _STRING_TOKENS
+    if kind == "array":
+        items = schema.get("maxItems")
+        n = _LIST_ITEMS if items is None else min(int(items), 2 * _LIST_ITEMS)
+        return 2 + n * (1 + answer_token_bound(schema.get("items", {}), root, depth + 1))
+    return {"integer": 6, "number": 10, "boolean": 2, "null": 2}.get(kind, _STRING_TOKENS)
