@@ -24,7 +24,7 @@ from inferframe.errors import PlanError
 from inferframe.providers.interface import Capabilities
 from inferframe.providers.openai_format import MediaOptions
 from inferframe.runtime.cache import CachePolicy
-from inferframe.runtime.config import RuntimeConfig
+from inferframe.runtime.config import DEFAULT_MAX_CONCURRENCY, RuntimeConfig
 from inferframe.runtime.retry import RetryPolicy
 from inferframe.session import Session
 
@@ -86,6 +86,27 @@ class ParsedOptions:
         return MediaOptions(**{k: v for k, v in self.extra.items() if k in MEDIA})
 
 
+def concurrency_bounds(given: int | None, caps: Capabilities) -> tuple[int, int]:
+    """(hard ceiling, bound while no rate limit is known) of requests in flight.
+
+    The user's ``max_concurrency`` is both: a ceiling the bound sized from the limits never passes,
+    and what a server that tells no limits gets. Otherwise a local server gets its slots, and a
+    remote one starts at the provider's default and may be sized up to ``DEFAULT_MAX_CONCURRENCY``
+    from its limits and latency.
+
+    Example:
+        >>> concurrency_bounds(None, Capabilities()), concurrency_bounds(512, Capabilities())
+        ((1024, 64), (512, 512))
+        >>> concurrency_bounds(None, Capabilities(local=True, default_concurrency=8))
+        (8, 8)
+    """
+    if given is not None:
+        return int(given), int(given)
+    if caps.local:
+        return caps.default_concurrency, caps.default_concurrency
+    return max(DEFAULT_MAX_CONCURRENCY, caps.default_concurrency), caps.default_concurrency
+
+
 def check(fn: str, name: str, value: Any, rule: tuple[Callable[[Any], bool], str]) -> Any:
     """``value`` if it passes ``rule``, else a PlanError naming the option, the value and what is accepted."""
     ok, accepted = rule
@@ -119,8 +140,9 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     if isinstance(cache, bool):
         cache = CachePolicy.READ_WRITE if cache else CachePolicy.OFF
     policy, directory = session.cache_settings(cache, parsed.get("cache_dir"))
+    ceiling, base = concurrency_bounds(parsed.get("max_concurrency"), caps)
     runtime = RuntimeConfig(
-        max_concurrency=int(parsed.get("max_concurrency") or caps.default_concurrency),
+        max_concurrency=ceiling, base_concurrency=base,
         initial_concurrency=parsed.get("initial_concurrency"), adaptive=parsed.get("adaptive", True),
         rpm=parsed.get("rpm"), tpm=parsed.get("tpm"),
         retry=RetryPolicy(max_attempts=int(parsed.get("max_retries", 5)) + 1),

@@ -213,7 +213,13 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def limit_hints(headers: Mapping[str, str] | None) -> LimitHints | None:
-    """OpenAI's ``x-ratelimit-{limit,remaining}-{requests,tokens}`` headers as neutral hints."""
+    """OpenAI's ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers as neutral hints.
+
+    Example:
+        >>> limit_hints({"x-ratelimit-limit-requests": "1200", "x-ratelimit-remaining-requests": "19",
+        ...              "x-ratelimit-reset-requests": "50ms"})
+        LimitHints(requests_limit=1200.0, requests_remaining=19.0, tokens_limit=None, tokens_remaining=None, requests_reset=0.05, tokens_reset=None)
+    """
     if not headers:
         return None
 
@@ -224,8 +230,13 @@ def limit_hints(headers: Mapping[str, str] | None) -> LimitHints | None:
         except ValueError:
             return None
 
+    def reset(name: str) -> float | None:
+        v = headers.get(name)
+        return parse_reset(v) if v else None
+
     hints = LimitHints(num("x-ratelimit-limit-requests"), num("x-ratelimit-remaining-requests"),
-                       num("x-ratelimit-limit-tokens"), num("x-ratelimit-remaining-tokens"))
+                       num("x-ratelimit-limit-tokens"), num("x-ratelimit-remaining-tokens"),
+                       reset("x-ratelimit-reset-requests"), reset("x-ratelimit-reset-tokens"))
     return hints if hints != LimitHints() else None
 
 

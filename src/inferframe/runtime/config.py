@@ -13,14 +13,26 @@ from inferframe.runtime.cache import CachePolicy
 from inferframe.runtime.retry import RetryPolicy
 
 
+# The ceiling on requests in flight when the user sets none: twice what Little's law asks for at
+# 30,000 RPM and 1 s latency (500), rounded up to a power of two.
+DEFAULT_MAX_CONCURRENCY = 1024
+# The bound while the limits are unknown: what a server that says nothing about its limits gets.
+DEFAULT_BASE_CONCURRENCY = 64
+
+
 @dataclasses.dataclass(frozen=True)
 class RuntimeConfig:
     """How hard to push one provider+model, and what the answers cost.
 
     Parameters:
-        max_concurrency: most requests in flight for the whole job.
-        initial_concurrency: where AIMD starts (None: max_concurrency).
-        adaptive: let AIMD move the bound below max_concurrency.
+        max_concurrency: the hard ceiling on requests in flight for the whole job. Below it the
+            bound is sized from the rate limit, once known, and the measured latency (see
+            runtime.concurrency); the default ceiling, ``DEFAULT_MAX_CONCURRENCY``, lets a
+            30,000 RPM limit at 1 s latency be reached with twice the headroom.
+        base_concurrency: the bound while no rate limit is known, and the least it is sized to
+            (None: ``min(DEFAULT_BASE_CONCURRENCY, max_concurrency)``).
+        initial_concurrency: where AIMD starts (None: the bound).
+        adaptive: let AIMD move the bound and size it from the limits (False: fixed).
         rpm / tpm: request and token budgets per minute (None: learn from the server's hints).
         retry: the retry policy.
         max_cost: stop sending once this many dollars were spent.
@@ -34,7 +46,8 @@ class RuntimeConfig:
         price: dollars per million (input, output) tokens (None: free or unknown).
     """
 
-    max_concurrency: int = 64
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    base_concurrency: int | None = None
     initial_concurrency: int | None = None
     adaptive: bool = True
     rpm: float | None = None
@@ -52,3 +65,14 @@ class RuntimeConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cache_policy", CachePolicy(self.cache_policy))
+
+    @property
+    def concurrency_base(self) -> int:
+        """The in-flight bound while no rate limit is known (never above the ceiling).
+
+        Example:
+            >>> RuntimeConfig().concurrency_base, RuntimeConfig(max_concurrency=8).concurrency_base
+            (64, 8)
+        """
+        return min(self.base_concurrency or DEFAULT_BASE_CONCURRENCY, self.max_concurrency)
+

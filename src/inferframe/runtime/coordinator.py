@@ -31,7 +31,11 @@ from inferframe.runtime.ratelimit import RateLimiter
 
 @dataclasses.dataclass
 class SharedLimits:
-    """The limits of one endpoint and model: admission (rate limiter), in-flight bound, breaker."""
+    """The limits of one endpoint and model: admission (rate limiter), in-flight bound, breaker.
+
+    The in-flight bound follows the rate limit: the runtime hands ``slots.on_success`` the rate
+    that ``limiter.requests_per_second()`` allows with each answer's latency.
+    """
 
     limiter: RateLimiter
     slots: AdaptiveLimit
@@ -39,10 +43,11 @@ class SharedLimits:
 
     @classmethod
     def for_config(cls, config: RuntimeConfig, clock: Clock = REAL) -> "SharedLimits":
+        base = config.concurrency_base
         return cls(
             RateLimiter(config.rpm, config.tpm, clock=clock),
-            AdaptiveLimit(config.initial_concurrency or config.max_concurrency, config.max_concurrency,
-                          adaptive=config.adaptive, clock=clock),
+            AdaptiveLimit(config.initial_concurrency or base, config.max_concurrency, adaptive=config.adaptive,
+                          clock=clock, base=base),
             Breaker(),
         )
 

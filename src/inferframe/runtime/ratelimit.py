@@ -1,39 +1,91 @@
-"""Requests-per-minute and tokens-per-minute budgets, set by the user or learned from headers.
+"""Requests-per-minute and tokens-per-minute budgets, set by the user or learned from the server's hints.
 
 Hand-written because the limiter must be shared by every row of a job, honour
 Retry-After for everyone, and correct itself from the server's limit hints; no
 well-kept async library does all three. The hints come as neutral ``LimitHints``:
 which headers carry them is the provider's business.
 
-Budgets are paced, not spent in bursts: each bucket holds at most
-``burst_seconds`` of its per-minute rate, because servers differ in how much
-of a minute's quota they let through at once and a burst they refuse costs a
-storm of 429s.
+What keeps a job at the limit without 429s:
+
+* The bucket is never larger than the server's. Servers differ in how much of a minute's
+  budget they let through at once (hosted APIs about one second of it, a per-minute window
+  all of it), and a burst beyond what the server holds comes back as a storm of 429s. Until
+  the server tells, a bucket holds ``burst_seconds`` (one second) of its rate; a hint with the
+  remaining budget and the time until it is whole again tells the server's size:
+  ``remaining + reset * rate``, at most a minute's budget.
+* A reserve: the client keeps the server's bucket ``RESERVE_SECONDS`` of rate above empty,
+  so requests that arrive bunched together (network and event-loop jitter) still find budget;
+  more for a large burst, whose first request reaches the server (and starts its refill) a
+  while after the client started counting (``SEND_SECONDS`` per request of the burst). It
+  costs no throughput: the pace is the same, only the level is lower.
+* A hint is read against what was sent after it. A hint tells the server's budget when it
+  admitted that request; everything this job sent since is taken off (``low``), and for a
+  bucket what refilled since is added back (``high``). The client's level is kept between the
+  two, less the reserve: never above what the server can have, and raised to what it surely
+  has (so a per-minute window's burst is used).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from inferframe.providers.interface import LimitHints
 from inferframe.runtime.clock import REAL, Clock
 
+# Seconds of budget kept in the server's bucket, so that jitter in when requests arrive never finds it empty.
+RESERVE_SECONDS = 0.05
+# Seconds this process takes to put one request of a burst on the wire (event loop, new connections). The
+# server's bucket starts refilling when the first request of a burst arrives, later than the client's:
+# a burst of n requests needs n times this much more of the rate in reserve.
+SEND_SECONDS = 0.002
+
+
+@dataclasses.dataclass
+class Ticket:
+    """One admitted request: how much had been sent when it was admitted (itself included), and when it went.
+
+    The server's hint in its answer counts every request up to this one; what was sent after it
+    is the difference between the counters then and now.
+    """
+
+    requests: float = 0.0
+    tokens: float = 0.0
+    sent_at: float = 0.0
+
 
 class _Bucket:
-    """A token bucket refilled continuously at ``rate`` per minute, holding ``burst_seconds`` of it."""
+    """A token bucket refilled continuously at ``rate`` per minute, no larger than the server's."""
 
     def __init__(self, rate: float | None, burst_seconds: float, clock: Clock = REAL) -> None:
         self.burst_seconds = burst_seconds
         self.clock = clock
         self.rate: float | None = None
+        self.server_size: float | None = None  # how much the server lets through at once, once a hint tells
         self.level = 0.0
         self.stamp = clock.monotonic()
+        self.sent = 0.0  # everything admitted so far, to read a hint against what was sent after it
+        self.reserve_seconds = RESERVE_SECONDS  # set by the limiter from the size of a burst
         if rate is not None:
             self.set_rate(rate)
 
     @property
+    def size(self) -> float:
+        """The server's bucket: as learned from hints, else ``burst_seconds`` of the rate."""
+        if self.server_size is not None:
+            return self.server_size
+        return (self.rate or 0.0) * self.burst_seconds / 60.0
+
+    @property
+    def reserve(self) -> float:
+        # Never more than half the bucket, nor so large that a bucket of one request could not be spent.
+        size = self.size
+        return min((self.rate or 0.0) / 60.0 * self.reserve_seconds, size / 2, max(0.0, size - 1.0))
+
+    @property
     def capacity(self) -> float:
-        return max(1.0, (self.rate or 0.0) * self.burst_seconds / 60.0)
+        """What may be spent at once: the server's bucket less the reserve."""
+        return max(1.0, self.size - self.reserve)
 
     def set_rate(self, rate: float) -> None:
         first = self.rate is None
@@ -59,8 +111,27 @@ class _Bucket:
         return (amount - self.level) * 60.0 / self.rate
 
     def take(self, amount: float) -> None:
+        self.sent += amount
         if self.rate is not None:
             self.level -= amount
+
+    def observe(self, limit: float | None, remaining: float | None, reset: float | None, user_set: bool,
+                sent_then: float | None, sent_at: float, now: float) -> None:
+        """Learn the rate and the server's size from one hint, and bring the level within what it implies."""
+        if limit and not user_set and self.rate != limit:
+            self.set_rate(limit)
+        if self.rate is None or remaining is None:
+            return
+        server_rate = limit or self.rate
+        if reset is not None:
+            size = min(server_rate, remaining + reset * server_rate / 60.0)
+            self.server_size = size if self.server_size is None else max(self.server_size, size)
+        self.refill(now)
+        since = max(0.0, self.sent - sent_then) if sent_then is not None else 0.0
+        low = remaining - since  # what the server has now if nothing refilled since it answered
+        high = low + max(0.0, now - sent_at) * server_rate / 60.0  # ... and if it refilled all along
+        reserve = self.reserve
+        self.level = max(min(self.level, high - reserve), min(low - reserve, self.capacity))
 
 
 class RateLimiter:
@@ -69,15 +140,24 @@ class RateLimiter:
     Parameters:
         rpm: requests per minute (None: unlimited until headers say otherwise).
         tpm: tokens per minute (None: unlimited until headers say otherwise).
-        burst_seconds: how many seconds of budget may be spent at once.
+        burst_seconds: how many seconds of budget may be spent at once until the server's
+            hints tell how much it holds.
         clock: where time comes from (a FakeClock in tests).
 
     Until the first response arrives, only one request is admitted when the user set no
     limits: the first answer's limit hints say what the limits are, so the job never
     opens with a burst the server refuses.
+
+    Example:
+        >>> lim = RateLimiter(rpm=1200)            # 20 a second, one second held at once, less the reserve
+        >>> lim.requests.capacity, lim.requests_per_second()
+        (19.0, 20.0)
+        >>> lim.observe(LimitHints(requests_limit=1200, requests_remaining=1199, requests_reset=60.0))
+        >>> lim.requests.capacity                   # a per-minute window: the whole minute at once, less the reserve
+        1152.0
     """
 
-    def __init__(self, rpm: float | None = None, tpm: float | None = None, burst_seconds: float = 2.0,
+    def __init__(self, rpm: float | None = None, tpm: float | None = None, burst_seconds: float = 1.0,
                  clock: Clock = REAL) -> None:
         self.clock = clock
         self.requests = _Bucket(rpm, burst_seconds, clock)
@@ -86,24 +166,43 @@ class RateLimiter:
         self.paused_until = 0.0
         self.in_flight_requests = 0
         self.in_flight_tokens = 0.0
+        self.mean_tokens: float | None = None  # tokens per request, to turn a TPM into requests per second
         self._lock = asyncio.Lock()
         self._probe_done = asyncio.Event()
         self._probing = False
         if rpm is not None or tpm is not None:
             self._probe_done.set()
+        self._size_reserve()
 
     def _unlimited(self) -> bool:
         return self.requests.rate is None and self.tokens.rate is None
 
-    async def acquire(self, tokens: int) -> None:
+    def _size_reserve(self) -> None:
+        """Both buckets keep the reserve a burst of the requests the server lets go at once needs."""
+        burst = [b.size for b in (self.requests,) if b.rate]
+        if self.tokens.rate and self.mean_tokens:
+            burst.append(self.tokens.size / self.mean_tokens)
+        seconds = max(RESERVE_SECONDS, SEND_SECONDS * min(burst)) if burst else RESERVE_SECONDS
+        self.requests.reserve_seconds = self.tokens.reserve_seconds = seconds
+
+    def requests_per_second(self) -> float | None:
+        """Requests per second the known limits allow (None: no limit known)."""
+        rates = []
+        if self.requests.rate:
+            rates.append(self.requests.rate / 60.0)
+        if self.tokens.rate and self.mean_tokens:
+            rates.append(self.tokens.rate / 60.0 / self.mean_tokens)
+        return min(rates) if rates else None
+
+    async def acquire(self, tokens: int) -> Ticket:
+        """Wait until one request of ``tokens`` may go; the ticket goes back with its answer to ``release``."""
         if not self._probe_done.is_set():
             if self._probing:
                 await self._probe_done.wait()
             else:
                 self._probing = True  # this row is the probe; the others wait for its headers
         if self._unlimited() and self.clock.monotonic() >= self.paused_until:
-            self._admit(tokens)
-            return
+            return self._admit(tokens)
         async with self._lock:  # FIFO admission keeps waiting rows in order and avoids stampedes
             while True:
                 now = self.clock.monotonic()
@@ -114,21 +213,26 @@ class RateLimiter:
                 self.tokens.refill(now)
                 wait = max(self.requests.wait_for(1), self.tokens.wait_for(tokens))
                 if wait <= 0:
-                    self.requests.take(1)
-                    self.tokens.take(tokens)
-                    self._admit(tokens)
-                    return
+                    return self._admit(tokens)
                 await self.clock.sleep(max(0.001, min(wait, 1.0)))  # floor: float rounding must not spin
 
-    def _admit(self, tokens: int) -> None:
+    def _admit(self, tokens: int) -> Ticket:
+        self.requests.take(1)
+        self.tokens.take(tokens)
         self.in_flight_requests += 1
         self.in_flight_tokens += tokens
+        if self.mean_tokens is None:
+            self.mean_tokens = tokens
+            self._size_reserve()
+        else:
+            self.mean_tokens = 0.98 * self.mean_tokens + 0.02 * tokens
+        return Ticket(self.requests.sent, self.tokens.sent, self.clock.monotonic())
 
-    def release(self, tokens: int, hints: LimitHints | None) -> None:
+    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
         """A request admitted with ``tokens`` got its answer (or failed): learn from its limit hints."""
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
-        self.observe(hints)
+        self.observe(hints, ticket)
         if not self._probe_done.is_set():
             self._probe_done.set()
 
@@ -145,23 +249,22 @@ class RateLimiter:
         Never refund: servers charge the estimate (prompt + max_tokens) when a request
         arrives, as OpenAI does, so a refund would make us believe in budget they don't have.
         """
-        if actual > estimated:
-            self.tokens.take(actual - estimated)
+        if actual > estimated and self.tokens.rate is not None:
+            self.tokens.level -= actual - estimated
 
-    def observe(self, hints: LimitHints | None) -> None:
-        """Learn limits from the server's hints, and never believe we have more than the server says."""
+    def observe(self, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
+        """Learn limits from the server's hints, and never believe we have more than the server says.
+
+        Without the request's ticket, everything still in flight counts as sent after it.
+        """
         if hints is None:
             return
         now = self.clock.monotonic()
-        for bucket, limit, remaining, user, pending in (
-            (self.requests, hints.requests_limit, hints.requests_remaining, self.user_set[0], self.in_flight_requests),
-            (self.tokens, hints.tokens_limit, hints.tokens_remaining, self.user_set[1], self.in_flight_tokens),
-        ):
-            if limit and not user and bucket.rate != limit:
-                bucket.set_rate(limit)
-            if remaining is not None and bucket.rate is not None:
-                bucket.refill(now)
-                # The server counted this request, not the ones we sent after it: subtract those.
-                server_view = remaining - max(0.0, pending)
-                if server_view < bucket.level:
-                    bucket.level = server_view
+        if ticket is None:  # unknown: assume every request in flight went after it, and nothing refilled
+            ticket = Ticket(self.requests.sent - max(0, self.in_flight_requests),
+                            self.tokens.sent - max(0.0, self.in_flight_tokens), now)
+        self.requests.observe(hints.requests_limit, hints.requests_remaining, hints.requests_reset, self.user_set[0],
+                              ticket.requests, ticket.sent_at, now)
+        self.tokens.observe(hints.tokens_limit, hints.tokens_remaining, hints.tokens_reset, self.user_set[1],
+                            ticket.tokens, ticket.sent_at, now)
+        self._size_reserve()

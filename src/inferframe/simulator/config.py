@@ -58,6 +58,7 @@ _RULE_KINDS = ("error", "connection_reset", "timeout", "malformed", "refusal", "
 _LATENCY_DISTS = ("constant", "uniform", "lognormal")
 _TOKENIZERS = ("estimate", "tiktoken")
 _SCOPES = ("model", "global")
+_RATELIMIT_MODES = ("bucket", "window")
 _PROBS = ("p_500", "p_503", "p_connection_reset", "p_timeout", "p_malformed", "p_refusal", "p_length")
 
 
@@ -146,6 +147,10 @@ class SimulatorConfig:
         ratelimit_burst_s: bucket capacity in seconds of refill (60 = a whole
             minute's quota may be used in a burst; 1 = OpenAI-like quantisation).
         ratelimit_scope: 'model' (one bucket per model, like OpenAI) or 'global'.
+        ratelimit_mode: 'bucket' (continuous refill, as above) or 'window': a fixed
+            window of ``ratelimit_window_s`` seconds that allows ``rpm``/``tpm`` per
+            minute of it at once (a burst) and nothing more until it ends.
+        ratelimit_window_s: length of a window in 'window' mode (default a minute).
     Faults (seeded and reproducible; drawn per request body and attempt number):
         seed: seed of every random draw (faults, latency, generated JSON).
         p_500, p_503, p_connection_reset, p_timeout, p_malformed, p_refusal,
@@ -188,6 +193,8 @@ class SimulatorConfig:
     tpm: Optional[int] = None
     ratelimit_burst_s: float = 60.0
     ratelimit_scope: str = "model"
+    ratelimit_mode: str = "bucket"
+    ratelimit_window_s: float = 60.0
     # faults
     seed: int = 0
     p_500: float = 0.0
@@ -234,6 +241,10 @@ class SimulatorConfig:
             raise ValueError("latency_hi_ms must be >= latency_lo_ms")
         if self.ratelimit_burst_s <= 0:
             raise ValueError("ratelimit_burst_s must be > 0")
+        if self.ratelimit_mode not in _RATELIMIT_MODES:
+            raise ValueError(f"ratelimit_mode must be one of {_RATELIMIT_MODES}")
+        if self.ratelimit_window_s <= 0:
+            raise ValueError("ratelimit_window_s must be > 0")
         if self.record_max < 0 or self.answer_max_chars < 0 or self.answer_min_chars < 0:
             raise ValueError("record_max, answer_max_chars and answer_min_chars must be >= 0")
         if self.responder is not None and not (callable(self.responder) or isinstance(self.responder, str)):

@@ -1,12 +1,20 @@
-"""OpenAI-style rate limiting: continuously refilled request and token buckets.
+"""OpenAI-style rate limiting: continuously refilled buckets, or fixed per-minute windows.
 
-Each bucket holds up to ``limit * burst_s / 60`` units and refills at
-``limit / 60`` units per second, so over any minute at most about ``limit``
-units pass (and ``burst_s=60`` allows a whole minute's quota at once).  A
-request needs 1 request unit and ``cost`` token units; a denied request
+``mode="bucket"`` (OpenAI's way): each bucket holds up to ``limit * burst_s / 60``
+units and refills at ``limit / 60`` units per second, so over any minute at most
+about ``limit`` units pass (``burst_s=60`` allows a whole minute's quota at once,
+``burst_s=1`` about one second of it, as hosted APIs do).
+
+``mode="window"``: a fixed window of ``window_s`` seconds (a minute by default)
+starts with the first request and allows ``limit * window_s / 60`` units, all at
+once if the client likes (a burst); nothing comes back until the window ends,
+then the whole budget does.  ``x-ratelimit-reset-*`` and Retry-After tell the time
+until the window ends.
+
+A request needs 1 request unit and ``cost`` token units; a denied request
 consumes nothing.  Headers follow OpenAI: ``x-ratelimit-limit-*``,
-``x-ratelimit-remaining-*``, ``x-ratelimit-reset-*`` (Go-style durations such as
-``"1s"``, ``"6m0s"``, ``"20ms"``).
+``x-ratelimit-remaining-*``, ``x-ratelimit-reset-*`` (the time until the budget is
+whole again, as Go-style durations such as ``"1s"``, ``"6m0s"``, ``"20ms"``).
 
 Example:
     >>> import time
@@ -14,6 +22,14 @@ Example:
     >>> d = rl.acquire("gpt-4o-mini", cost=10, now=time.monotonic())
     >>> d.allowed, d.headers["x-ratelimit-remaining-requests"]
     (True, '59')
+    >>> w = RateLimiter(rpm=60, tpm=None, mode="window")
+    >>> [w.acquire("m", cost=1, now=0.0).allowed for _ in range(61)].count(True)   # the minute at once
+    60
+    >>> d = w.acquire("m", cost=1, now=20.0)
+    >>> d.allowed, d.retry_after_s, d.headers["x-ratelimit-reset-requests"]     # nothing back until the window ends
+    (False, 40.0, '40s')
+    >>> w.acquire("m", cost=1, now=60.0).allowed
+    True
 """
 
 from __future__ import annotations
@@ -65,6 +81,38 @@ class _Bucket:
         self.last = now
         return level
 
+    def wait(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` is there (after :meth:`refill`)."""
+        return (amount - self.level) / self.rate
+
+    def reset_in(self, now: float) -> float:
+        """Seconds until the bucket is full again."""
+        return (self.capacity - self.level) / self.rate
+
+
+class _Window:
+    """A fixed window of ``length`` seconds holding ``limit * length / 60`` units, refilled whole when it ends."""
+
+    __slots__ = ("capacity", "length", "level", "start")
+
+    def __init__(self, limit: int, length: float, now: float) -> None:
+        self.capacity = max(1.0, limit * length / 60.0)
+        self.length = length
+        self.level = self.capacity
+        self.start = now
+
+    def refill(self, now: float) -> float:
+        if now >= self.start + self.length:
+            self.start = now - (now - self.start) % self.length
+            self.level = self.capacity
+        return self.level
+
+    def wait(self, amount: float, now: float) -> float:
+        return self.start + self.length - now
+
+    def reset_in(self, now: float) -> float:
+        return 0.0 if self.level >= self.capacity else self.start + self.length - now
+
 
 class Decision:
     """Outcome of :meth:`RateLimiter.acquire`.
@@ -89,13 +137,18 @@ class RateLimiter:
 
     Params:
         rpm, tpm: limits per minute (None = unlimited for that dimension).
-        burst_s: bucket capacity in seconds of refill (default 60).
+        burst_s: bucket capacity in seconds of refill (default 60; mode 'bucket').
+        mode: 'bucket' (continuous refill) or 'window' (fixed windows of ``window_s``).
+        window_s: length of a window (mode 'window').
     """
 
-    def __init__(self, rpm: Optional[int], tpm: Optional[int], burst_s: float = 60.0) -> None:
+    def __init__(self, rpm: Optional[int], tpm: Optional[int], burst_s: float = 60.0, mode: str = "bucket",
+                 window_s: float = 60.0) -> None:
         self.rpm = rpm
         self.tpm = tpm
         self.burst_s = burst_s
+        self._new = ((lambda limit, now: _Window(limit, window_s, now)) if mode == "window"
+                     else (lambda limit, now: _Bucket(limit, burst_s, now)))
         self._req: dict[str, _Bucket] = {}
         self._tok: dict[str, _Bucket] = {}
         self._rpm_s = str(rpm) if rpm else ""
@@ -113,12 +166,12 @@ class RateLimiter:
         if self.rpm:
             rb = self._req.get(key)
             if rb is None:
-                rb = self._req[key] = _Bucket(self.rpm, self.burst_s, now)
+                rb = self._req[key] = self._new(self.rpm, now)
             rlevel = rb.refill(now)
         if self.tpm:
             tb = self._tok.get(key)
             if tb is None:
-                tb = self._tok[key] = _Bucket(self.tpm, self.burst_s, now)
+                tb = self._tok[key] = self._new(self.tpm, now)
             tlevel = tb.refill(now)
         reason = None
         wait = 0.0
@@ -128,10 +181,10 @@ class RateLimiter:
         else:
             if rb is not None and rlevel < 1.0:
                 reason = "requests"
-                wait = (1.0 - rlevel) / rb.rate
+                wait = rb.wait(1.0, now)
                 used, limit = int(rb.capacity - rlevel), self.rpm or 0
             if tb is not None and tlevel < cost:
-                w = (cost - tlevel) / tb.rate
+                w = tb.wait(cost, now)
                 if reason is None or w > wait:
                     reason, wait = "tokens", w
                     used, limit = int(tb.capacity - tlevel), self.tpm or 0
@@ -146,9 +199,9 @@ class RateLimiter:
         if rb is not None:
             headers["x-ratelimit-limit-requests"] = self._rpm_s
             headers["x-ratelimit-remaining-requests"] = str(int(rlevel))
-            headers["x-ratelimit-reset-requests"] = format_duration((rb.capacity - rlevel) / rb.rate)
+            headers["x-ratelimit-reset-requests"] = format_duration(rb.reset_in(now))
         if tb is not None:
             headers["x-ratelimit-limit-tokens"] = self._tpm_s
             headers["x-ratelimit-remaining-tokens"] = str(max(0, int(tlevel)))
-            headers["x-ratelimit-reset-tokens"] = format_duration((tb.capacity - tlevel) / tb.rate)
+            headers["x-ratelimit-reset-tokens"] = format_duration(tb.reset_in(now))
         return Decision(allowed, headers, reason, wait, used, limit)

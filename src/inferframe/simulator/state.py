@@ -37,6 +37,12 @@ _SNAPSHOT_RE = re.compile(r"^(.*)-\d{4}-\d{2}-\d{2}$")
 _MODEL_CREATED = 1_715_367_049
 
 
+def _limiter(cfg: SimulatorConfig) -> Optional[RateLimiter]:
+    if not (cfg.rpm or cfg.tpm):
+        return None
+    return RateLimiter(cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_mode, cfg.ratelimit_window_s)
+
+
 class SimState:
     """Runtime state (see module docstring).
 
@@ -70,9 +76,11 @@ class SimState:
         self.auth_header = f"Bearer {cfg.require_api_key}" if cfg.require_api_key is not None else None
         self.rules: tuple[FailRule, ...] = cfg.fail_rules
         self._model_kind: dict[str, Optional[str]] = {}
-        limits = (cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_scope)
-        if old is None or limits != (old.rpm, old.tpm, old.ratelimit_burst_s, old.ratelimit_scope):
-            self.limiter = RateLimiter(cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s) if (cfg.rpm or cfg.tpm) else None
+        limits = (cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_scope, cfg.ratelimit_mode,
+                  cfg.ratelimit_window_s)
+        if old is None or limits != (old.rpm, old.tpm, old.ratelimit_burst_s, old.ratelimit_scope,
+                                     old.ratelimit_mode, old.ratelimit_window_s):
+            self.limiter = _limiter(cfg)
         if self.records.maxlen != cfg.record_max:
             self.records = deque(self.records, maxlen=cfg.record_max)
 
@@ -86,8 +94,7 @@ class SimState:
         """Zero the counters, empty the request log and refill the rate-limit buckets."""
         self.stats.reset()
         self.records.clear()
-        cfg = self.cfg
-        self.limiter = RateLimiter(cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s) if (cfg.rpm or cfg.tpm) else None
+        self.limiter = _limiter(self.cfg)
 
     # -- helpers for routes ----------------------------------------------------
 
