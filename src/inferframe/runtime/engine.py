@@ -125,29 +125,30 @@ class InferenceRuntime:
             self._check_breaker()
             if not self._budget_left():
                 return self._not_run(attempt, rows)
-            await self.limiter.acquire(request.est_tokens)
+            ticket = await self.limiter.acquire(request.est_tokens)
             self._check_breaker()
             attempt += 1
+            self.slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
             async with self.slots:
                 # Checked again with a slot held: rows queued behind the cap must not all slip through.
                 if not self._budget_left():
-                    self.limiter.release(request.est_tokens, None)
+                    self.limiter.release(request.est_tokens, None, ticket)
                     return self._not_run(attempt - 1, rows)
                 self.stats.in_flight += 1
                 self.stats.requests += 1
-                started = self.clock.monotonic()
+                started = ticket.sent_at = self.clock.monotonic()
                 try:
                     outcome = await self.provider.send(request)
                 finally:
                     self.stats.in_flight -= 1
             latency = self.clock.monotonic() - started
             last = outcome
-            self.limiter.release(request.est_tokens, outcome.limits)
+            self.limiter.release(request.est_tokens, outcome.limits, ticket)
             if outcome.usage is not None:
                 self.limiter.correct(request.est_tokens, outcome.usage.total)
             self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
             if outcome.ok:
-                self.slots.on_success(latency)
+                self.slots.on_success(latency, self.limiter.requests_per_second())
                 if key is not None and self._writes:
                     usage = outcome.usage or Usage()
                     self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens)
