@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import os
@@ -87,6 +88,39 @@ def cache_key(identity: str, endpoint: str, body: dict, prompt_version: str | No
     return hashlib.sha256(_canonical(doc)).hexdigest()
 
 
+def cache_keys(identity: str, requests: list, prompt_version: str | None = None) -> list[str | None]:
+    """``cache_key`` of every request (anything with ``endpoint`` and ``body``; None stays None), batched.
+
+    The canonical document has sorted keys and ``body`` sorts first, so each key hashes
+    ``{"body":`` + the body's canonical JSON + a tail shared by every request to one endpoint:
+    the same bytes ``cache_key`` hashes, without building and sorting the document per row.
+
+    Example:
+        >>> from types import SimpleNamespace as R
+        >>> rs = [R(endpoint="chat", body={"model": "m", "n": i}) for i in range(2)] + [None]
+        >>> cache_keys("p", rs, "v2") == [cache_key("p", "chat", r.body, "v2") for r in rs[:2]] + [None]
+        True
+    """
+    tails: dict[str, bytes] = {}
+    sha256, canonical = hashlib.sha256, _canonical
+    out: list[str | None] = []
+    for r in requests:
+        if r is None:
+            out.append(None)
+            continue
+        tail = tails.get(r.endpoint)
+        if tail is None:
+            doc = {"v": 1, "provider": identity, "endpoint": r.endpoint, "body": None}
+            if prompt_version is not None:
+                doc["prompt_version"] = prompt_version
+            whole = canonical(doc)
+            head = b'{"body":null'
+            assert whole.startswith(head), whole  # "body" sorts before every other field
+            tail = tails[r.endpoint] = whole[len(head):]
+        out.append(sha256(b'{"body":' + canonical(r.body) + tail).hexdigest())
+    return out
+
+
 def default_cache_dir() -> Path:
     """INFERFRAME_CACHE_DIR, else $XDG_CACHE_HOME/inferframe, else ~/.cache/inferframe."""
     env = os.environ.get("INFERFRAME_CACHE_DIR")
@@ -110,6 +144,21 @@ def _v2(db: sqlite3.Connection) -> None:
         " collected INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL)"
     )
     db.execute("CREATE INDEX batches_chunk ON batches (chunk, collected)")
+
+
+def _load_one(text: str) -> Any:
+    try:
+        return _loads(text)
+    except ValueError:  # NaN/Infinity, which json wrote and orjson does not read
+        return json.loads(text)
+
+
+_IN_CHUNK = 500  # keys per query: under SQLite's oldest limit of 999 bound parameters
+
+
+@functools.lru_cache(maxsize=None)
+def _select_in(n: int) -> str:
+    return f"SELECT key, value, input_tokens, output_tokens FROM responses WHERE key IN ({','.join('?' * n)})"
 
 
 # Schema changes are appended here, one small function each; user_version records how many ran.
@@ -158,10 +207,32 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        try:
-            return _loads(row[0]), row[1], row[2]
-        except ValueError:  # NaN/Infinity, which json wrote and orjson does not read
-            return json.loads(row[0]), row[1], row[2]
+        return _load_one(row[0]), row[1], row[2]
+
+    def get_many(self, keys: list[str]) -> list[tuple[Any, int, int] | None]:
+        """``get`` for many keys in one query per 500 keys: (value, input tokens, output tokens) or None each.
+
+        Example:
+            >>> import tempfile
+            >>> cache = ResponseCache(tempfile.mkdtemp())
+            >>> cache.put("a", {"x": 1}, 3, 1)
+            >>> cache.get_many(["b", "a", "a"])
+            [None, ({'x': 1}, 3, 1), ({'x': 1}, 3, 1)]
+        """
+        unique = list(dict.fromkeys(keys))
+        rows: list[tuple[str, str, int, int]] = []
+        with self._lock:
+            for i in range(0, len(unique), _IN_CHUNK):
+                part = unique[i:i + _IN_CHUNK]
+                rows += self._db.execute(_select_in(len(part)), part).fetchall()
+        if not rows:
+            return [None] * len(keys)
+        try:  # one parse for the whole batch: each stored value is a JSON text
+            values = _loads("[" + ",".join([r[1] for r in rows]) + "]")
+        except ValueError:  # NaN/Infinity somewhere, which json wrote and orjson does not read
+            values = [_load_one(r[1]) for r in rows]
+        found = {r[0]: (v, r[2], r[3]) for r, v in zip(rows, values)}
+        return [found.get(k) for k in keys]
 
     def put(self, key: str, value: Any, input_tokens: int, output_tokens: int) -> None:
         """Store one answer and commit it at once."""
