@@ -15,7 +15,7 @@ from inferframe.errors import ErrorKind, RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
 from inferframe.providers.interface import Outcome, Provider, Request, Usage
 from inferframe.runtime.batch import BatchRunner
-from inferframe.runtime.cache import cache_key, open_cache
+from inferframe.runtime.cache import cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.config import RuntimeConfig
 from inferframe.runtime.coordinator import SharedLimits
@@ -80,16 +80,60 @@ class InferenceRuntime:
         A cached answer skips the rate limiter and the provider; an identical request already in
         flight is shared instead of sent again.
         """
-        key = cache_key(self.identity, request.endpoint, request.body, self.config.prompt_version)
+        return await self._run_keyed(request, cache_key(self.identity, request.endpoint, request.body,
+                                                         self.config.prompt_version))
+
+    def _cached(self, value) -> Result:
+        self.stats.cache_hits += 1
+        self.stats.rows_done += 1
+        self.breaker.row(True, None, "")
+        # The usage column counts what this run paid: a cached answer cost nothing now.
+        return Result(value=value, usage=Usage(), cost=0.0, attempts=0)
+
+    def from_cache(self, requests: list[Request | None]) -> tuple[list[Result | None], list[str | None]]:
+        """Answer a batch from the cache with one query: (results, keys) per row, no task, no await.
+
+        A result is None where the cache has no answer (or the policy does not read, or the
+        request is None); every request's key is returned for sending the rest. The query runs
+        on the loop, as the per-row lookups did: in a worker thread it measured no faster on
+        2 CPUs, with a higher peak RSS.
+
+        Example:
+            >>> import tempfile
+            >>> from inferframe.providers.interface import MockProvider, Outcome, Request
+            >>> rt = InferenceRuntime(MockProvider(lambda r: Outcome(value="new")),
+            ...                       RuntimeConfig(cache_dir=tempfile.mkdtemp()), model="m")
+            >>> rt.cache.put(cache_key(rt.identity, "chat", {"q": 1}), "old", 5, 2)
+            >>> batch = [Request("chat", {"q": 1}), Request("chat", {"q": 2}), None]
+            >>> results, keys = rt.from_cache(batch)
+            >>> [r and r.value for r in results], rt.stats.cache_hits
+            (['old', None, None], 1)
+        """
+        keys = cache_keys(self.identity, requests, self.config.prompt_version)
+        wanted = [k for k in keys if k is not None] if self._reads else []
+        if not wanted:
+            return [None] * len(requests), keys
+        hits = self.cache.get_many(wanted)
+        results: list[Result | None] = []
+        it = iter(hits)
+        for k in keys:
+            hit = None if k is None else next(it)
+            # The usage column counts what this run paid: a cached answer cost nothing now.
+            results.append(None if hit is None else Result(value=hit[0], usage=Usage()))
+        found = len(hits) - hits.count(None)
+        if found:
+            self.stats.cache_hits += found
+            self.stats.rows_done += found
+            for _ in range(found):
+                self.breaker.row(True, None, "")
+        return results, keys
+
+    async def _run_keyed(self, request: Request, key: str) -> Result:
         if self._reads:
+            # Looked up again as the row starts: an identical request may have finished meanwhile.
             hit = self.cache.get(key)
             if hit is not None:
-                value = hit[0]
-                self.stats.cache_hits += 1
-                self.stats.rows_done += 1
-                self.breaker.row(True, None, "")
-                # The usage column counts what this run paid: a cached answer cost nothing now.
-                return Result(value=value, usage=Usage(), cost=0.0, attempts=0)
+                return self._cached(hit[0])
         shared = self._in_flight.get(key)
         if shared is not None:
             self.stats.deduped += 1
@@ -193,18 +237,25 @@ class InferenceRuntime:
         return Result(value=None, error=err, usage=usage, cost=cost, attempts=attempts)
 
     async def run_many(self, requests: list[Request | None]) -> list[Result | None]:
-        """Run requests concurrently (None entries, e.g. null inputs, stay None); order is kept."""
+        """Run requests concurrently (None entries, e.g. null inputs, stay None); order is kept.
 
-        async def one(r: Request | None):
-            return None if r is None else await self.run_one(r)
-
-        tasks = [asyncio.ensure_future(one(r)) for r in requests]
+        The cache answers what it can for the whole batch in one query (``from_cache``); only the
+        other rows become tasks.
+        """
+        results, keys = self.from_cache(requests)
+        todo = [i for i, r in enumerate(requests) if r is not None and results[i] is None]
+        if not todo:
+            return results
+        tasks = [asyncio.ensure_future(self._run_keyed(requests[i], keys[i])) for i in todo]
         try:
-            return await asyncio.gather(*tasks)
+            done = await asyncio.gather(*tasks)
         except BaseException:
             for t in tasks:
                 t.cancel()
             raise
+        for i, r in zip(todo, done):
+            results[i] = r
+        return results
 
     async def run_batch_api(self, requests: list[Request | None], rows: bool = True) -> list[Result | None]:
         """Answer requests through the provider's Batch API (see runtime.batch); order is kept.
