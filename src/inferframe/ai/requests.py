@@ -41,24 +41,67 @@ def column_kind(t: pa.DataType) -> str:
 def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
                cls: type[Provider] | None = None) -> dict | None:
     """The wire body for one row (None when an input is null); ``cls`` is the provider class when known."""
-    if any(v is None for v in values):
-        return None
-    kinds = kinds or ["text"] * len(values)
-    names = names or [None] * len(values)
-    return (cls or provider_class(c.provider)).request_body(c.endpoint, c.model, list(zip(values, kinds, names)),
-                                                            c.system_message, dict(c.options), dict(c.format_request),
-                                                            c.media)
+    for v in values:
+        if v is None:
+            return None
+    if kinds is None:
+        parts = [(v, "text", None) for v in values]
+    else:
+        parts = list(zip(values, kinds, names or [None] * len(values)))
+    return (cls or provider_class(c.provider)).request_body(c.endpoint, c.model, parts, c.system_message,
+                                                            dict(c.options), dict(c.format_request), c.media)
+
+
+class EstimatedRequest(Request):
+    """A Request whose token estimate is made the first time ``est_tokens`` is read.
+
+    Only a request that is sent needs its estimate (the rate limiter reserves it); a rerun
+    answers most rows from the cache and so never pays for estimating them.
+
+    Example:
+        >>> from inferframe.providers.openai import OpenAIProvider
+        >>> r = EstimatedRequest("chat", {"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 5},
+        ...                      OpenAIProvider, None)
+        >>> r.est_tokens, Request("chat", r.body, 21) == r
+        (21, True)
+    """
+
+    def __init__(self, endpoint: str, body: dict, cls: type[Provider] | None = None, model: str | None = None, *,
+                 est_tokens: int | None = None) -> None:
+        object.__setattr__(self, "endpoint", endpoint)  # frozen, as Request
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "_estimator", (cls, model))
+        object.__setattr__(self, "_est", est_tokens)  # given by dataclasses.replace()
+
+    @property
+    def est_tokens(self) -> int:  # type: ignore[override]
+        est = self._est
+        if est is None:
+            cls, model = self._estimator
+            inp, out = cls.estimate_tokens(self.body, model)
+            est = inp + out
+            object.__setattr__(self, "_est", est)
+        return est
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return (self.endpoint, self.body, self.est_tokens) == (other.endpoint, other.body, other.est_tokens)
+
+    __hash__ = None  # type: ignore[assignment]  # a body is a dict, as for Request
+
+    def __reduce__(self):
+        return (Request, (self.endpoint, self.body, self.est_tokens))  # a plain Request in another process
 
 
 def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
                   cls: type[Provider] | None = None) -> Request | None:
-    """The request for one row with its token estimate (None when an input is null)."""
+    """The request for one row (None when an input is null); its token estimate is made when first read."""
     cls = cls or provider_class(c.provider)
     body = build_body(c, values, kinds, names, cls)
     if body is None:
         return None
-    inp, out = cls.estimate_tokens(body, c.model)
-    return Request(c.endpoint, body, inp + out)
+    return EstimatedRequest(c.endpoint, body, cls, c.model)
 
 
 def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
