@@ -1,0 +1,212 @@
+"""Cached rows are looked up per batch (one query per morsel) and skip the per-row async path.
+
+MockProvider and a FakeClock: no HTTP, no real sleeping, no timing.
+"""
+
+import asyncio
+import pickle
+
+import pytest
+
+from inferframe.ai.config import AICallConfig
+from inferframe.ai.prompt import PromptOperator
+from inferframe.ai.requests import EstimatedRequest, build_request
+from inferframe.providers.interface import MockProvider, Outcome, Request, Usage
+from inferframe.providers.openai import OpenAIProvider
+from inferframe.providers.spec import ProviderSpec
+from inferframe.runtime import InferenceRuntime, RuntimeConfig
+from inferframe.runtime.cache import ResponseCache, cache_key, cache_keys
+from inferframe.runtime.clock import FakeClock
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def answer(r: Request) -> Outcome:
+    return Outcome(value=f"new {r.body['q']}", usage=Usage(10, 2))
+
+
+async def later(r: Request) -> Outcome:
+    await asyncio.sleep(0)  # still in flight when the next row starts
+    return answer(r)
+
+
+def runtime(tmp_path, policy="read_write", handler=answer, **kw):
+    provider = MockProvider(handler)
+    config = RuntimeConfig(cache_policy=policy, cache_dir=str(tmp_path), price=(1.0, 1.0), **kw)
+    return InferenceRuntime(provider, config, model="m", clock=FakeClock()), provider
+
+
+def seed(rt, qs):
+    rt.cache.put_many([(cache_key(rt.identity, "chat", {"q": q}), f"old {q}", 7, 3) for q in qs])
+
+
+def selects(cache: ResponseCache) -> list[str]:
+    seen: list[str] = []
+    cache._db.set_trace_callback(lambda sql: seen.append(sql) if sql.lstrip().upper().startswith("SELECT") else None)
+    return seen
+
+
+# --- the cache ------------------------------------------------------------------------------------
+
+
+def test_cache_keys_are_the_keys_of_cache_key():
+    reqs = [Request("chat", {"model": "m", "messages": [{"role": "user", "content": f"é {i}"}], "n": i}) for i in range(3)]
+    reqs += [None, Request("responses", {"input": "x", "z": {"b": 1, "a": [1.5, None]}}), Request("embeddings", {})]
+    for version in (None, "v2"):
+        assert cache_keys("openai:http://x/v1", reqs, version) == [
+            None if r is None else cache_key("openai:http://x/v1", r.endpoint, r.body, version) for r in reqs
+        ]
+    assert cache_keys("p", []) == []
+
+
+def test_get_many_answers_in_the_order_asked_with_one_query_per_500_keys(tmp_path):
+    cache = ResponseCache(tmp_path)
+    keys = [f"k{i}" for i in range(1200)]
+    cache.put_many([(k, {"n": i, "v": [1.5, "é"]}, i, 1) for i, k in enumerate(keys) if i % 3])
+    seen = selects(cache)
+    asked = ["missing", *reversed(keys), "k1", "k1"]
+    got = cache.get_many(asked)
+    assert len(seen) == 3  # 1,200 distinct keys: three queries, never one per key
+    assert got == [cache.get(k) for k in asked]
+    assert got[0] is None and got[-1] == got[-2] == ({"n": 1, "v": [1.5, "é"]}, 1, 1)
+    assert cache.get_many([]) == [] and cache.get_many(["nope"]) == [None]
+
+
+def test_get_many_reads_values_json_wrote_that_orjson_refuses(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put("plain", "ok", 1, 1)
+    cache._db.execute("INSERT INTO responses VALUES ('nan', '[NaN, 1]', 1, 1, 0)")  # an old json-written row
+    value, _, _ = cache.get_many(["nan", "plain"])[0]
+    assert value[0] != value[0] and value[1] == 1
+    assert cache.get_many(["plain", "nan"])[0] == ("ok", 1, 1)
+
+
+# --- the runtime ----------------------------------------------------------------------------------
+
+
+def test_a_cached_batch_is_one_query_no_task_and_no_send(tmp_path, monkeypatch):
+    rt, provider = runtime(tmp_path)
+    seed(rt, range(300))
+    seen = selects(rt.cache)
+
+    async def no_row_path(*a, **k):
+        raise AssertionError("a cached row took the per-row path")
+
+    monkeypatch.setattr(rt, "_run_keyed", no_row_path)
+    monkeypatch.setattr(rt, "run_one", no_row_path)
+    reqs = [Request("chat", {"q": i}) for i in range(300)]
+    results = run(rt.run_many(reqs[:128]))  # a morsel of the prompt operator
+    results += run(rt.run_many(reqs[128:]))
+    assert len(seen) == 2 and provider.requests == []
+    assert [r.value for r in results] == [f"old {i}" for i in range(300)]
+    # A cached answer cost nothing in this run.
+    assert all(r.usage == Usage() and r.cost == 0.0 and r.attempts == 0 and r.error is None for r in results)
+    s = rt.stats
+    assert (s.cache_hits, s.rows_done, s.requests, s.input_tokens, s.cost) == (300, 300, 0, 0, 0.0)
+    assert list(rt.breaker.recent) == [True] * len(rt.breaker.recent) and len(rt.breaker.recent) > 0
+
+
+def test_a_mixed_batch_sends_only_the_misses_and_keeps_the_order(tmp_path):
+    rt, provider = runtime(tmp_path, handler=later)
+    seed(rt, [0, 2, 5])
+    reqs = [Request("chat", {"q": i}) if i != 3 else None for i in range(7)] + [Request("chat", {"q": 4})]
+    results = run(rt.run_many(reqs))
+    values = [r and r.value for r in results]
+    assert values == ["old 0", "new 1", "old 2", None, "new 4", "old 5", "new 6", "new 4"]
+    assert sorted(r.body["q"] for r in provider.requests) == [1, 4, 6]  # the repeated 4 shares one call
+    s = rt.stats
+    assert (s.cache_hits, s.requests, s.deduped, s.rows_done) == (3, 3, 1, 7)
+    assert results[1].usage == Usage(10, 2) and results[1].cost == pytest.approx(12 / 1e6)
+    assert results[7].usage == Usage() and results[7].cost == 0.0  # paid once, by the first row
+    assert rt.cache.get(cache_key(rt.identity, "chat", {"q": 6}))[0] == "new 6"  # stored as it arrived
+    again = run(rt.run_many(reqs))
+    assert [r and r.value for r in again] == values and len(provider.requests) == 3
+
+
+@pytest.mark.parametrize("policy, sent, stored", [("read_only", 2, False), ("refresh", 3, True), ("off", 3, False)])
+def test_policies_in_batches(tmp_path, policy, sent, stored):
+    writer, _ = runtime(tmp_path)
+    seed(writer, [0])
+    rt, provider = runtime(tmp_path, policy)
+    results = run(rt.run_many([Request("chat", {"q": i}) for i in range(3)]))
+    assert len(provider.requests) == sent and rt.stats.cache_hits == 3 - sent
+    assert [r.value for r in results][1:] == ["new 1", "new 2"]
+    assert results[0].value == ("old 0" if policy == "read_only" else "new 0")
+    assert (writer.cache.get(cache_key(writer.identity, "chat", {"q": 1})) is not None) is stored
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_an_identical_request_in_another_batch_is_not_sent_twice(tmp_path, slow):
+    """Both batches miss at lookup; the second's row then finds the answer stored, or shares it in flight."""
+    rt, provider = runtime(tmp_path, handler=later if slow else answer)
+
+    async def both():
+        first = asyncio.ensure_future(rt.run_many([Request("chat", {"q": 1})]))
+        second = asyncio.ensure_future(rt.run_many([Request("chat", {"q": 1}), Request("chat", {"q": 2})]))
+        return await first, await second
+
+    a, b = run(both())
+    assert a[0].value == b[0].value == "new 1" and b[1].value == "new 2"
+    assert sorted(r.body["q"] for r in provider.requests) == [1, 2]
+    assert rt.stats.cache_hits + rt.stats.deduped == 1 and rt.stats.rows_done == 3
+
+
+# --- requests -------------------------------------------------------------------------------------
+
+
+class Counting(OpenAIProvider):
+    estimates = 0
+
+    @classmethod
+    def estimate_tokens(cls, body, model):
+        Counting.estimates += 1
+        return super().estimate_tokens(body, model)
+
+
+def test_rows_answered_from_the_cache_are_never_estimated(tmp_path):
+    config = AICallConfig("chat", ProviderSpec("openai"), "m", None, (("max_tokens", 5),), RuntimeConfig(), 1, "p")
+    reqs = [build_request(config, [f"q{i}"], cls=Counting) for i in range(4)]
+    Counting.estimates = 0
+    rt, provider = runtime(tmp_path, handler=lambda r: Outcome(value="x"))
+    rt.cache.put_many([(k, "old", 1, 1) for k in cache_keys(rt.identity, reqs[:3])])
+    run(rt.run_many(reqs))
+    assert Counting.estimates == 1 and len(provider.requests) == 1  # only the row that was sent
+    assert reqs[3].est_tokens == sum(OpenAIProvider.estimate_tokens(reqs[3].body, "m"))
+    assert Counting.estimates == 1  # made once, then kept
+
+
+def test_an_estimated_request_behaves_as_a_request():
+    body = {"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 5}
+    r = EstimatedRequest("chat", body, OpenAIProvider, None)
+    plain = Request("chat", body, r.est_tokens)
+    assert isinstance(r, Request) and r == plain and plain == r and r != Request("chat", body, 1)
+    assert pickle.loads(pickle.dumps(r)) == plain and type(pickle.loads(pickle.dumps(r))) is Request
+    import dataclasses
+
+    assert dataclasses.replace(r, body={}).body == {} and dataclasses.asdict(r)["est_tokens"] == plain.est_tokens
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.body = {}
+
+
+def test_the_prompt_operator_answers_a_cached_batch_with_zero_usage(tmp_path):
+    import pyarrow as pa
+
+    from inferframe.series import Series
+
+    config = AICallConfig("chat", ProviderSpec("lm_studio"), "m", None, (),
+                          RuntimeConfig(cache_dir=str(tmp_path)), 1, "prompt[m]")
+
+    async def go():
+        op = PromptOperator(config, provider=MockProvider(lambda r: Outcome(value="yes", usage=Usage(3, 1))))
+        first = await op(Series(pa.array(["a", None, "b"])))
+        op2 = PromptOperator(config, provider=MockProvider(lambda r: Outcome(value="no")))
+        second = await op2(Series(pa.array(["b", "a", None, "c"])))
+        return first, second, op2
+
+    first, second, op2 = run(go())
+    assert [r["value"] for r in first] == ["yes", None, "yes"]
+    assert [r["value"] for r in second] == ["yes", "yes", None, "no"]
+    assert {k: second[0]["usage"][k] for k in ("input_tokens", "output_tokens", "cost")} == {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
+    assert op2.stats.cache_hits == 2 and op2.stats.rows_done == 4 and len(op2.provider.requests) == 1
