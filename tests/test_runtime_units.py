@@ -152,3 +152,49 @@ def test_prices_and_estimates():
     assert cost_of(None, 10, 10) == 0
     inp, out = estimate_tokens({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
     assert 100 <= inp <= 110 and out == 7
+
+
+def test_reset_headers_become_hints():
+    hints = limit_hints({"x-ratelimit-limit-requests": "1200", "x-ratelimit-remaining-requests": "19",
+                         "x-ratelimit-reset-requests": "50ms", "x-ratelimit-limit-tokens": "60000",
+                         "x-ratelimit-remaining-tokens": "59000", "x-ratelimit-reset-tokens": "1s"})
+    assert hints.requests_reset == pytest.approx(0.05) and hints.tokens_reset == 1.0
+
+
+def test_limiter_holds_no_more_than_the_servers_bucket():
+    # The server holds one second (20 at 1,200 RPM): remaining 19 + 50 ms of refill. A user-given
+    # rate starts with one second too, less the reserve; a per-minute window lets the minute go at once.
+    lim = RateLimiter(rpm=1200, clock=FakeClock())
+    assert lim.requests.capacity == 19
+    lim.observe(LimitHints(requests_limit=1200, requests_remaining=19, requests_reset=0.05))
+    assert lim.requests.size == pytest.approx(20) and lim.requests.capacity == pytest.approx(19)
+    window = RateLimiter(clock=FakeClock())
+    window.observe(LimitHints(requests_limit=600, requests_remaining=599, requests_reset=60.0))
+    assert window.requests.size == 600 and window.requests.level > 500
+
+
+def test_limiter_reads_a_hint_against_what_was_sent_after_it():
+    clock = FakeClock(10.0)
+
+    async def run():
+        lim = RateLimiter(rpm=600, clock=clock)  # 10/s; the server holds one second (10), less a reserve of 0.5
+        first = await lim.acquire(1)
+        for _ in range(5):
+            await lim.acquire(1)
+        mine = lim.requests.level
+        # The first answer: 9 were left when the server counted it, and 5 went after it: 4 now, not 9.
+        lim.release(1, LimitHints(requests_limit=600, requests_remaining=9, requests_reset=0.1), first)
+        after_first = lim.requests.level
+        # An answer that was slow to come back, 0.5 s after it went: it says 3 were left then. Since
+        # then 5 more went, and at most 5 refilled: it may lower the level, never raise it.
+        clock.now += 0.5
+        slow = await lim.acquire(1)
+        for _ in range(4):
+            await lim.acquire(1)
+        before = lim.requests.level
+        lim.release(1, LimitHints(requests_limit=600, requests_remaining=3, requests_reset=0.7), slow)
+        return mine, after_first, before, lim.requests.level
+
+    mine, after_first, before, after_slow = asyncio.run(run())
+    assert mine == pytest.approx(3.5) and after_first == pytest.approx(3.5)  # 4 left less the reserve
+    assert after_slow <= before and after_slow <= 3 - 4 + 5 - 0.5

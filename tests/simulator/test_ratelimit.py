@@ -116,3 +116,27 @@ def test_reconfigure_limits_at_runtime(sim):
     assert [post(url, chat_body(str(i)))[0] for i in range(2)] == [200, 429]
     sim.configure(rpm=None)
     assert post(url, chat_body("free"))[0] == 200
+
+
+def test_window_mode_allows_the_whole_window_at_once_then_waits_for_its_end():
+    # 600 RPM in windows of 0.5 s: 5 requests per window, all at once; the 6th waits for the window's end.
+    with make_sim(rpm=600, ratelimit_mode="window", ratelimit_window_s=0.5) as sim:
+        url = sim.base_url + "/chat/completions"
+        answers = [post(url, chat_body(f"w{i}")) for i in range(6)]
+        assert [a[0] for a in answers] == [200] * 5 + [429]
+        assert [int(a[1]["x-ratelimit-remaining-requests"]) for a in answers[:5]] == [4, 3, 2, 1, 0]
+        status, h, body = answers[5]
+        assert_error_shape(body, "requests", "rate_limit_exceeded")
+        wait_ms = int(h["retry-after-ms"])
+        assert 0 < wait_ms <= 500 and DURATION.match(h["x-ratelimit-reset-requests"])
+        time.sleep(wait_ms / 1000 + 0.03)
+        status, h, _ = post(url, chat_body("next window"))
+        assert status == 200 and h["x-ratelimit-remaining-requests"] == "4"  # the whole window is back
+
+
+def test_window_mode_is_a_config_choice():
+    from inferframe.simulator import SimulatorConfig
+
+    with pytest.raises(ValueError, match="ratelimit_mode"):
+        SimulatorConfig(ratelimit_mode="leaky")
+    assert SimulatorConfig(ratelimit_mode="window").ratelimit_window_s == 60.0

@@ -123,8 +123,8 @@ class _Bucket:
         if self.rate is None or remaining is None:
             return
         server_rate = limit or self.rate
-        if reset is not None:
-            size = min(server_rate, remaining + reset * server_rate / 60.0)
+        if reset is not None:  # at most a minute of our own rate: a user's lower rpm is kept at any size
+            size = min(server_rate, self.rate, remaining + reset * server_rate / 60.0)
             self.server_size = size if self.server_size is None else max(self.server_size, size)
         self.refill(now)
         since = max(0.0, self.sent - sent_then) if sent_then is not None else 0.0
