@@ -1,0 +1,129 @@
+"""Does the in-flight bound follow the rate limit? prompt() with default settings at a long latency.
+
+At 12,000 RPM (200 requests/s) and 1 s latency a job needs about 200 requests in flight
+(Little's law: rate x latency); a fixed bound of 64 caps it at about 64 requests/s, a
+third of the limit. The simulator (its own process) refills per second like a hosted API
+(``ratelimit_burst_s=1``), lognormal latency (median ``--latency-ms``, sigma 0.3), and
+inferframe runs in a fresh subprocess with default settings (no max_concurrency):
+
+  learned  the limits come from the x-ratelimit-* headers;
+  user     prompt(..., rpm=RPM).
+
+Figures: successes per second against the limit ("vs limit+bucket": successes / (one
+second's bucket + limit x run seconds), target >= 90%), the server's peak of requests in
+flight, and 429s. Rows are sized to about ``--seconds`` at the limit.
+
+The simulator always comes from this checkout (``src/`` next to ``bench/``); the client is
+whatever ``inferframe`` the interpreter imports (``PYTHONPATH=<other checkout>/src`` measures
+another version against the same server).
+
+Usage:
+    .venv/bin/python bench/concurrency_follows_limit.py                   # about 1-2 min
+    .venv/bin/python bench/concurrency_follows_limit.py --rpm 30000 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ["INFERFRAME_CACHE"] = "off"  # measure the server's limit, not the response cache
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _sim_util import emit_result, machine_line, run_child, table
+
+MODEL = "gpt-5-mini"
+
+
+def texts(n: int) -> list[str]:
+    return [f"Row {i:07d}: the parcel arrived on time and works well. Sentiment?" for i in range(n)]
+
+
+def child_main(args: argparse.Namespace) -> None:
+    import inferframe as ifr
+    from inferframe.functions import prompt
+
+    opts = {"rpm": args.rpm} if args.mode == "user" else {}
+    df = ifr.from_pydict({"q": texts(args.rows)})
+    df = df.with_column("a", prompt(ifr.col("q"), provider="openai", base_url=args.url, api_key="sk-bench", model=MODEL,
+                                    use_chat_completions=True, max_tokens=64, **opts))
+    t0 = time.monotonic()
+    out = df.to_arrow(progress=False)
+    t1 = time.monotonic()
+    errs = out.column("a_error").to_pylist()
+    emit_result({"t0": t0, "t1": t1, "failed": sum(e is not None for e in errs),
+                 "error_kinds": dict(collections.Counter(f"{e['kind']}/{e['status']}" for e in errs if e))})
+
+
+def run_variant(mode: str, args: argparse.Namespace) -> dict:
+    from inferframe.simulator import Simulator, SimulatorConfig
+
+    rate = args.rpm / 60.0
+    bucket = max(1.0, rate)  # one second of budget
+    rows = int(bucket + rate * args.seconds)
+    proc = Simulator.spawn(SimulatorConfig(rpm=args.rpm, ratelimit_burst_s=1.0, latency_dist="lognormal",
+                                           latency_ms=args.latency_ms, latency_sigma=0.3, seed=1))
+    try:
+        res = run_child([__file__, "--child", "--mode", mode, "--url", proc.base_url, "--rows", str(rows),
+                         "--rpm", str(args.rpm)], timeout=rows / 30 + 180)
+        st = proc.stats()
+    finally:
+        proc.close()
+    duration = res["t1"] - res["t0"]
+    n200 = st["by_status"].get("200", 0)
+    n429 = st["by_status"].get("429", 0)
+    return {"mode": mode, "rows": rows, "duration": duration, "n200": n200, "n429": n429,
+            "total": st["total_requests"], "failed": res["failed"], "error_kinds": res["error_kinds"],
+            "peak": st.get("max_in_flight", 0), "rate": rate, "possible": bucket + rate * duration}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rpm", type=int, default=12000)
+    ap.add_argument("--latency-ms", type=float, default=1000, help="median of the simulator's lognormal latency")
+    ap.add_argument("--seconds", type=float, default=30, help="run length at the limit")
+    ap.add_argument("--modes", default="learned,user")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child_main(args)
+        return
+    sys.path.insert(0, str(HERE.parent / "src"))  # this checkout's simulator, whichever client runs
+    client = subprocess.run([sys.executable, "-c", "import inferframe, os; print(os.path.dirname(inferframe.__file__))"],
+                            capture_output=True, text=True, timeout=60).stdout.strip()
+    print(f"concurrency_follows_limit: prompt() with default settings against a simulator limited to {args.rpm:,} RPM "
+          f"(per-second bucket), lognormal latency median {args.latency_ms:g} ms")
+    print(f"  client: {client}")
+    print(f"  {machine_line()}")
+    results = []
+    for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+        print(f"  running {mode} ...", flush=True)
+        results.append(run_variant(mode, args))
+        print(f"    {results[-1]['rows']:,} rows in {results[-1]['duration']:.1f} s", flush=True)
+    need = args.rpm / 60.0 * args.latency_ms / 1000.0
+    print()
+    print(f"Little's law: {args.rpm / 60:,.0f} requests/s x {args.latency_ms / 1000:g} s = about {need:,.0f} in flight "
+          f"(target: >= 90% of the limit, 0 failed rows)")
+    rows = []
+    for r in results:
+        pct = 100 * r["n200"] / r["possible"]
+        rows.append([r["mode"], f"{r['rows']:,}", f"{r['failed']:,}", f"{r['duration']:.1f}",
+                     f"{60 * r['n200'] / r['duration']:,.0f}", f"{pct:.1f}%", r["peak"], f"{r['n429']:,}",
+                     "PASS" if pct >= 90 and r["failed"] == 0 else "FAIL"])
+    print(table(["limits", "rows", "failed", "run s", "req/min", "vs limit+bucket", "server peak in flight", "429s",
+                 "target"], rows, "lrrrrrrrl"))
+    print("  vs limit+bucket: successes / (one second's bucket + limit x run seconds).")
+
+
+if __name__ == "__main__":
+    main()
