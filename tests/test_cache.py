@@ -152,3 +152,19 @@ def test_rows_over_the_budget_run_on_the_next_start(sim, tmp_path):
     again = df.with_column("a", ask(sim, tmp_path, model="priced", max_concurrency=1)).to_pydict()
     assert again["a_error"] == [None] * 30
     assert sim.stats()["total_requests"] - sent == len(not_run)  # only the rows the cap held back were sent
+
+
+def test_a_partly_cached_rerun_sends_only_the_rest_and_keeps_the_order(sim, tmp_path):
+    from inferframe.observe import last_run
+
+    qs = [f"q{i}" for i in range(400)]
+    ifr.from_pydict({"q": qs[::2]}).with_column("a", ask(sim, tmp_path)).collect()
+    assert sim.stats()["total_requests"] == 200
+    out = ifr.from_pydict({"q": qs}).with_column("a", ask(sim, tmp_path, usage_column=True)).to_pydict()
+    assert out["a"] == [f"sim answer: {q}" for q in qs]
+    assert sim.stats()["total_requests"] == 400  # only the rows the first run did not ask
+    run = last_run()[0]
+    assert (run["cache_hits"], run["requests"], run["rows_done"]) == (200, 200, 400)
+    # A cached row cost nothing in this run; a sent one shows what it used.
+    assert all(u["input_tokens"] == 0 and u["cost"] == 0 for u in out["a_usage"][::2])
+    assert all(u["input_tokens"] > 0 for u in out["a_usage"][1::2])
