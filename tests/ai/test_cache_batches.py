@@ -15,7 +15,7 @@ from inferframe.providers.interface import MockProvider, Outcome, Request, Usage
 from inferframe.providers.openai import OpenAIProvider
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime import InferenceRuntime, RuntimeConfig
-from inferframe.runtime.cache import ResponseCache, cache_key, cache_keys
+from inferframe.runtime.cache import CacheReader, ResponseCache, cache_key, cache_keys
 from inferframe.runtime.clock import FakeClock
 
 
@@ -83,12 +83,57 @@ def test_get_many_reads_values_json_wrote_that_orjson_refuses(tmp_path):
     assert cache.get_many(["plain", "nan"])[0] == ("ok", 1, 1)
 
 
+def stored_in(cache: ResponseCache, keys: list[str]) -> None:
+    cache.put_many([(k, f"answer {k}", 1, 1) for k in keys])
+
+
+@pytest.mark.parametrize("order", ["in order", "jittered", "among another job's", "reversed"])
+def test_the_reader_answers_every_batch_whatever_order_the_answers_were_stored_in(tmp_path, order):
+    import random
+
+    keys = [f"k{i:05d}" for i in range(3000)]
+    stored = list(keys)
+    rng = random.Random(7)
+    if order == "jittered":  # as a first run stores them: rows in flight together finish in any order
+        stored = sorted(keys, key=lambda k: int(k[1:]) + rng.uniform(-300, 300))
+    elif order == "reversed":
+        stored.reverse()
+    cache = ResponseCache(tmp_path)
+    if order == "among another job's":
+        for i in range(0, 3000, 100):
+            stored_in(cache, stored[i:i + 100])
+            stored_in(cache, [f"other{i}-{j}" for j in range(150)])
+    else:
+        stored_in(cache, stored)
+    reader = cache.reader()
+    asked = keys + ["absent"]
+    seen = selects(cache)
+    got = []
+    for i in range(0, len(asked), 128):
+        got += reader.get_many(asked[i:i + 128])
+    assert got == cache.get_many(asked) and got[-1] is None and got[0] == ("answer k00000", 1, 1)
+    batches = -(-len(asked) // 128)
+    assert len(seen) <= batches * (CacheReader.rounds + 2)
+    if order in ("in order", "jittered"):
+        assert reader.by_key < 0.2 * len(asked) and reader.read_on < 2 * len(asked)
+    assert len(reader.window) <= reader.max_rows
+
+
+def test_the_reader_window_is_bounded_in_rows_and_bytes(tmp_path):
+    cache = ResponseCache(tmp_path)
+    cache.put_many([(f"k{i}", "x" * 1000, 1, 1) for i in range(2000)])
+    reader = CacheReader(cache, max_rows=500, max_bytes=100_000)
+    for i in range(0, 2000, 128):
+        assert all(reader.get_many([f"k{j}" for j in range(i, min(i + 128, 2000))]))
+        assert len(reader.window) <= 500 and reader.bytes <= 100_000
+
+
 # --- the runtime ----------------------------------------------------------------------------------
 
 
 def test_a_cached_batch_is_one_query_no_task_and_no_send(tmp_path, monkeypatch):
     rt, provider = runtime(tmp_path)
-    seed(rt, range(300))
+    seed(rt, range(1280))
     seen = selects(rt.cache)
 
     async def no_row_path(*a, **k):
@@ -96,15 +141,18 @@ def test_a_cached_batch_is_one_query_no_task_and_no_send(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rt, "_run_keyed", no_row_path)
     monkeypatch.setattr(rt, "run_one", no_row_path)
-    reqs = [Request("chat", {"q": i}) for i in range(300)]
-    results = run(rt.run_many(reqs[:128]))  # a morsel of the prompt operator
-    results += run(rt.run_many(reqs[128:]))
-    assert len(seen) == 2 and provider.requests == []
-    assert [r.value for r in results] == [f"old {i}" for i in range(300)]
+    reqs = [Request("chat", {"q": i}) for i in range(1280)]
+    results = []
+    for i in range(0, 1280, 128):  # the prompt operator's morsels
+        results += run(rt.run_many(reqs[i:i + 128]))
+    # The first batch by key, the next ones reading on in the order the answers were stored.
+    assert len(seen) == 10 and not [q for q in seen if "key = ?" in q] and provider.requests == []
+    assert rt._cache_reader.by_key == 128
+    assert [r.value for r in results] == [f"old {i}" for i in range(1280)]
     # A cached answer cost nothing in this run.
     assert all(r.usage == Usage() and r.cost == 0.0 and r.attempts == 0 and r.error is None for r in results)
     s = rt.stats
-    assert (s.cache_hits, s.rows_done, s.requests, s.input_tokens, s.cost) == (300, 300, 0, 0, 0.0)
+    assert (s.cache_hits, s.rows_done, s.requests, s.input_tokens, s.cost) == (1280, 1280, 0, 0, 0.0)
     assert list(rt.breaker.recent) == [True] * len(rt.breaker.recent) and len(rt.breaker.recent) > 0
 
 

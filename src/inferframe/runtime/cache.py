@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import hashlib
@@ -154,11 +155,22 @@ def _load_one(text: str) -> Any:
 
 
 _IN_CHUNK = 500  # keys per query: under SQLite's oldest limit of 999 bound parameters
+_COLUMNS = "rowid, key, value, input_tokens, output_tokens"
+_AFTER = f"SELECT {_COLUMNS} FROM responses WHERE rowid >= ? ORDER BY rowid LIMIT ?"
 
 
 @functools.lru_cache(maxsize=None)
 def _select_in(n: int) -> str:
-    return f"SELECT key, value, input_tokens, output_tokens FROM responses WHERE key IN ({','.join('?' * n)})"
+    return f"SELECT {_COLUMNS} FROM responses WHERE key IN ({','.join('?' * n)})"
+
+
+def _decoded(rows: list[tuple]) -> dict[str, tuple[Any, int, int]]:
+    """{key: (value, input tokens, output tokens)} of stored rows (rowid, key, value, in, out)."""
+    try:  # one parse for the whole batch: each stored value is a JSON text
+        values = _loads("[" + ",".join([r[2] for r in rows]) + "]")
+    except ValueError:  # NaN/Infinity somewhere, which json wrote and orjson does not read
+        values = [_load_one(r[2]) for r in rows]
+    return {r[1]: (v, r[3], r[4]) for r, v in zip(rows, values)}
 
 
 # Schema changes are appended here, one small function each; user_version records how many ran.
@@ -219,20 +231,29 @@ class ResponseCache:
             >>> cache.get_many(["b", "a", "a"])
             [None, ({'x': 1}, 3, 1), ({'x': 1}, 3, 1)]
         """
-        unique = list(dict.fromkeys(keys))
-        rows: list[tuple[str, str, int, int]] = []
-        with self._lock:
-            for i in range(0, len(unique), _IN_CHUNK):
-                part = unique[i:i + _IN_CHUNK]
-                rows += self._db.execute(_select_in(len(part)), part).fetchall()
+        rows = self._by_key(list(dict.fromkeys(keys)))
         if not rows:
             return [None] * len(keys)
-        try:  # one parse for the whole batch: each stored value is a JSON text
-            values = _loads("[" + ",".join([r[1] for r in rows]) + "]")
-        except ValueError:  # NaN/Infinity somewhere, which json wrote and orjson does not read
-            values = [_load_one(r[1]) for r in rows]
-        found = {r[0]: (v, r[2], r[3]) for r, v in zip(rows, values)}
+        found = _decoded(rows)
         return [found.get(k) for k in keys]
+
+    def _by_key(self, keys: list[str]) -> list[tuple]:
+        """The stored rows (rowid, key, value text, in, out) of distinct ``keys``, in no particular order."""
+        rows: list[tuple] = []
+        with self._lock:
+            for i in range(0, len(keys), _IN_CHUNK):
+                part = keys[i:i + _IN_CHUNK]
+                rows += self._db.execute(_select_in(len(part)), part).fetchall()
+        return rows
+
+    def _after(self, rowid: int, n: int) -> list[tuple]:
+        """Up to ``n`` stored rows from ``rowid`` on, in the order they were stored."""
+        with self._lock:
+            return self._db.execute(_AFTER, (rowid, n)).fetchall()
+
+    def reader(self) -> "CacheReader":
+        """A reader for one job's batches: see CacheReader."""
+        return CacheReader(self)
 
     def put(self, key: str, value: Any, input_tokens: int, output_tokens: int) -> None:
         """Store one answer and commit it at once."""
@@ -285,6 +306,115 @@ class ResponseCache:
 
     def __reduce__(self):
         return (ResponseCache, (str(self.directory),))
+
+
+class CacheReader:
+    """Looks up one job's batches of keys, reading on in the order the answers were stored.
+
+    A rerun asks for its rows in about the order its first run stored them (give or take the
+    rows that were in flight together). So once a batch is found by key, the rows stored after
+    it are read in rowid order, a batch's worth at a time (a sequential scan), into a bounded
+    window that answers the next batches: in a cache of a million answers that costs a
+    fraction of a lookup by key, which descends the key index and then the table for every
+    key. Keys the window does not hold after a few reads are looked up by key; reading on
+    stops for a batch at a read with none of its keys, so a cache shared by many jobs costs a
+    few wasted reads per batch. Answers are read at most a window ahead of their use.
+
+    Parameters:
+        cache: the cache to read.
+        max_rows / max_bytes: the window's bound (the rows read on and not yet pushed out).
+
+    Example:
+        >>> import tempfile
+        >>> cache = ResponseCache(tempfile.mkdtemp())
+        >>> cache.put_many([(f"k{i}", f"answer {i}", 1, 1) for i in range(1000)])
+        >>> reader = cache.reader()
+        >>> reader.get_many(["k0", "k2", "nope"])  # by key: the reader learns where the job's rows are
+        [('answer 0', 1, 1), ('answer 2', 1, 1), None]
+        >>> [v for v, _, _ in reader.get_many([f"k{i}" for i in range(1, 300)])][-1]  # read on from there
+        'answer 299'
+        >>> reader.by_key  # keys looked up by key: those of the first batch only
+        3
+    """
+
+    rounds = 4  # reads on per batch, at most
+
+    def __init__(self, cache: ResponseCache, max_rows: int = 8192, max_bytes: int = 16 << 20) -> None:
+        self.cache = cache
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        self.window: collections.OrderedDict[str, tuple] = collections.OrderedDict()
+        self.bytes = 0
+        self.next_rowid: int | None = None
+        self.by_key = self.read_on = 0  # keys looked up by key, rows read on (for tests and benches)
+
+    def get_many(self, keys: list[str]) -> list[tuple[Any, int, int] | None]:
+        """``ResponseCache.get_many``, answered from the window where it can be."""
+        window = self.window
+        got: dict[str, tuple] = {}
+        missing: list[str] = []
+        for k in dict.fromkeys(keys):
+            row = window.get(k)
+            if row is None:
+                missing.append(k)
+            else:
+                got[k] = row
+        wanted = len(missing)
+        if missing and self.next_rowid is not None:
+            missing = self._read_on(missing, got, max(len(got) + len(missing), 64))
+        if missing:
+            self.by_key += len(missing)
+            rows = self.cache._by_key(missing)
+            for r in rows:
+                got[r[1]] = r
+            if rows and (self.next_rowid is None or len(missing) * 2 > wanted):
+                self._move_to(rows)
+        if not got:
+            return [None] * len(keys)
+        found = _decoded(list(got.values()))
+        return [found.get(k) for k in keys]
+
+    def _move_to(self, rows: list[tuple]) -> None:
+        """Read on after this batch's answers (found by key) next time; keep their neighbours."""
+        lo, hi = min(r[0] for r in rows), max(r[0] for r in rows)
+        if hi - lo + 1 > len(rows) and hi - lo < 4 * len(rows):
+            for r in self.cache._after(lo, hi - lo + 1):  # rows stored among them: other batches' answers
+                self._keep(r[1], r)
+            self.read_on += hi - lo + 1
+        for r in rows:
+            self._keep(r[1], r)
+        self.next_rowid = hi + 1
+
+    def _read_on(self, missing: list[str], got: dict[str, tuple], n: int) -> list[str]:
+        # A batch's worth at a time keeps the window ahead of the batches as they come.
+        want = set(missing)
+        for _ in range(self.rounds):
+            rows = self.cache._after(self.next_rowid, n)
+            if not rows:
+                break  # the end of the table
+            self.next_rowid = rows[-1][0] + 1
+            self.read_on += len(rows)
+            hits = 0
+            for r in rows:
+                k = r[1]
+                self._keep(k, r)
+                if k in want:
+                    got[k] = r
+                    want.discard(k)
+                    hits += 1
+            if not want or not hits:
+                break
+        return [k for k in missing if k in want]
+
+    def _keep(self, key: str, row: tuple) -> None:
+        window = self.window
+        old = window.pop(key, None)
+        if old is not None:
+            self.bytes -= len(old[2])
+        window[key] = row
+        self.bytes += len(row[2])
+        while len(window) > self.max_rows or self.bytes > self.max_bytes:
+            _, dropped = window.popitem(last=False)
+            self.bytes -= len(dropped[2])
 
 
 _open: dict[str, ResponseCache] = {}

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import random
 
 from inferframe.errors import ErrorKind, RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
 from inferframe.providers.interface import Outcome, Provider, Request, Usage
 from inferframe.runtime.batch import BatchRunner
-from inferframe.runtime.cache import cache_key, cache_keys, open_cache
+from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.config import RuntimeConfig
 from inferframe.runtime.coordinator import SharedLimits
@@ -113,7 +114,7 @@ class InferenceRuntime:
         wanted = [k for k in keys if k is not None] if self._reads else []
         if not wanted:
             return [None] * len(requests), keys
-        hits = self.cache.get_many(wanted)
+        hits = self._cache_reader.get_many(wanted)
         results: list[Result | None] = []
         it = iter(hits)
         for k in keys:
@@ -127,6 +128,11 @@ class InferenceRuntime:
             for _ in range(found):
                 self.breaker.row(True, None, "")
         return results, keys
+
+    @functools.cached_property
+    def _cache_reader(self) -> CacheReader:
+        # One per runtime (a job's call): it reads on from where this job's answers are stored.
+        return self.cache.reader()
 
     async def _run_keyed(self, request: Request, key: str) -> Result:
         if self._reads:
