@@ -106,29 +106,30 @@ def main() -> None:
     print(f"local_structured: {len(texts)} reviews, max_tokens={args.max_tokens}, one request at a time, "
           f"{'zero-shot' if args.zero_shot else 'few-shot'}, {server.model}")
     rows, speeds = [], {}
-    for way, fields in ways.items():
-        ok = cut = 0
-        tokens, ws, tps, secs = [], [], [], []
-        for text in texts:
-            system = [] if args.zero_shot else [{"role": "system", "content": FEW_SHOT}]
+    stats = {way: {"ok": 0, "cut": 0, "tokens": [], "ws": [], "tps": [], "secs": []} for way in ways}
+    for text in texts:  # the ways take turns per row, so the machine's load falls on each alike
+        system = [] if args.zero_shot else [{"role": "system", "content": FEW_SHOT}]
+        for way, fields in ways.items():
             body = {"messages": system + [{"role": "user", "content": f"Review: {text}\nJSON:"}],
                     "max_tokens": args.max_tokens, "temperature": 0, **fields}
             out, dt = post(url, body)
             answer = out["choices"][0]["message"]["content"] or ""
-            cut += out["choices"][0].get("finish_reason") == "length"
+            st = stats[way]
+            st["cut"] += out["choices"][0].get("finish_reason") == "length"
             try:
                 Review.model_validate_json(answer)
-                ok += 1
+                st["ok"] += 1
             except (ValidationError, ValueError):
                 pass
-            tokens.append(out["usage"]["completion_tokens"])
-            ws.append(outside_whitespace(answer))
-            tps.append(out.get("timings", {}).get("predicted_per_second") or 0.0)
-            secs.append(dt)
-        speeds[way] = statistics.median(tps)
-        rows.append([way, f"{ok}/{len(texts)}", f"{cut}", f"{statistics.mean(tokens):.1f}",
-                     f"{100 * statistics.mean(ws):.1f}%", f"{statistics.median(tps):.1f}",
-                     f"{statistics.mean(secs):.2f}", f"{max(secs):.2f}"])
+            st["tokens"].append(out["usage"]["completion_tokens"])
+            st["ws"].append(outside_whitespace(answer))
+            st["tps"].append(out.get("timings", {}).get("predicted_per_second") or 0.0)
+            st["secs"].append(dt)
+    for way, st in stats.items():
+        speeds[way] = statistics.median(st["tps"])
+        rows.append([way, f"{st['ok']}/{len(texts)}", f"{st['cut']}", f"{statistics.mean(st['tokens']):.1f}",
+                     f"{100 * statistics.mean(st['ws']):.1f}%", f"{speeds[way]:.1f}",
+                     f"{statistics.mean(st['secs']):.2f}", f"{max(st['secs']):.2f}"])
     print(table(["way", "valid", "cut at max_tokens", "tokens/answer", "whitespace", "tokens/s (median)",
                  "s/row (mean)", "s/row (max)"], rows, "lrrrrrrr"))
     base = speeds["unconstrained"] or 1.0
