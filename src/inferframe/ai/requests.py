@@ -68,10 +68,8 @@ class EstimatedRequest(Request):
 
     def __init__(self, endpoint: str, body: dict, cls: type[Provider] | None = None, model: str | None = None, *,
                  est_tokens: int | None = None) -> None:
-        object.__setattr__(self, "endpoint", endpoint)  # frozen, as Request
-        object.__setattr__(self, "body", body)
-        object.__setattr__(self, "_estimator", (cls, model))
-        object.__setattr__(self, "_est", est_tokens)  # given by dataclasses.replace()
+        # Frozen, as Request: fields are set once, here (one per row of every batch: kept cheap).
+        self.__dict__.update(endpoint=endpoint, body=body, _estimator=(cls, model), _est=est_tokens)
 
     @property
     def est_tokens(self) -> int:  # type: ignore[override]

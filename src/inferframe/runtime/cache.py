@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import enum
 import functools
 import hashlib
@@ -342,7 +341,7 @@ class CacheReader:
     def __init__(self, cache: ResponseCache, max_rows: int = 8192, max_bytes: int = 16 << 20) -> None:
         self.cache = cache
         self.max_rows, self.max_bytes = max_rows, max_bytes
-        self.window: collections.OrderedDict[str, tuple] = collections.OrderedDict()
+        self.window: dict[str, tuple] = {}  # key -> stored row, oldest first
         self.bytes = 0
         self.next_rowid: int | None = None
         self.by_key = self.read_on = 0  # keys looked up by key, rows read on (for tests and benches)
@@ -377,11 +376,10 @@ class CacheReader:
         """Read on after this batch's answers (found by key) next time; keep their neighbours."""
         lo, hi = min(r[0] for r in rows), max(r[0] for r in rows)
         if hi - lo + 1 > len(rows) and hi - lo < 4 * len(rows):
-            for r in self.cache._after(lo, hi - lo + 1):  # rows stored among them: other batches' answers
-                self._keep(r[1], r)
-            self.read_on += hi - lo + 1
-        for r in rows:
-            self._keep(r[1], r)
+            among = self.cache._after(lo, hi - lo + 1)  # rows stored among them: other batches' answers
+            self.read_on += len(among)
+            self._keep(among)
+        self._keep(rows)
         self.next_rowid = hi + 1
 
     def _read_on(self, missing: list[str], got: dict[str, tuple], n: int) -> list[str]:
@@ -393,28 +391,32 @@ class CacheReader:
                 break  # the end of the table
             self.next_rowid = rows[-1][0] + 1
             self.read_on += len(rows)
-            hits = 0
+            self._keep(rows)
+            found = len(want)
             for r in rows:
-                k = r[1]
-                self._keep(k, r)
-                if k in want:
-                    got[k] = r
-                    want.discard(k)
-                    hits += 1
-            if not want or not hits:
+                if r[1] in want:
+                    got[r[1]] = r
+                    want.discard(r[1])
+            if not want or len(want) == found:
                 break
         return [k for k in missing if k in want]
 
-    def _keep(self, key: str, row: tuple) -> None:
+    def _keep(self, rows: list[tuple]) -> None:
         window = self.window
-        old = window.pop(key, None)
-        if old is not None:
-            self.bytes -= len(old[2])
-        window[key] = row
-        self.bytes += len(row[2])
-        while len(window) > self.max_rows or self.bytes > self.max_bytes:
-            _, dropped = window.popitem(last=False)
-            self.bytes -= len(dropped[2])
+        for r in rows:
+            window[r[1]] = r
+        self.bytes += sum([len(r[2]) for r in rows])  # a row read again counts twice until the next trim
+        if len(window) > self.max_rows or self.bytes > self.max_bytes:
+            # Push out the oldest rows, down to three quarters of the bounds (a trim now and then, not per row).
+            keep_rows, keep_bytes = self.max_rows * 3 // 4, self.max_bytes * 3 // 4
+            kept, size = [], 0
+            for r in reversed(window.values()):
+                if len(kept) >= keep_rows or size + len(r[2]) > keep_bytes:
+                    break
+                kept.append(r)
+                size += len(r[2])
+            self.window = {r[1]: r for r in reversed(kept)}
+            self.bytes = size
 
 
 _open: dict[str, ResponseCache] = {}

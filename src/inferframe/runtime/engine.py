@@ -115,12 +115,11 @@ class InferenceRuntime:
         if not wanted:
             return [None] * len(requests), keys
         hits = self._cache_reader.get_many(wanted)
-        results: list[Result | None] = []
-        it = iter(hits)
-        for k in keys:
-            hit = None if k is None else next(it)
-            # The usage column counts what this run paid: a cached answer cost nothing now.
-            results.append(None if hit is None else Result(value=hit[0], usage=Usage()))
+        if len(hits) != len(keys):
+            it = iter(hits)
+            hits = [k and next(it) for k in keys]  # None where the request is None
+        # The usage column counts what this run paid: a cached answer cost nothing now.
+        results: list[Result | None] = [h and Result(value=h[0], usage=Usage()) for h in hits]
         found = len(hits) - hits.count(None)
         if found:
             self.stats.cache_hits += found
