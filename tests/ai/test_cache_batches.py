@@ -258,3 +258,15 @@ def test_the_prompt_operator_answers_a_cached_batch_with_zero_usage(tmp_path):
     assert [r["value"] for r in second] == ["yes", "yes", None, "no"]
     assert {k: second[0]["usage"][k] for k in ("input_tokens", "output_tokens", "cost")} == {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
     assert op2.stats.cache_hits == 2 and op2.stats.rows_done == 4 and len(op2.provider.requests) == 1
+
+
+def test_a_first_run_does_not_read_on_through_its_own_answers(tmp_path):
+    """Reading on that finds none of a batch's keys forgets the position: no wasted read per batch."""
+    cache = ResponseCache(tmp_path)
+    reader = cache.reader()
+    for i in range(0, 1280, 128):
+        batch = [f"k{j}" for j in range(i, i + 128)] + ["same"]  # a row repeated in every batch
+        got = reader.get_many(batch)
+        assert got[:128] == [None] * 128 and (got[128] is None) == (i == 0)
+        stored_in(cache, batch)  # the answers this batch was sent for
+    assert reader.read_on <= 2 * 129 and reader.window["same"][2] == '"answer same"'

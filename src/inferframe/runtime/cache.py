@@ -338,7 +338,7 @@ class CacheReader:
 
     rounds = 4  # reads on per batch, at most
 
-    def __init__(self, cache: ResponseCache, max_rows: int = 8192, max_bytes: int = 16 << 20) -> None:
+    def __init__(self, cache: ResponseCache, max_rows: int = 8192, max_bytes: int = 8 << 20) -> None:
         self.cache = cache
         self.max_rows, self.max_bytes = max_rows, max_bytes
         self.window: dict[str, tuple] = {}  # key -> stored row, oldest first
@@ -360,6 +360,8 @@ class CacheReader:
         wanted = len(missing)
         if missing and self.next_rowid is not None:
             missing = self._read_on(missing, got, max(len(got) + len(missing), 64))
+            if len(missing) == wanted:
+                self.next_rowid = None  # none of them stored next: not stored, or elsewhere (found by key below)
         if missing:
             self.by_key += len(missing)
             rows = self.cache._by_key(missing)
