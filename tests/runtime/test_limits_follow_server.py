@@ -201,3 +201,7 @@ def test_aimd_still_cuts_a_sized_bound_and_regrows_slowly():
 
     sized, cut, after = vt.run(go())
     assert sized == 400 and cut == 280 and cut < after < cut + 1  # about one slot per round trip
+    lim.on_success(1.0, rate=210.0)  # a rate that drifts (a TPM limit, requests of varying size) keeps the cut
+    assert lim.limit < 300
+    lim.on_success(1.0, rate=400.0)  # new limits: the new size at once
+    assert lim.limit == lim.target > 700

@@ -105,10 +105,11 @@ class AdaptiveLimit:
             self.target = self.maximum
         else:
             self.target = max(self.base, min(self.maximum, math.ceil(HEADROOM * rate * latency)))
-        sized = (rate, latency is not None)
-        if sized != self._sized:
-            # New limits, or the first latency: go to the new size at once (one slot per round trip would take minutes).
-            self._sized = sized
+        known = self._sized
+        if known is None or known[1] != (latency is not None) or abs(rate - known[0]) > 0.25 * known[0]:
+            # New limits, or the first latency: go to the new size at once (one slot per round trip would take
+            # minutes). A rate that drifts (a TPM limit over requests of varying size) does not undo AIMD's cuts.
+            self._sized = (rate, latency is not None)
             self._set_limit(float(max(self.minimum, self.target)))
         elif self.limit > self.target:
             self.limit = float(max(self.minimum, self.target))
