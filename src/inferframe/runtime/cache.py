@@ -409,8 +409,8 @@ class CacheReader:
             window[r[1]] = r
         self.bytes += sum([len(r[2]) for r in rows])  # a row read again counts twice until the next trim
         if len(window) > self.max_rows or self.bytes > self.max_bytes:
-            # Push out the oldest rows, down to three quarters of the bounds (a trim now and then, not per row).
-            keep_rows, keep_bytes = self.max_rows * 3 // 4, self.max_bytes * 3 // 4
+            # Push out the oldest rows, down to half the bounds: a copy now and then, about one per row read.
+            keep_rows, keep_bytes = self.max_rows // 2, self.max_bytes // 2
             kept, size = [], 0
             for r in reversed(window.values()):
                 if len(kept) >= keep_rows or size + len(r[2]) > keep_bytes:
