@@ -254,6 +254,7 @@ def test_the_prompt_operator_answers_a_cached_batch_with_zero_usage(tmp_path):
         return first, second, op2
 
     first, second, op2 = run(go())
+    first, second = first.to_pylist(), second.to_pylist()
     assert [r["value"] for r in first] == ["yes", None, "yes"]
     assert [r["value"] for r in second] == ["yes", "yes", None, "no"]
     assert {k: second[0]["usage"][k] for k in ("input_tokens", "output_tokens", "cost")} == {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}

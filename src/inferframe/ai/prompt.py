@@ -10,7 +10,7 @@ Example:
     >>> async def run():
     ...     op = PromptOperator(config, provider=MockProvider(lambda r: Outcome(value="yes")))
     ...     return await op(Series(pa.array(["q1", None])))
-    >>> [r["value"] for r in asyncio.run(run())]
+    >>> asyncio.run(run()).field("value").to_pylist()
     ['yes', None]
 """
 
@@ -20,6 +20,9 @@ import asyncio
 import dataclasses
 import functools
 
+import pyarrow as pa
+
+from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.requests import build_request, column_kind
 from inferframe.ai.operator import AIOperator
@@ -37,10 +40,12 @@ class PromptOperator(AIOperator):
         super().__init__(config, services, provider)
         self.wire = provider_class(config.provider)  # builds every row's body: looked up once
         self.validator = None
+        self.value_type = pa.string()
         if config.return_format is not None:
-            from inferframe.structured import Validator
+            from inferframe.structured import Validator, arrow_type_for
 
             self.validator = Validator(config.return_format)
+            self.value_type = arrow_type_for(config.return_format)
 
     async def _read_files(self, cols: list[list], kinds: list[str]) -> None:
         from inferframe.media import fetch_many
@@ -49,11 +54,12 @@ class PromptOperator(AIOperator):
             if kind == "file":
                 cols[j] = await fetch_many(cols[j], max_concurrency=32)
 
-    async def __call__(self, *columns) -> list[dict]:
+    async def __call__(self, *columns) -> pa.StructArray:
         kinds = [column_kind(s.to_arrow().type) for s in columns]
         cols = [s.to_pylist() for s in columns]
         names = [list(c) if k == "file" else None for c, k in zip(cols, kinds)]
-        await self._read_files(cols, kinds)
+        if "file" in kinds:
+            await self._read_files(cols, kinds)
         # Encoding images is CPU work that releases the GIL: keep it off the event loop.
         needs_thread = any(k != "text" for k in kinds)
         build_all = functools.partial(self._requests, cols, kinds, names, len(columns[0]) if columns else 0)
@@ -64,22 +70,30 @@ class PromptOperator(AIOperator):
             results = await self.runtime.run_many(requests)
         if self.validator is not None:
             results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
-        out = []
         for i, r in enumerate(results):
             if r is None:
-                err = early.get(i)
-                if err is not None:
+                if i in early:
                     self.stats.errors += 1
                 self.stats.rows_done += 1
-                out.append({"value": None, "error": err.as_dict() if err else None, "usage": None})
-                continue
-            out.append({
-                "value": r.value,
-                "error": r.error.as_dict() if r.error else None,
-                "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens, "cost": r.cost,
-                          "finish_reason": r.finish_reason},
-            })
-        return out
+        return self._columns(results, early)
+
+    def _columns(self, results: list[Result | None], early: dict[int, RowError]) -> pa.StructArray:
+        """struct{value, error, usage} built column by column (a cached rerun is all this per row)."""
+        n = len(results)
+        values = [r.value if r is not None else None for r in results]
+        errors = [r.error.as_dict() if r is not None and r.error is not None else None for r in results]
+        for i, err in early.items():
+            errors[i] = err.as_dict()
+        present = [r is not None for r in results]
+        usage = pa.StructArray.from_arrays(
+            [pa.array([r.usage.input_tokens if r is not None else 0 for r in results], pa.int64()),
+             pa.array([r.usage.output_tokens if r is not None else 0 for r in results], pa.int64()),
+             pa.array([r.cost if r is not None else 0.0 for r in results], pa.float64()),
+             pa.array([r.finish_reason if r is not None else None for r in results], pa.string())],
+            fields=list(USAGE_TYPE), mask=pa.array([not p for p in present]) if not all(present) else None)
+        error = pa.array(errors, ERROR_TYPE) if any(e is not None for e in errors) else pa.nulls(n, ERROR_TYPE)
+        value = pa.array(values, self.value_type)
+        return pa.StructArray.from_arrays([value, error, usage], fields=list(result_type(self.value_type)))
 
     def _requests(self, cols: list[list], kinds: list[str], names: list, n: int):
         """One request per row (None for null inputs), and the rows that failed before sending."""
