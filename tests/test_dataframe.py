@@ -137,3 +137,10 @@ def test_show_prints_vectors_short_with_their_length(capsys):
     df.show()
     out = capsys.readouterr().out
     assert "[-1.0000, -0.9948, …] (384)" in out and "[1.5, 2.0]" in out
+
+
+def test_agg_list_over_the_whole_table_and_over_no_rows():
+    df = ifr.from_pydict({"v": [1, 2, 3], "w": [1.0, 2.0, 4.0]})
+    assert df.agg(col("v").agg_list(), col("w").sum()).to_pydict() == {"v": [[1, 2, 3]], "w": [7.0]}
+    empty = df.where(col("v") > 5).agg(col("v").agg_list(), col("w").sum(), col("v").count().alias("n"))
+    assert empty.to_pydict() == {"v": [[]], "w": [None], "n": [0]}

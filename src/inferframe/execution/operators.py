@@ -182,7 +182,15 @@ def aggregate(table: pa.Table, group_by, aggs, schema: pa.Schema) -> pa.Table:
             specs.append((column, op, pc.VarianceOptions(ddof=1)))
         else:
             specs.append((column, _ACERO.get(op, op)))
-    out = table.group_by(list(group_by), use_threads=False).aggregate(specs)
+    keys = list(group_by)
+    whole_list = not keys and any(s[1] == "list" for s in specs)
+    if whole_list:
+        # Acero has "list" only per group: aggregate the whole table as one group of a constant key.
+        if table.num_rows == 0:
+            return _empty_whole_table(table, aggs, specs, schema)
+        keys = ["__whole_table"]
+        table = table.append_column(keys[0], pa.repeat(pa.scalar(0, pa.int8()), table.num_rows))
+    out = table.group_by(keys, use_threads=False).aggregate(specs)
     # Acero names outputs "<col>_<op>" and puts keys last; reorder to the planned schema.
     names = [f"{c}_{s[1]}" for (op, c, _), s in zip(aggs, specs)]
     arrays = [out.column(k) for k in group_by] + [out.column(n) for n in names]
@@ -191,6 +199,19 @@ def aggregate(table: pa.Table, group_by, aggs, schema: pa.Schema) -> pa.Table:
     if group_by:
         result = result.sort_by([(k, "ascending") for k in group_by])
     return result
+
+
+def _empty_whole_table(table: pa.Table, aggs, specs, schema: pa.Schema) -> pa.Table:
+    """``agg()`` over no rows: one row, empty lists for ``agg_list``, the other aggregations as Acero gives them."""
+    others = [(i, s) for i, s in enumerate(specs) if s[1] != "list"]
+    out = table.group_by([], use_threads=False).aggregate([s for _, s in others]) if others else None
+    arrays = []
+    for i, field in enumerate(schema):
+        if specs[i][1] == "list":
+            arrays.append(pa.array([[]], field.type))
+        else:
+            arrays.append(out.column(f"{specs[i][0]}_{specs[i][1]}").cast(field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def join(left: pa.Table, right: pa.Table, node, schema: pa.Schema) -> pa.Table:
