@@ -75,6 +75,8 @@ class PromptOperator(AIOperator):
                 if i in early:
                     self.stats.errors += 1
                 self.stats.rows_done += 1
+            elif r.error is None and r.finish_reason == "length":
+                self.stats.truncated += 1  # a kept answer cut at max_tokens (structured ones became errors)
         return self._columns(results, early)
 
     def _columns(self, results: list[Result | None], early: dict[int, RowError]) -> pa.StructArray:
@@ -117,8 +119,6 @@ class PromptOperator(AIOperator):
     async def _validated(self, request: Request, result: Result) -> Result:
         """Check a structured answer; optionally ask once more with the validation error."""
         cut = result.error is None and result.value is not None and result.finish_reason == "length"
-        if cut:
-            self.stats.truncated -= 1  # not a kept answer: an error of kind length (incomplete JSON)
         if self.config.repair and (cut or (result.error is not None and result.error.kind == ErrorKind.LENGTH)):
             # A structured answer cut off mid-way is repaired like an invalid one.
             raw = result.value if cut else result.error.raw or ""

@@ -91,11 +91,12 @@ class InferenceRuntime:
         # The usage column counts what this run paid: a cached answer cost nothing now.
         return Result(value=value, usage=Usage(), cost=0.0, attempts=0)
 
-    def from_cache(self, requests: list[Request | None]) -> tuple[list[Result | None], list[str | None]]:
+    def from_cache(self, requests: list[Request | None], rows: bool = True) -> tuple[list[Result | None], list[str | None]]:
         """Answer a batch from the cache with one query: (results, keys) per row, no task, no await.
 
         A result is None where the cache has no answer (or the policy does not read, or the
-        request is None); every request's key is returned for sending the rest. The query runs
+        request is None); every request's key is returned for sending the rest. ``rows=False``:
+        the requests are parts of rows that the caller counts. The query runs
         on the loop, as the per-row lookups did: in a worker thread it measured no faster on
         2 CPUs, with a higher peak RSS.
 
@@ -123,7 +124,7 @@ class InferenceRuntime:
         found = len(hits) - hits.count(None)
         if found:
             self.stats.cache_hits += found
-            self.stats.rows_done += found
+            self.stats.rows_done += found * rows
             for _ in range(found):
                 self.breaker.row(True, None, "")
         return results, keys
@@ -228,8 +229,6 @@ class InferenceRuntime:
         self.stats.add_usage(usage.input_tokens, usage.output_tokens, cost)
         if outcome.ok:
             self.stats.rows_done += rows
-            if outcome.finish_reason == "length":
-                self.stats.truncated += rows
             self.breaker.row(True, None, "")
             return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts,
                           finish_reason=outcome.finish_reason)
@@ -268,21 +267,13 @@ class InferenceRuntime:
         ``rows=False``: the requests are parts of rows (embedding chunks) that the caller counts.
         """
         policy = self.config.cache_policy
-        results: list[Result | None] = [None] * len(requests)
+        results, keys = self.from_cache(requests, rows)
         todo: dict[str, list[int]] = {}
         endpoint = None
         for i, r in enumerate(requests):
-            if r is None:
-                continue
-            endpoint = r.endpoint
-            key = cache_key(self.identity, r.endpoint, r.body, self.config.prompt_version)
-            hit = self.cache.get(key) if self.cache is not None and policy.reads else None
-            if hit is not None:
-                self.stats.cache_hits += 1
-                self.stats.rows_done += rows
-                results[i] = Result(value=hit[0], usage=Usage(), cost=0.0, attempts=0)
-                continue
-            todo.setdefault(key, []).append(i)  # identical rows share one line of the batch
+            if r is not None and results[i] is None:
+                endpoint = r.endpoint
+                todo.setdefault(keys[i], []).append(i)  # identical rows share one line of the batch
         if not todo:
             return results
         ledger = self.cache if self.cache is not None else open_cache(self.config.cache_dir)
