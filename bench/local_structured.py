@@ -11,7 +11,12 @@ and prints, per way: answers that parse and validate, mean tokens per answer, sh
 whitespace outside strings, generation speed (llama.cpp's own ``timings.predicted_per_second``)
 and wall seconds per row, then the ratios. ``--max-tokens`` is the cap (default 200).
 
+``--unbounded`` instead sends one zero-shot row with no max_tokens of the user's: as main did
+(``response_format``, no bound) and as inferframe does now (compact grammar, the schema-derived
+default max_tokens), each with a client timeout of ``--timeout`` seconds (default 120).
+
     .venv/bin/python bench/local_structured.py [--rows 20] [--max-tokens 200]
+    .venv/bin/python bench/local_structured.py --unbounded
 """
 
 from __future__ import annotations
@@ -57,10 +62,10 @@ def reviews(n: int) -> list[str]:
         return [r["review"] for r in csv.DictReader(f)][:n]
 
 
-def post(url: str, body: dict) -> tuple[dict, float]:
+def post(url: str, body: dict, timeout: float = 600) -> tuple[dict, float]:
     req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
     t = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=600) as resp:
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
         out = json.loads(resp.read())
     return out, time.perf_counter() - t
 
@@ -88,6 +93,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=200)
     ap.add_argument("--zero-shot", action="store_true", help="no few-shot system message (as a new user first tries)")
+    ap.add_argument("--unbounded", action="store_true", help="one zero-shot row without a user max_tokens, main vs now")
+    ap.add_argument("--timeout", type=float, default=120.0, help="client timeout per request with --unbounded")
     args = ap.parse_args()
     from inferframe.providers.gbnf import json_schema_to_gbnf
     from inferframe.providers.local_server import get_local_server
@@ -101,6 +108,8 @@ def main() -> None:
         "llama.cpp json": response_format_for(name, schema, "chat"),
         "compact gbnf": {"grammar": json_schema_to_gbnf(schema)},
     }
+    if args.unbounded:
+        return unbounded(url, name, schema, args.timeout)
     texts = reviews(args.rows)
     post(url, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})  # warm-up, untimed
     print(f"local_structured: {len(texts)} reviews, max_tokens={args.max_tokens}, one request at a time, "
@@ -135,6 +144,26 @@ def main() -> None:
     base = speeds["unconstrained"] or 1.0
     print(f"\ngeneration speed vs unconstrained: llama.cpp json {speeds['llama.cpp json'] / base:.2f}x, "
           f"compact gbnf {speeds['compact gbnf'] / base:.2f}x")
+
+
+def unbounded(url: str, name: str, schema: dict, timeout: float) -> None:
+    from inferframe.providers.gbnf import json_schema_to_gbnf
+    from inferframe.providers.local import LocalProvider
+    from inferframe.structured import response_format_for
+
+    messages = [{"role": "user", "content": f"Review: {reviews(2)[1]}\nJSON:"}]
+    bound = LocalProvider.default_max_tokens(schema)
+    print(f"local_structured --unbounded: one zero-shot row, no max_tokens from the user, client timeout {timeout:g} s")
+    # Now first: an abandoned unbounded request goes on generating in the server and would slow what follows.
+    for label, fields in ((f"now: compact grammar, default max_tokens={bound}",
+                           {"grammar": json_schema_to_gbnf(schema), "max_tokens": bound}),
+                          ("main: llama.cpp json_schema, no bound", response_format_for(name, schema, "chat"))):
+        try:
+            out, dt = post(url, {"messages": messages, "temperature": 0, **fields}, timeout=timeout)
+            print(f"  {label}: {dt:.1f} s, {out['usage']['completion_tokens']} tokens, "
+                  f"finish_reason {out['choices'][0]['finish_reason']}")
+        except TimeoutError:
+            print(f"  {label}: no answer within {timeout:g} s")
 
 
 if __name__ == "__main__":
