@@ -136,3 +136,16 @@ def test_datatype_inference():
         DataType.infer_from_type(object)
     with pytest.raises(TypeError, match="union"):
         DataType.infer_from_type(int | str)
+
+
+def test_struct_get_on_a_slice_keeps_the_slice_and_the_parent_nulls():
+    import pyarrow as pa
+
+    from inferframe.expressions.evaluate import evaluate
+
+    st = pa.StructArray.from_arrays([pa.array([1, 2, 3, 4]), pa.array(["a", "b", "c", "d"])], names=["k", "v"])
+    for arr, want in ((st.slice(1, 2), ["b", "c"]),
+                      (pa.StructArray.from_arrays(st.flatten(), names=["k", "v"], mask=pa.array([False, True, False, False])).slice(1, 3),
+                       [None, "c", "d"])):
+        batch = pa.RecordBatch.from_arrays([arr], names=["st"])
+        assert evaluate(col("st").struct.get("v")._node, batch).to_pylist() == want

@@ -271,3 +271,97 @@ def test_a_first_run_does_not_read_on_through_its_own_answers(tmp_path):
         assert got[:128] == [None] * 128 and (got[128] is None) == (i == 0)
         stored_in(cache, batch)  # the answers this batch was sent for
     assert reader.read_on <= 2 * 129 and reader.window["same"][2] == '"answer same"'
+
+
+class CountingWire(OpenAIProvider):
+    """The OpenAI wire format, counting the bodies built; ``shout`` upper-cases the row text."""
+
+    bodies = 0
+    shout = False
+
+    @classmethod
+    def request_body(cls, endpoint, model, parts, *rest):
+        cls.bodies += 1
+        if cls.shout:
+            parts = [(str(v).upper(), k, n) for v, k, n in parts]
+        return super().request_body(endpoint, model, parts, *rest)
+
+
+def text_config(tmp_path, **runtime):
+    return AICallConfig("chat", ProviderSpec("lm_studio"), "m", "be brief", (("max_tokens", 5),),
+                        RuntimeConfig(cache_dir=str(tmp_path), **runtime), 2, "prompt[m]")
+
+
+def stored_answers(op: PromptOperator, rows: list[tuple]) -> None:
+    """Answers stored under the keys of the bodies the usual way builds (as a run before this one did)."""
+    reqs = [build_request(op.config, list(r), cls=OpenAIProvider) for r in rows]
+    op.runtime.cache.put_many([(k, f"old {r[0]}", 1, 1) for k, r in zip(cache_keys(op.runtime.identity, reqs), rows)])
+
+
+@pytest.mark.parametrize("shout", [False, True])
+def test_a_cached_text_batch_builds_no_body_per_row(tmp_path, monkeypatch, shout):
+    """Text rows are looked up by keys spliced from one template; a provider that reshapes text keeps the usual path."""
+    import pyarrow as pa
+
+    from inferframe.series import Series
+
+    monkeypatch.setattr(CountingWire, "shout", shout)
+    rows = [(f"q{i} é\n\"", i) for i in range(300)]  # text and an int column: joined as str() would
+    config = text_config(tmp_path)
+
+    async def go():
+        op = PromptOperator(config, provider=MockProvider(lambda r: Outcome(value="new")))
+        op.wire = CountingWire
+        stored_answers(op, [r for r in rows if r[1] != 7] if not shout else [])
+        if shout:  # the answers of this wire's bodies
+            reqs = [build_request(config, list(r), cls=CountingWire) for r in rows if r[1] != 7]
+            op.runtime.cache.put_many([(k, f"old {r[0]}", 1, 1) for k, r in
+                                       zip(cache_keys(op.runtime.identity, reqs), [r for r in rows if r[1] != 7])])
+        CountingWire.bodies = 0
+        out = []
+        for i in range(0, 300, 128):
+            part = rows[i:i + 128]
+            out += (await op(Series(pa.array([a for a, _ in part])), Series(pa.array([b for _, b in part])))).to_pylist()
+        return op, out
+
+    op, out = run(go())
+    assert [r["value"] for r in out] == [f"old {a}" if b != 7 else "new" for a, b in rows]
+    assert len(op.provider.requests) == 1 and op.provider.requests[0].body["messages"][-1]["content"] == (
+        rows[7][0].upper() if shout else rows[7][0]) + "7"
+    assert op.stats.cache_hits == 299 and op.stats.rows_done == 300
+    batches = 3
+    if shout:
+        assert CountingWire.bodies >= 300  # the template did not match: every row's body, as before
+    else:
+        # One body for the template, one per batch to check it, and one for the row that was sent.
+        assert CountingWire.bodies <= 1 + batches + 1
+
+
+def test_cached_text_rows_with_nulls_and_a_structured_answer(tmp_path):
+    import pyarrow as pa
+    from pydantic import BaseModel
+
+    from inferframe.series import Series
+
+    class Label(BaseModel):
+        label: str
+
+    config = dataclasses_replace(text_config(tmp_path), n_parts=1, return_format=Label)
+
+    async def go():
+        op = PromptOperator(config, provider=MockProvider(lambda r: Outcome(value='{"label": "new"}')))
+        reqs = [build_request(config, [q], cls=OpenAIProvider) for q in ("a", "b")]
+        op.runtime.cache.put_many([(k, v, 1, 1) for k, v in zip(cache_keys(op.runtime.identity, reqs),
+                                                                  ['{"label": "old"}', '{"label": 3}'])])
+        return op, (await op(Series(pa.array(["a", None, "b", "c"])))).to_pylist()
+
+    op, out = run(go())
+    assert [r["value"] for r in out] == [{"label": "old"}, None, None, {"label": "new"}]
+    assert out[2]["error"]["kind"] == "schema" and out[1]["error"] is None and out[1]["usage"] is None
+    assert op.stats.cache_hits == 2 and op.stats.rows_done == 4 and op.stats.errors == 1
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)

@@ -19,18 +19,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+from typing import Callable
 
 import pyarrow as pa
 
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.config import AICallConfig
-from inferframe.ai.requests import build_request, column_kind
+from inferframe.ai.requests import build_body, build_request, column_kind
 from inferframe.ai.operator import AIOperator
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
-from inferframe.providers.interface import Provider, Request
+from inferframe.providers.interface import Provider, Request, Usage
 from inferframe.providers.registry import provider_class
 from inferframe.runtime import Result, RowError
+from inferframe.runtime.cache import KeyTemplate, cache_key
 
 
 class PromptOperator(AIOperator):
@@ -40,6 +42,7 @@ class PromptOperator(AIOperator):
         super().__init__(config, services, provider)
         self.wire = provider_class(config.provider)  # builds every row's body: looked up once
         self.validator = None
+        self._template: KeyTemplate | bool | None = None  # text rows' cache keys (False: not usable)
         self.value_type = pa.string()
         if config.return_format is not None:
             from inferframe.structured import Validator, arrow_type_for
@@ -57,19 +60,84 @@ class PromptOperator(AIOperator):
     async def __call__(self, *columns) -> pa.StructArray:
         kinds = [column_kind(s.to_arrow().type) for s in columns]
         cols = [s.to_pylist() for s in columns]
+        n = len(cols[0]) if cols else 0
+        if cols and not self.config.runtime.batch and all(k == "text" for k in kinds):
+            keys = self._text_keys(cols)
+            if keys is not None:
+                return await self._text_rows(cols, kinds, keys)
         names = [list(c) if k == "file" else None for c, k in zip(cols, kinds)]
         if "file" in kinds:
             await self._read_files(cols, kinds)
         # Encoding images is CPU work that releases the GIL: keep it off the event loop.
         needs_thread = any(k != "text" for k in kinds)
-        build_all = functools.partial(self._requests, cols, kinds, names, len(columns[0]) if columns else 0)
+        build_all = functools.partial(self._requests, cols, kinds, names, n)
         requests, early = await asyncio.to_thread(build_all) if needs_thread else build_all()
         if self.config.runtime.batch:
             results = await self.runtime.run_batch_api(requests)
         else:
             results = await self.runtime.run_many(requests)
+        return await self._finish(results, early, requests.__getitem__)
+
+    async def _text_rows(self, cols: list[list], kinds: list[str], keys: list) -> pa.StructArray:
+        """Text rows: the cache answers by key (no body built); only the rows it misses become requests."""
+        hits = self.runtime.cached_answers(keys)
+        todo = [i for i, (k, h) in enumerate(zip(keys, hits)) if h is None and k is not None]
+        if not todo and self.validator is None:
+            return self._cached_columns(hits)
+        # The usage column counts what this run paid: a cached answer cost nothing now.
+        results: list[Result | None] = [h and Result(value=h[0], usage=Usage()) for h in hits]
+        requests: dict[int, Request | None] = {}
+        early: dict[int, RowError] = {}
+        if todo:
+            built, failed = self._requests([[c[i] for i in todo] for c in cols], kinds, [None] * len(cols), len(todo))
+            requests = dict(zip(todo, built))
+            early = {todo[j]: err for j, err in failed.items()}
+            send = [i for i in todo if requests[i] is not None]
+            for i, r in zip(send, await self.runtime.send_many([requests[i] for i in send], [keys[i] for i in send])):
+                results[i] = r
+
+        def request(i: int) -> Request | None:  # a cached row's request, built only if a repair needs it
+            if i not in requests:
+                requests[i] = build_request(self.config, [c[i] for c in cols], kinds, None, self.wire)
+            return requests[i]
+
+        return await self._finish(results, early, request)
+
+    def _text_keys(self, cols: list[list]) -> list | None:
+        """The cache keys of text rows from a template of the body, or None where it does not apply.
+
+        The body of text rows holds their joined text once, verbatim; that is checked against
+        the body built the usual way for one row of every batch, so a provider that shapes text
+        otherwise keeps the usual path.
+        """
+        if len(cols) == 1:
+            texts = [v if v is None or type(v) is str else str(v) for v in cols[0]]
+        else:
+            texts = [None if None in vals else "".join(map(str, vals)) for vals in zip(*cols)]
+        if self._template is None:
+            try:
+                self._template = KeyTemplate(self.runtime.identity, self.config.endpoint,
+                                             build_body(self.config, [KeyTemplate.SLOT], ["text"], None, self.wire),
+                                             self.config.runtime.prompt_version)
+            except (ValueError, TypeError):
+                self._template = False
+        if self._template is False:
+            return None
+        keys = self._template.keys(texts)
+        first = next((i for i, k in enumerate(keys) if k is not None), None)
+        if first is not None:
+            probe = build_request(self.config, [c[first] for c in cols], ["text"] * len(cols), None, self.wire)
+            if cache_key(self.runtime.identity, probe.endpoint, probe.body, self.config.runtime.prompt_version) != keys[first]:
+                self._template = False
+                return None
+        return keys
+
+    async def _finish(self, results: list[Result | None], early: dict[int, RowError],
+                      request: Callable[[int], Request | None]) -> pa.StructArray:
+        """Validate structured answers, count the rows that ended here, and build the columns."""
         if self.validator is not None:
-            results = [await self._validated(req, r) if r is not None else None for req, r in zip(requests, results)]
+            results = [await self._validated(functools.partial(request, i), r) if r is not None else None
+                       for i, r in enumerate(results)]
         for i, r in enumerate(results):
             if r is None:
                 if i in early:
@@ -78,6 +146,20 @@ class PromptOperator(AIOperator):
             elif r.error is None and r.finish_reason == "length":
                 self.stats.truncated += 1  # a kept answer cut at max_tokens (structured ones became errors)
         return self._columns(results, early)
+
+    def _cached_columns(self, hits: list[tuple | None]) -> pa.StructArray:
+        """Every row answered by the cache (or null): no Result per row."""
+        n = len(hits)
+        nulls = hits.count(None)
+        self.stats.rows_done += nulls  # null inputs end here; the runtime counted the hits
+        zeros = pa.repeat(0, n).cast(pa.int64()) if n else pa.array([], pa.int64())
+        usage = pa.StructArray.from_arrays(
+            [zeros, zeros, pa.repeat(0.0, n).cast(pa.float64()) if n else pa.array([], pa.float64()),
+             pa.nulls(n, pa.string())],
+            fields=list(USAGE_TYPE), mask=pa.array([h is None for h in hits]) if nulls else None)
+        value = pa.array([h[0] if h is not None else None for h in hits], self.value_type)
+        return pa.StructArray.from_arrays([value, pa.nulls(n, ERROR_TYPE), usage],
+                                          fields=list(result_type(self.value_type)))
 
     def _columns(self, results: list[Result | None], early: dict[int, RowError]) -> pa.StructArray:
         """struct{value, error, usage} built column by column (a cached rerun is all this per row)."""
@@ -116,8 +198,8 @@ class PromptOperator(AIOperator):
                 requests.append(None)
         return requests, early
 
-    async def _validated(self, request: Request, result: Result) -> Result:
-        """Check a structured answer; optionally ask once more with the validation error."""
+    async def _validated(self, request: Callable[[], Request], result: Result) -> Result:
+        """Check a structured answer; optionally ask once more with the validation error (``request()``: its request)."""
         cut = result.error is None and result.value is not None and result.finish_reason == "length"
         if self.config.repair and (cut or (result.error is not None and result.error.kind == ErrorKind.LENGTH)):
             # A structured answer cut off mid-way is repaired like an invalid one.
@@ -135,7 +217,7 @@ class PromptOperator(AIOperator):
                 return dataclasses.replace(result, value=value)
             raw = result.value
         if self.config.repair:
-            retry = await self.runtime.run_one(self._repair_request(request, raw, problem))
+            retry = await self.runtime.run_one(self._repair_request(request(), raw, problem))
             if retry.error is None and retry.value is not None:
                 value2, problem2 = self.validator.validate(retry.value)
                 merged = dataclasses.replace(result, attempts=result.attempts + retry.attempts)

@@ -208,6 +208,8 @@ def _struct_get(args, params):
     if t.get_field_index(params["field"]) < 0:
         names = [t.field(i).name for i in range(t.num_fields)]
         raise TypeError(f"struct has no field {params['field']!r}; fields are {names}")
+    if isinstance(args[0], pa.StructArray) and args[0].null_count == 0:
+        return args[0].field(params["field"])  # no parent nulls to apply: the child as it is (no kernel call)
     return pc.struct_field(args[0], [params["field"]])
 
 

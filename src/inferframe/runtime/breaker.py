@@ -47,6 +47,10 @@ class Breaker:
             if len(self.recent) >= self.min_rows and not any(self.recent):
                 self.trip(f"The last {len(self.recent)} rows all failed; the service looks down. Last error: {message}")
 
+    def rows_ok(self, n: int) -> None:
+        """Record ``n`` rows that finished well (answers from the cache: one call per batch)."""
+        self.recent.extend([True] * min(n, self.recent.maxlen or n))
+
     def trip(self, reason: str) -> None:
         if self.reason is None:
             self.reason = reason

@@ -121,6 +121,40 @@ def cache_keys(identity: str, requests: list, prompt_version: str | None = None)
     return out
 
 
+class KeyTemplate:
+    """``cache_key`` of bodies that differ only in one string: the canonical JSON around it is made once.
+
+    A cached rerun of a text prompt is mostly key making; splicing each row's text into the
+    bytes around a placeholder gives the very bytes ``cache_key`` hashes, without building a
+    body per row.
+
+    Parameters:
+        identity, endpoint, prompt_version: as for ``cache_key``.
+        body: the body with ``KeyTemplate.SLOT`` where the row's string goes (exactly once).
+
+    Example:
+        >>> t = KeyTemplate("p", "chat", {"model": "m", "messages": [{"content": KeyTemplate.SLOT}]})
+        >>> t.keys(["hi", None]) == [cache_key("p", "chat", {"model": "m", "messages": [{"content": "hi"}]}), None]
+        True
+    """
+
+    SLOT = "\x00inferframe-row-text\x00"
+
+    def __init__(self, identity: str, endpoint: str, body: dict, prompt_version: str | None = None) -> None:
+        doc = {"v": 1, "provider": identity, "endpoint": endpoint, "body": body}
+        if prompt_version is not None:
+            doc["prompt_version"] = prompt_version
+        parts = _canonical(doc).split(_canonical(self.SLOT))
+        if len(parts) != 2:
+            raise ValueError(f"the body must hold the slot exactly once, not {len(parts) - 1} times")
+        self.head, self.tail = parts
+
+    def keys(self, texts: list[str | None]) -> list[str | None]:
+        """The key of each text's body (None stays None)."""
+        sha256, canonical, head, tail = hashlib.sha256, _canonical, self.head, self.tail
+        return [None if t is None else sha256(head + canonical(t) + tail).hexdigest() for t in texts]
+
+
 def default_cache_dir() -> Path:
     """INFERFRAME_CACHE_DIR, else $XDG_CACHE_HOME/inferframe, else ~/.cache/inferframe."""
     env = os.environ.get("INFERFRAME_CACHE_DIR")

@@ -112,22 +112,38 @@ class InferenceRuntime:
             (['old', None, None], 1)
         """
         keys = cache_keys(self.identity, requests, self.config.prompt_version)
+        hits = self.cached_answers(keys, rows)
+        # The usage column counts what this run paid: a cached answer cost nothing now.
+        return [h and Result(value=h[0], usage=Usage()) for h in hits], keys
+
+    def cached_answers(self, keys: list[str | None], rows: bool = True) -> list[tuple | None]:
+        """The stored (value, input tokens, output tokens) of each key, in one query; counts the hits.
+
+        None where the cache has no answer, the key is None, or the policy does not read.
+        ``rows=False``: the keys are parts of rows that the caller counts.
+
+        Example:
+            >>> import tempfile
+            >>> from inferframe.providers.interface import MockProvider, Outcome
+            >>> rt = InferenceRuntime(MockProvider(lambda r: Outcome(value="new")),
+            ...                       RuntimeConfig(cache_dir=tempfile.mkdtemp()), model="m")
+            >>> rt.cache.put("k1", "old", 5, 2)
+            >>> rt.cached_answers(["k1", "k2", None]), rt.stats.cache_hits, rt.stats.rows_done
+            ([('old', 5, 2), None, None], 1, 1)
+        """
         wanted = [k for k in keys if k is not None] if self._reads else []
         if not wanted:
-            return [None] * len(requests), keys
+            return [None] * len(keys)
         hits = self._cache_reader.get_many(wanted)
         if len(hits) != len(keys):
             it = iter(hits)
-            hits = [k and next(it) for k in keys]  # None where the request is None
-        # The usage column counts what this run paid: a cached answer cost nothing now.
-        results: list[Result | None] = [h and Result(value=h[0], usage=Usage()) for h in hits]
+            hits = [k and next(it) for k in keys]  # None where the key is None
         found = len(hits) - hits.count(None)
         if found:
             self.stats.cache_hits += found
             self.stats.rows_done += found * rows
-            for _ in range(found):
-                self.breaker.row(True, None, "")
-        return results, keys
+            self.breaker.rows_ok(found)
+        return hits
 
     @functools.cached_property
     def _cache_reader(self) -> CacheReader:
@@ -248,18 +264,21 @@ class InferenceRuntime:
         """
         results, keys = self.from_cache(requests)
         todo = [i for i, r in enumerate(requests) if r is not None and results[i] is None]
-        if not todo:
-            return results
-        tasks = [asyncio.ensure_future(self._run_keyed(requests[i], keys[i])) for i in todo]
+        if todo:
+            sent = await self.send_many([requests[i] for i in todo], [keys[i] for i in todo])
+            for i, r in zip(todo, sent):
+                results[i] = r
+        return results
+
+    async def send_many(self, requests: list[Request], keys: list[str]) -> list[Result]:
+        """Run requests whose cache keys the caller made and looked up (``cached_answers``); order is kept."""
+        tasks = [asyncio.ensure_future(self._run_keyed(r, k)) for r, k in zip(requests, keys)]
         try:
-            done = await asyncio.gather(*tasks)
+            return list(await asyncio.gather(*tasks))
         except BaseException:
             for t in tasks:
                 t.cancel()
             raise
-        for i, r in zip(todo, done):
-            results[i] = r
-        return results
 
     async def run_batch_api(self, requests: list[Request | None], rows: bool = True) -> list[Result | None]:
         """Answer requests through the provider's Batch API (see runtime.batch); order is kept.
