@@ -14,4 +14,4 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=
 export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}"
 # Pinned: the CPU build of torch 2.13.0 lies on this machine's disk; an unpinned torch pulls a CUDA build of several GB.
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[local,embed,lance,test]"
+.venv/bin/python -m pip install --quiet -e ".[local,embed,lance,ray,test]"
