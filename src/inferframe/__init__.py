@@ -10,7 +10,7 @@ Example:
 from inferframe import functions
 from inferframe.dataframe import (
     DataFrame, GroupedDataFrame, Schema, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
-    read_csv, read_json, read_parquet,
+    from_ray_dataset, read_csv, read_json, read_parquet,
 )
 from inferframe.datatype import DataType
 from inferframe.errors import (
@@ -19,7 +19,7 @@ from inferframe.errors import (
 )
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
-from inferframe.runners import set_runner_native
+from inferframe.runners import set_runner_native, set_runner_ray
 from inferframe.session import set_cache, set_prices, set_provider
 from inferframe.series import Series
 from inferframe.udf import cls, func, method
@@ -31,6 +31,7 @@ __all__ = [
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
     "cls", "col", "from_arrow",
-    "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "func", "functions", "lit", "method",
+    "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider", "set_runner_native",
+    "set_runner_ray",
 ]

@@ -1,12 +1,12 @@
 """The user's DataFrame API."""
 
 from inferframe.dataframe.constructors import (
-    from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist, read_csv, read_json, read_parquet,
+    from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist, from_ray_dataset, read_csv, read_json, read_parquet,
 )
 from inferframe.dataframe.dataframe import DataFrame, GroupedDataFrame
 from inferframe.dataframe.schema import Schema
 
 __all__ = [
     "DataFrame", "GroupedDataFrame", "Schema", "from_arrow", "from_glob_path", "from_pandas", "from_pydict",
-    "from_pylist", "read_csv", "read_json", "read_parquet",
+    "from_pylist", "from_ray_dataset", "read_csv", "read_json", "read_parquet",
 ]

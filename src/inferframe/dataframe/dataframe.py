@@ -229,14 +229,10 @@ class DataFrame:
         if self._result is not None:
             yield from self._result.to_batches()
             return
-        from inferframe.observe import job_progress
         from inferframe.runners import get_runner
 
         plan = self._optimized()
-        if not has_ai(plan):
-            yield from get_runner().run(plan)
-            return
-        with job_progress(self._total(plan) if progress is not False else None, progress):
+        with self._progress(plan, progress):
             yield from get_runner().run(plan)
 
     @staticmethod
@@ -370,9 +366,51 @@ class DataFrame:
     # --- writers ------------------------------------------------------
     def _write(self, root: str, format: str, progress: bool | None = None, **options: Any) -> "DataFrame":
         from inferframe.io import write_dataset
+        from inferframe.io.writers import PendingWrite
+        from inferframe.runners import get_runner
 
-        paths = write_dataset(self.iter_batches(progress), self._plan.schema, str(root), format, **options)
+        runner = get_runner()
+        if self._result is None and getattr(runner, "writes_in_workers", False):
+            # Workers write part files under the temporary directory; they appear in root at commit, all at once.
+            pending = PendingWrite(str(root), format, self._plan.schema, **options)
+            plan = self._optimized()
+            try:
+                with self._progress(plan, progress):
+                    groups = runner.write_parts(plan, pending)
+            except BaseException:
+                pending.abort()
+                raise
+            paths = pending.commit(groups)
+        else:
+            paths = write_dataset(self.iter_batches(progress), self._plan.schema, str(root), format, **options)
         return in_memory(pa.table({"path": pa.array(paths)}))
+
+    def _progress(self, plan: lp.LogicalPlan, progress: bool | None):
+        """The progress line of a job with AI calls (nothing for one without)."""
+        import contextlib
+
+        from inferframe.observe import job_progress
+
+        if not has_ai(plan):
+            return contextlib.nullcontext()
+        return job_progress(self._total(plan) if progress is not False else None, progress)
+
+    def to_ray_dataset(self):
+        """This DataFrame as a Ray Dataset: the plan itself on the Ray runner, else the result's Arrow table.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 2]}).to_ray_dataset().count()   # doctest: +SKIP
+            2
+        """
+        from inferframe.runners import get_runner
+
+        runner = get_runner()
+        if self._result is None and hasattr(runner, "to_dataset"):
+            return runner.to_dataset(self._optimized())
+        import ray.data
+
+        return ray.data.from_arrow(self.to_arrow())
 
     def write_parquet(self, root: str, **options: Any) -> "DataFrame":
         """Write a directory of Parquet files atomically; returns a DataFrame of the written paths."""

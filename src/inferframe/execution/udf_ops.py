@@ -154,6 +154,7 @@ class UDFOperator:
             self.workers = spec.max_concurrency or DEFAULT_SYNC_THREADS
         self._error: cf.Future = cf.Future()
         self._offsets: dict[int, int] = {}
+        self._submitter: tuple[Callable, int] | None = None
 
     # --- morsel preparation -------------------------------------------
     def _inputs(self, batch: pa.RecordBatch) -> list[pa.Array]:
@@ -170,16 +171,20 @@ class UDFOperator:
 
     # --- execution ----------------------------------------------------
     def run(self, batches: Batches) -> Batches:
-        spec = self.spec
-        if spec.use_process:
-            submit = self._submit_process()
-            window = self.workers * 2
-        elif spec.is_async:
-            submit = self._submit_async()
-            window = 1_000_000 if not spec.is_batch else (spec.max_concurrency or 4)
-        else:
-            submit = self._submit_threads()
-            window = self.workers * 2
+        """The input batches with the UDF's column appended, in order.
+
+        May be called again with more batches (a Ray actor runs one batch per call): the
+        threads, worker coroutines and instances made by the first call are reused.
+        """
+        if self._submitter is None:
+            spec = self.spec
+            if spec.use_process:
+                self._submitter = self._submit_process(), self.workers * 2
+            elif spec.is_async:
+                self._submitter = self._submit_async(), 1_000_000 if not spec.is_batch else (spec.max_concurrency or 4)
+            else:
+                self._submitter = self._submit_threads(), self.workers * 2
+        submit, window = self._submitter
         yield from self._ordered(self._morsels(batches), submit, window)
 
     def _ordered(self, morsels: Batches, submit: Callable, window: int) -> Batches:

@@ -38,7 +38,7 @@ from inferframe.io._part_writers import (
 )
 from inferframe.io.filesystems import display_path, filesystem_for, local_path, split_scheme
 
-__all__ = ["write_dataset", "WRITE_MODES"]
+__all__ = ["PendingWrite", "write_dataset", "WRITE_MODES"]
 
 WRITE_MODES = ("overwrite", "append")
 
@@ -112,40 +112,91 @@ def write_dataset(
         ...     open(path).read()
         '"a"\\n1\\n'
     """
-    if mode not in WRITE_MODES:
-        raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
-    if not isinstance(rows_per_file, int) or rows_per_file < 1:
-        raise ValueError(f"rows_per_file must be a positive integer, got {rows_per_file!r}")
-    check_writable(format, schema, compression)
-    fs, root_path = _root(root, filesystem)
-
-    info = fs.get_file_info(root_path)
-    if info.type == pafs.FileType.File:
-        raise NotADirectoryError(f"Cannot write a dataset to {root!r}: it is a file.")
-    created_root = info.type == pafs.FileType.NotFound
-    fs.create_dir(root_path, recursive=True)
-    existing = _existing_parts(fs, root_path)
-    first = max(existing.values()) + 1 if mode == "append" and existing else 0
-
-    tmp = _join(root_path, TMP_PREFIX + uuid.uuid4().hex)
+    pending = PendingWrite(root, format, schema, rows_per_file=rows_per_file, compression=compression,
+                           filesystem=filesystem, mode=mode)
     try:
-        fs.create_dir(tmp, recursive=True)
-        names = _write_parts(
-            batches, schema, fs, tmp, format, rows_per_file, compression, first
-        )
-        for name in names:
-            # A rename: readers see either the old file or the complete new one.
-            fs.move(_join(tmp, name), _join(root_path, name))
+        names = pending.write_parts(batches)
     except BaseException:
-        _discard(fs, tmp, root_path if created_root else None)
+        pending.abort()
         raise
-    _discard(fs, tmp, None)
+    return pending.commit([names])
 
-    if mode == "overwrite":
-        for stale in sorted(set(existing) - set(names)):
-            with contextlib.suppress(FileNotFoundError):
-                fs.delete_file(_join(root_path, stale))
-    return [display_path(fs, _join(root_path, name)) for name in names]
+
+class PendingWrite:
+    """A dataset write in progress: parts go to a temporary directory in ``root``; ``commit`` puts them in place.
+
+    The steps of ``write_dataset``, apart so that many workers (a Ray job) can each write their
+    parts and one driver commits them all at once, in order, or ``abort``s. Parameters are those
+    of ``write_dataset``. Picklable: workers get it as is.
+
+    Example:
+        >>> import os, tempfile
+        >>> tmp = tempfile.mkdtemp()
+        >>> w = PendingWrite(f"{tmp}/out", "csv", pa.schema([("a", pa.int64())]))
+        >>> first = w.write_parts([pa.record_batch({"a": [1]})], prefix="w1-")   # in one worker
+        >>> second = w.write_parts([pa.record_batch({"a": [2]})], prefix="w2-")  # in another
+        >>> [os.path.basename(p) for p in w.commit([first, second])]
+        ['part-00000.csv', 'part-00001.csv']
+    """
+
+    def __init__(self, root: str, format: str, schema: pa.Schema, *, rows_per_file: int = 1_000_000,
+                 compression: str | None = None, filesystem: pafs.FileSystem | None = None,
+                 mode: str = "overwrite") -> None:
+        if mode not in WRITE_MODES:
+            raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
+        if not isinstance(rows_per_file, int) or rows_per_file < 1:
+            raise ValueError(f"rows_per_file must be a positive integer, got {rows_per_file!r}")
+        check_writable(format, schema, compression)
+        self.format, self.schema, self.rows_per_file, self.compression, self.mode = (
+            format, schema, rows_per_file, compression, mode)
+        self.fs, self.root = _root(root, filesystem)
+        info = self.fs.get_file_info(self.root)
+        if info.type == pafs.FileType.File:
+            raise NotADirectoryError(f"Cannot write a dataset to {root!r}: it is a file.")
+        self.created_root = info.type == pafs.FileType.NotFound
+        self.fs.create_dir(self.root, recursive=True)
+        self.existing = _existing_parts(self.fs, self.root)
+        self.first = max(self.existing.values()) + 1 if mode == "append" and self.existing else 0
+        self.tmp = _join(self.root, TMP_PREFIX + uuid.uuid4().hex)
+        self.fs.create_dir(self.tmp, recursive=True)
+
+    def write_parts(self, batches: Iterable[pa.RecordBatch | pa.Table], prefix: str = "part-",
+                    keep_empty: bool = True) -> list[str]:
+        """Write ``batches`` as part files in the temporary directory; their names, in order.
+
+        ``prefix`` keeps the names of different writers apart; with ``keep_empty=False`` no
+        rows write no file (one writer of many).
+        """
+        return _write_parts(batches, self.schema, self.fs, self.tmp, self.format, self.rows_per_file,
+                            self.compression, self.first if prefix == "part-" else 0, prefix, keep_empty)
+
+    def commit(self, groups: list[list[str]]) -> list[str]:
+        """Move the written parts (groups of names, in output order) into ``root`` as part-NNNNN files.
+
+        With no part at all, one empty file keeps the schema. Returns the final paths.
+        """
+        names = [n for g in groups for n in g]
+        try:
+            if not names:
+                names = self.write_parts([])
+            ext = file_extension(self.format, self.compression)
+            final = [f"part-{self.first + i:05d}{ext}" for i in range(len(names))]
+            for name, dest in zip(names, final):
+                # A rename: readers see either the old file or the complete new one.
+                self.fs.move(_join(self.tmp, name), _join(self.root, dest))
+        except BaseException:
+            self.abort()
+            raise
+        _discard(self.fs, self.tmp, None)
+        if self.mode == "overwrite":
+            for stale in sorted(set(self.existing) - set(final)):
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.delete_file(_join(self.root, stale))
+        return [display_path(self.fs, _join(self.root, name)) for name in final]
+
+    def abort(self) -> None:
+        """Remove what was written (and a root this write created): ``root`` is as it was."""
+        _discard(self.fs, self.tmp, self.root if self.created_root else None)
 
 
 def _root(root: str, filesystem: pafs.FileSystem | None) -> tuple[pafs.FileSystem, str]:
@@ -183,6 +234,8 @@ def _write_parts(
     rows_per_file: int,
     compression: str | None,
     first: int,
+    prefix: str = "part-",
+    keep_empty: bool = True,
 ) -> list[str]:
     ext = file_extension(format, compression)
     names: list[str] = []
@@ -192,7 +245,7 @@ def _write_parts(
 
     def open_next() -> None:
         nonlocal sink, writer, rows_in_file
-        name = f"part-{first + len(names):05d}{ext}"
+        name = f"{prefix}{first + len(names):05d}{ext}"
         names.append(name)
         sink = fs.open_output_stream(
             _join(directory, name), compression=stream_compression(format, compression)
@@ -220,7 +273,7 @@ def _write_parts(
                 writer.write(batch.slice(offset, take))
                 offset += take
                 rows_in_file += take
-        if not names:
+        if not names and keep_empty:
             open_next()  # empty input: one zero-row file keeps the schema
         close_current()
     except BaseException:

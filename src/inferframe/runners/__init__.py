@@ -1,5 +1,6 @@
-"""Where a physical plan runs: the local runner by default."""
+"""Where a physical plan runs: the local runner by default, or Ray."""
 
-from inferframe.runners.local import LocalRunner, get_runner, set_runner_native
+from inferframe.runners.current import get_runner, set_runner_native, set_runner_ray
+from inferframe.runners.local import LocalRunner
 
-__all__ = ["LocalRunner", "get_runner", "set_runner_native"]
+__all__ = ["LocalRunner", "get_runner", "set_runner_native", "set_runner_ray"]

@@ -39,20 +39,3 @@ class LocalRunner:
     def run(self, plan: LogicalPlan) -> Iterator[pa.RecordBatch]:
         services = RunServices(LocalCoordinator(), CURRENT_RUN, secrets.worker_env)
         return execute(plan, morsel_size=self.morsel_size, services=services)
-
-
-_RUNNER: LocalRunner | None = None
-
-
-def get_runner() -> LocalRunner:
-    global _RUNNER
-    if _RUNNER is None:
-        _RUNNER = LocalRunner()
-    return _RUNNER
-
-
-def set_runner_native(morsel_size: int = 8192) -> LocalRunner:
-    """Use the local streaming runner (the default)."""
-    global _RUNNER
-    _RUNNER = LocalRunner(morsel_size=morsel_size)
-    return _RUNNER

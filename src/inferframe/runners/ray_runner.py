@@ -1,0 +1,265 @@
+"""The Ray runner: the same plan on a Ray cluster, through Ray Data.
+
+``set_runner_ray()`` (or ``INFERFRAME_RUNNER=ray``) makes every DataFrame run here instead of in
+this process; pipeline code does not change. Each job gets one coordinator actor (shared rate
+limits, breaker, and the workers' counters, see ``runners.ray_limits``); the plan becomes a Ray
+Data pipeline (``runners.ray_plan``); the driver streams the result blocks in order and shows
+the whole cluster's counters in the progress line and ``last_run()``.
+
+Example:
+    >>> import inferframe as ifr
+    >>> runner = set_runner_ray()            # doctest: +SKIP
+    >>> ifr.from_pydict({"a": [1, 2]}).with_column("b", ifr.col("a") * 2).to_pydict()  # doctest: +SKIP
+    {'a': [1, 2], 'b': [2, 4]}
+    >>> _ = ifr.set_runner_native()          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from inferframe.ai.run import RunServices
+from inferframe.expressions.nodes import Col, Node, UDFCall, contains_udf
+from inferframe.observe.stats import CURRENT_RUN, RunCounters
+from inferframe.plan import logical as lp
+from inferframe.providers import secrets
+from inferframe.runners import ray_plan as rp
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError as e:  # pragma: no cover - the install has it
+        raise ImportError("The Ray runner needs ray: pip install 'inferframe[ray]'.") from e
+    return ray
+
+
+class RayRunServices(RunServices):
+    """A Ray worker's services: the job's coordinator actor, and this worker's counters, reported to it."""
+
+    def report(self) -> None:
+        """Send this worker's counters (cumulative) to the coordinator, where the driver reads them."""
+        self.coordinator.report_counters(self.source, self.counters.snapshot())
+
+
+class WorkerServices:
+    """Picklable recipe for a worker's services: called once per actor (or task) in the worker."""
+
+    def __init__(self, coordinator: Any, secrets_actor: Any) -> None:
+        self.coordinator = coordinator
+        self.secrets_actor = secrets_actor
+
+    def __call__(self) -> RayRunServices:
+        ray = _ray()
+        # Keys come from the job's secrets actor into this process's environment, never through the plan.
+        for k, v in ray.get(self.secrets_actor.env.remote()).items():
+            os.environ.setdefault(k, v)
+        services = RayRunServices(self.coordinator, RunCounters(), None)
+        services.source = f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        return services
+
+
+class _Secrets:
+    """Holds the job's key handles for its workers (in memory only)."""
+
+    def __init__(self, env: dict) -> None:
+        self._env = env
+
+    def env(self) -> dict:
+        return dict(self._env)
+
+
+class RayRunner:
+    """Run plans on a Ray cluster with Ray Data; results equal the local runner's, row for row.
+
+    Parameters:
+        address: the cluster to join ("auto", "ray://host:10001", ...); None joins a running local
+            cluster or starts one. ``INFERFRAME_RAY_ADDRESS`` is read when None.
+        init_options: more ``ray.init`` options when this runner starts Ray.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, **init_options: Any) -> None:
+        self.address = address if address is not None else os.environ.get("INFERFRAME_RAY_ADDRESS") or None
+        self.init_options = init_options
+
+    # --- the cluster ---------------------------------------------------------------------------
+    def connect(self):
+        """Join the cluster (or start a local one) once; returns the ``ray`` module."""
+        ray = _ray()
+        if not ray.is_initialized():
+            options = {"include_dashboard": False, "log_to_driver": False, **self.init_options}
+            if self.address is not None:
+                ray.init(address=self.address, **options)
+            else:
+                try:
+                    ray.init(address="auto", **options)
+                except (ConnectionError, RuntimeError):
+                    ray.init(**options)
+        import ray.data
+
+        ctx = ray.data.DataContext.get_current()
+        ctx.execution_options.preserve_order = True  # results in the plan's order, as locally
+        ctx.enable_progress_bars = False  # the driver draws inferframe's own line
+        return ray
+
+    def cluster_cpus(self) -> int:
+        return int(self.connect().cluster_resources().get("CPU", 1))
+
+    # --- running ------------------------------------------------------------------------------
+    def run(self, plan: lp.LogicalPlan) -> Iterator[pa.RecordBatch]:
+        ray = self.connect()
+        with _Job(ray) as job:
+            ds = _Builder(job, self.cluster_cpus()).build(plan)
+            for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+                table = rp._cast_to(table, plan.schema)
+                yield from table.combine_chunks().to_batches()
+
+    writes_in_workers = True
+
+    def write_parts(self, plan: lp.LogicalPlan, pending: Any) -> list[list[str]]:
+        """Each task writes its rows as part files under ``pending``'s temporary directory; the names, in order."""
+        ray = self.connect()
+        with _Job(ray) as job:
+            ds = _Builder(job, self.cluster_cpus()).build(plan)
+            ds = ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
+            ds = ds.map_batches(rp.write_block, fn_kwargs={"pending": pending}, batch_format="pyarrow", batch_size=None)
+            return [names for t in ds.iter_batches(batch_format="pyarrow", batch_size=None)
+                    for names in t.column("names").to_pylist()]
+
+    def to_dataset(self, plan: lp.LogicalPlan):
+        """The plan as a Ray Dataset (for ``df.to_ray_dataset()``); AI calls in it report to no progress line."""
+        job = _Job(self.connect())
+        job.__enter__()
+        ds = _Builder(job, self.cluster_cpus()).build(plan)
+        return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
+
+
+def _conform_block(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    return rp._cast_to(table, schema)
+
+
+class _Job:
+    """One job's cluster state: the coordinator actor and the secrets actor; merges the workers' counters."""
+
+    def __init__(self, ray) -> None:
+        self.ray = ray
+
+    def __enter__(self) -> "_Job":
+        from inferframe.runners.ray_limits import start_coordinator
+
+        ray = self.ray
+        self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}")
+        self.secrets = ray.remote(num_cpus=0)(_Secrets).remote(secrets.worker_env())
+        self.services = WorkerServices(self.coordinator, self.secrets)
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
+        self._poller.start()
+        return self
+
+    def _merge(self) -> None:
+        for source, snaps in self.coordinator.counter_reports().items():
+            CURRENT_RUN.merge(source, snaps)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                self._merge()
+            except Exception:  # the progress line may lag; the final merge below tells
+                pass
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._poller.join(timeout=5)
+        try:
+            self._merge()
+        finally:
+            self.coordinator.close()
+            self.ray.kill(self.secrets)
+
+
+class _Builder:
+    """Logical plan -> Ray Dataset."""
+
+    def __init__(self, job: _Job, cluster_cpus: int) -> None:
+        self.job = job
+        self.cpus = cluster_cpus
+        self.udf_count = 0
+
+    def build(self, plan: lp.LogicalPlan):
+        import ray.data as rd
+
+        if isinstance(plan, lp.Source):
+            return rp.source(plan, rd)
+        if isinstance(plan, lp.Project):
+            ds, schema, exprs = self.run_udfs(self.build(plan.input), plan.exprs, plan.input.schema)
+            return ds.map_batches(rp._project, fn_kwargs={"exprs": exprs, "schema": plan.schema}, batch_format="pyarrow")
+        if isinstance(plan, lp.Filter):
+            ds = self.build(plan.input)
+            keep = None
+            pred = plan.predicate
+            if contains_udf(pred):
+                ds, _, (pred,) = self.run_udfs(ds, (pred,), plan.input.schema)
+                keep = tuple(Col(n) for n in plan.schema.names)
+            return ds.map_batches(rp._filter, fn_kwargs={"predicate": pred, "keep": keep, "schema": plan.schema},
+                                  batch_format="pyarrow")
+        if isinstance(plan, lp.Limit):
+            return self.build(plan.input).limit(plan.n)
+        if isinstance(plan, lp.Explode):
+            return self.build(plan.input).map_batches(rp._explode, fn_kwargs={"columns": plan.columns, "schema": plan.schema},
+                                                      batch_format="pyarrow")
+        if isinstance(plan, lp.Concat):
+            parts = [self.build(c).map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
+                     for c in plan.inputs]
+            return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+        if isinstance(plan, lp.Sort):
+            return rp.sort(self.build(plan.input), plan)
+        if isinstance(plan, lp.Distinct):
+            return rp.distinct(self.build(plan.input), plan, self.cpus)
+        if isinstance(plan, lp.Aggregate):
+            ds = rp.aggregate(self.build(plan.input), plan, self.cpus)
+            if not plan.group_by and all(op in rp._PARTIAL for op, _, _ in plan.aggs):
+                partials = pa.concat_tables(list(ds.iter_batches(batch_format="pyarrow", batch_size=None))) \
+                    if ds.count() else pa.table({})
+                return rd.from_arrow(rp.finish_aggregate(partials, plan))
+            return ds
+        if isinstance(plan, lp.Join):
+            right = self._gathered(plan.right)
+            return rp.join(self.build(plan.left), right, plan)
+        if isinstance(plan, lp.Nearest):
+            return rp.nearest(self.build(plan.left), self._gathered(plan.right), plan)
+        if isinstance(plan, lp.Repartition):
+            return rp.repartition(self.build(plan.input), plan, self.cpus)
+        if isinstance(plan, lp.IntoBatches):
+            return rp.into_batches(self.build(plan.input), plan)
+        raise TypeError(f"internal: no Ray operator for {type(plan).__name__}")
+
+    def _gathered(self, plan: lp.LogicalPlan):
+        """A side held whole (a join's build side, a search index): one object in the object store."""
+        ray = self.job.ray
+        tables = list(self.build(plan).iter_batches(batch_format="pyarrow", batch_size=None))
+        table = pa.concat_tables([rp._cast_to(t, plan.schema) for t in tables]) if tables else plan.schema.empty_table()
+        return ray.put(table)
+
+    def run_udfs(self, ds, exprs: tuple[Node, ...], schema: pa.Schema):
+        """Each UDF call becomes its own stage (innermost first); exprs are rewritten to read their outputs."""
+        if not any(contains_udf(e) for e in exprs):
+            return ds, schema, exprs
+        state = {"ds": ds, "schema": schema}
+
+        def extract(node: Node) -> Node:
+            if not isinstance(node, UDFCall):
+                return node
+            name = f"__udf_{self.udf_count}"
+            self.udf_count += 1
+            state["ds"], state["schema"] = rp.udf_stage(state["ds"], node, name, state["schema"], self.job.services, self.cpus)
+            return Col(name)
+
+        new_exprs = tuple(e.transform_up(extract) for e in exprs)
+        return state["ds"], state["schema"], new_exprs

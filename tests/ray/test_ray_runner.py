@@ -1,0 +1,152 @@
+"""The same plan on the Ray runner and on the local runner: equal results, one cache, atomic writes,
+model classes as actor pools with their own GPUs, interop with Ray Datasets.
+
+One local Ray cluster per session (tests/ray/conftest.py); the OpenAI-compatible simulator stands in
+for the paid API.
+"""
+
+import os
+import pathlib
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import inferframe as ifr
+from inferframe import col
+from inferframe.functions import prompt
+from inferframe.simulator import Simulator, SimulatorConfig
+
+
+@pytest.fixture
+def on_ray(ray_cluster):
+    """Run the test's DataFrames on Ray; back to the local runner afterwards."""
+    ifr.set_runner_ray()
+    yield
+    ifr.set_runner_native()
+
+
+def both(df: ifr.DataFrame) -> tuple[pa.Table, pa.Table]:
+    ifr.set_runner_native()
+    local = df.to_arrow()
+    ifr.set_runner_ray()
+    return local, df.to_arrow()
+
+
+@pytest.fixture
+def data(tmp_path) -> str:
+    """Two Parquet files, one of several row groups, with nulls."""
+    root = tmp_path / "in"
+    root.mkdir()
+    n = 3000
+    pq.write_table(pa.table({"id": list(range(n)), "g": [i % 7 for i in range(n)],
+                             "q": [f"question {i % 400}" if i % 11 else None for i in range(n)]}),
+                   root / "a.parquet", row_group_size=500)
+    pq.write_table(pa.table({"id": list(range(n, n + 500)), "g": [i % 3 for i in range(500)],
+                             "q": [f"question {i}" for i in range(500)]}), root / "b.parquet")
+    return str(root)
+
+
+@ifr.func(return_dtype=ifr.DataType.int64())
+def scaled(x):
+    return None if x is None else 3 * x + 1
+
+
+def test_a_plan_with_read_filter_func_prompt_sort_groupby_and_write_gives_the_local_result(on_ray, data, tmp_path):
+    with Simulator(SimulatorConfig()) as sim:
+        df = (ifr.read_parquet(data)
+              .where(col("id") % 2 == 0)
+              .with_column("s", scaled(col("id")))
+              .with_column("a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="k",
+                                       model="gpt-5-mini", use_chat_completions=True)))
+        local, ray_ = both(df.sort("s", desc=True))
+        assert ray_.num_rows == local.num_rows == 1750
+        assert ray_.equals(local)  # row for row, order included
+        assert ray_.column("a_error").null_count == ray_.num_rows
+        sent = sim.stats()["total_requests"]
+        assert sent <= 400 + 250  # distinct questions only: the Ray run found the local run's answers
+
+        grouped = df.groupby("g").agg(col("s").sum().alias("total"), col("a").count().alias("answered"),
+                                      col("id").mean().alias("mean_id"))
+        local_g, ray_g = both(grouped)
+        assert ray_g.equals(local_g)
+        assert sim.stats()["total_requests"] == sent  # every answer came from the one cache
+
+        ifr.set_runner_ray()
+        out = df.sort("id").write_parquet(str(tmp_path / "out"))
+        paths = out.to_pydict()["path"]
+        assert [pathlib.Path(p).name for p in paths] == [f"part-{i:05d}.parquet" for i in range(len(paths))]
+        written = ifr.read_parquet(str(tmp_path / "out")).to_arrow()
+        ifr.set_runner_native()
+        assert written.equals(df.sort("id").to_arrow())
+        assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".")]
+
+
+def test_relational_operators_match_the_local_runner(on_ray, data):
+    df = ifr.read_parquet(data)
+    for ordered in (df.sort(["g", "q"], desc=[False, True]), df.limit(37), df.into_batches(100).with_column("s", scaled(col("id"))),
+                    df.repartition(4), df.agg(col("id").sum().alias("t"), col("q").count().alias("n"), col("id").mean().alias("m"),
+                                              col("id").min().alias("lo"), col("id").max().alias("hi"))):
+        local, ray_ = both(ordered)
+        assert ray_.equals(local), ordered.explain() if hasattr(ordered, "explain") else ""
+    names = ifr.from_pydict({"g": [0, 1, 2], "name": ["zero", "one", "two"]})
+    for unordered in (df.select("g").distinct(), df.join(names, on="g")):
+        local, ray_ = both(unordered)
+        keys = [(c, "ascending") for c in local.column_names]
+        assert ray_.sort_by(keys).equals(local.sort_by(keys))
+
+
+def test_a_failed_job_leaves_no_partial_output(on_ray, data, tmp_path):
+    @ifr.func(return_dtype=ifr.DataType.int64())
+    def breaks_late(x):
+        if x == 3400:
+            raise ValueError("row 3400 is bad")
+        return x
+
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "keep.txt").write_text("not ours")
+    with pytest.raises(Exception, match="row 3400 is bad"):
+        ifr.read_parquet(data).with_column("b", breaks_late(col("id"))).write_parquet(str(root))
+    assert sorted(os.listdir(root)) == ["keep.txt"]  # no part file, no temporary directory
+
+
+@ifr.cls(max_concurrency=2, gpus=1)
+class WhereAmI:
+    def __init__(self, log_dir: str):
+        import ray
+
+        self.where = f"{os.getpid()}:{','.join(str(g) for g in ray.get_gpu_ids())}"
+        pathlib.Path(log_dir, f"init-{self.where}").write_text("")  # one file per __init__
+
+    @ifr.method.batch(return_dtype=ifr.DataType.string())
+    def __call__(self, x):
+        import time
+
+        time.sleep(0.05)  # long enough that both actors get batches
+        return [self.where] * len(x)
+
+
+def test_a_model_class_is_an_actor_pool_with_a_gpu_each(on_ray, tmp_path):
+    df = ifr.from_pydict({"x": list(range(3000))}).into_batches(100).with_column("w", WhereAmI(str(tmp_path))(col("x")))
+    where = set(df.to_pydict()["w"])
+    inits = [p.name for p in tmp_path.iterdir()]
+    assert len(inits) == 2 and {f"init-{w}" for w in where} <= set(inits)  # max_concurrency=2: two actors, each built once
+    gpus = {i.split(":")[1] for i in inits}
+    assert gpus == {"0", "1"}  # each actor its own GPU, given by Ray
+    assert len(where) == 2  # and both did work
+
+
+def test_ray_datasets_round_trip(on_ray):
+    import ray.data
+
+    ds = ray.data.from_items([{"a": i, "b": f"x{i}"} for i in range(50)])
+    df = ifr.from_ray_dataset(ds).with_column("c", col("a") * 2)
+    assert df.to_pydict()["c"] == [2 * i for i in range(50)]
+    back = df.where(col("a") < 5).to_ray_dataset()
+    assert isinstance(back, ray.data.Dataset)
+    assert back.to_arrow_refs() and pa.concat_tables(ray.get(back.to_arrow_refs())).to_pydict() == {
+        "a": [0, 1, 2, 3, 4], "b": ["x0", "x1", "x2", "x3", "x4"], "c": [0, 2, 4, 6, 8]}
+
+
+import ray  # noqa: E402
