@@ -150,3 +150,62 @@ def test_ray_datasets_round_trip(on_ray):
 
 
 import ray  # noqa: E402
+
+
+def test_the_runner_is_chosen_by_environment_and_joins_the_running_cluster(ray_cluster, tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import inferframe as ifr, ray\n"
+              "from inferframe.runners import get_runner\n"
+              "df = ifr.from_pydict({'a': [1, 2, 3]}).with_column('b', ifr.col('a') * 10)\n"
+              "print(get_runner().name, df.to_pydict()['b'], ray.get_runtime_context().gcs_address)\n")
+    address = ray.get_runtime_context().gcs_address
+    env = {**os.environ, "INFERFRAME_RUNNER": "ray", "INFERFRAME_RAY_ADDRESS": address, "RAY_AUTH_MODE": "disabled"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == f"ray [10, 20, 30] {address}"  # joined this cluster, did not start one
+
+
+def _stage_pids() -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.process_iter(["cmdline"])
+            if any("UDFStage" in part for part in (p.info["cmdline"] or []))]
+
+
+def test_a_worker_killed_mid_run_loses_no_row_and_repeats_no_paid_request(on_ray, tmp_path):
+    import signal
+    import threading
+    import time
+
+    from inferframe.observe import last_run
+
+    n = 1200
+    with Simulator(SimulatorConfig(latency_ms=40, track_request_hashes=True)) as sim:
+        df = ifr.from_pydict({"id": list(range(n)), "q": [f"question {i}" for i in range(n)]}).with_column(
+            "a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="k", model="gpt-5-mini",
+                        use_chat_completions=True, max_concurrency=16))
+        killed: list[int] = []
+
+        def kill_one_when_half_is_paid():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not killed:
+                if sim.stats()["total_requests"] >= n // 2:
+                    for pid in _stage_pids()[:1]:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_one_when_half_is_paid, daemon=True)
+        killer.start()
+        out = df.to_arrow()
+        killer.join(timeout=5)
+        stats = sim.stats()
+    assert killed, "no prompt worker was found to kill"
+    assert out.column("id").to_pylist() == list(range(n))  # every row exactly once, in order
+    assert out.column("a_error").null_count == n and out.column("a").null_count == 0
+    # Answers stored before the kill are not bought again: at most the requests in flight then are repeated.
+    assert stats["distinct_requests"] == n and stats["total_requests"] - n <= 16
+    run = last_run()[0]
+    assert run["requests"] + run["cache_hits"] >= n  # the driver saw the whole cluster's counters

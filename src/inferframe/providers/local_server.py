@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import ctypes
 import os
 import re
@@ -36,8 +37,10 @@ __all__ = [
     "LocalServer",
     "LocalServerError",
     "PLAIN_CHAT_TEMPLATE",
+    "SharedServer",
     "get_local_server",
     "stop_local_server",
+    "use_shared_server",
 ]
 
 # Measured 2026-11-22 on the 2-core / no-GPU dev box with --swa-full (bench/local_model.py: 64
@@ -372,6 +375,8 @@ def get_local_server(n_parallel: int | None = None) -> LocalServer:
         True
     """
     global _singleton
+    if _shared_source is not None:
+        return _shared_source(n_parallel)
     with _singleton_lock:
         server = _singleton
         if server is not None and server.is_running():
@@ -382,6 +387,31 @@ def get_local_server(n_parallel: int | None = None) -> LocalServer:
         server.start()
         _singleton = server
         return server
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedServer:
+    """A local server another process owns (a cluster node's one server): what a provider needs of it."""
+
+    base_url: str
+    model: str
+    n_parallel: int
+
+    def is_running(self) -> bool:
+        return True
+
+
+_shared_source = None
+
+
+def use_shared_server(source) -> None:
+    """Make ``get_local_server(n_parallel)`` return ``source(n_parallel)`` (a ``SharedServer``) in this process.
+
+    A cluster runner sets this in its workers so that the workers of one node share one server
+    instead of starting one each; ``None`` goes back to one server per process.
+    """
+    global _shared_source
+    _shared_source = source
 
 
 def stop_local_server() -> None:

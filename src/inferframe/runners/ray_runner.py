@@ -59,6 +59,9 @@ class WorkerServices:
         # Keys come from the job's secrets actor into this process's environment, never through the plan.
         for k, v in ray.get(self.secrets_actor.env.remote()).items():
             os.environ.setdefault(k, v)
+        from inferframe.runners.ray_node_server import use_node_server
+
+        use_node_server()  # the local model: one llama-server per node, not one per worker
         services = RayRunServices(self.coordinator, RunCounters(), None)
         services.source = f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         return services
