@@ -209,3 +209,22 @@ def test_a_worker_killed_mid_run_loses_no_row_and_repeats_no_paid_request(on_ray
     assert stats["distinct_requests"] == n and stats["total_requests"] - n <= 16
     run = last_run()[0]
     assert run["requests"] + run["cache_hits"] >= n  # the driver saw the whole cluster's counters
+
+
+def test_the_workers_of_a_node_share_one_local_model_server(on_ray):
+    import psutil
+
+    def servers_under_ray() -> set[int]:
+        mine = os.getpid()
+        return {p.pid for p in psutil.process_iter(["name", "ppid"])
+                if "llama-server" in (p.info["name"] or "") and p.info["ppid"] != mine}
+
+    before = servers_under_ray()
+    df = ifr.from_pydict({"q": ["The capital of France is", "The capital of Italy is"]})
+    # Two AI calls: two actor pools, so at least two worker processes ask for the model.
+    df = df.with_column("a", prompt(col("q"), provider="local", max_tokens=3)).with_column(
+        "b", prompt(col("a"), provider="local", max_tokens=3))
+    out = df.to_arrow()
+    assert out.column("a_error").null_count == 2 and out.column("b_error").null_count == 2
+    started = servers_under_ray() - before
+    assert len(started | (before & servers_under_ray())) == 1  # one server for the node, not one per worker
