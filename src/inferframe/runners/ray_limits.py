@@ -174,6 +174,8 @@ class _KeyState:
             others = sum(h for w, h in self.held.items() if w != worker)
             new = max(current, min(fair, self.max_concurrency - others))
         self.share[worker] = new
+        # It may fill the new share once a grant reaches it: held so before this call ends (hold() then tells).
+        self.held[worker] = max(self.held.get(worker, 0), new)
         return new
 
     def hold(self, worker: str, report: dict, unlimited: bool) -> None:
@@ -183,7 +185,8 @@ class _KeyState:
         and, under a counted lease, no more than the requests it can send without another grant: the
         ones in flight, its lease left, and the grants not yet received. An idle worker holds little.
         """
-        top = max(self.share.get(worker, 0), int(report.get("applied", 0)), int(report.get("in_flight", 0)))
+        # An AdaptiveLimit never bounds below one: a worker with a lease and no share yet may still send one.
+        top = max(1, self.share.get(worker, 0), int(report.get("applied", 0)), int(report.get("in_flight", 0)))
         if not unlimited and not report.get("unlimited"):
             in_transit = max(0, self.sent.get(worker, 0) - int(report.get("received", 0)))
             top = min(top, int(report.get("possible", 0)) + in_transit)
@@ -432,9 +435,10 @@ class _Report:
     pause_until: float = 0.0  # this process's monotonic time
     tripped: str | None = None
     probe_done: bool = False
+    ack: bool = False  # a smaller in-flight share was applied: the actor may hand the rest to others
 
     def urgent(self) -> bool:
-        return bool(self.pause_until or self.tripped or self.probe_done)
+        return bool(self.pause_until or self.tripped or self.probe_done or self.ack)
 
     def take(self, now: float) -> dict:
         out = {}
@@ -450,6 +454,7 @@ class _Report:
         if self.probe_done:
             out["probe_done"] = True
         self.hint, self.extra_tokens, self.pause_until, self.tripped, self.probe_done = None, 0, 0.0, None, False
+        self.ack = False
         return out
 
 
@@ -498,6 +503,7 @@ class LeasedLimiter(RateLimiter):
         self._beat_task: asyncio.Task | None = None
         self._error: BaseException | None = None
         self._last_call = 0.0
+        self._draining = False  # in flight above a share that shrank
         breaker.on_trip = self._tripped
 
     # --- the RateLimiter interface ------------------------------------------------------------------
@@ -536,6 +542,10 @@ class LeasedLimiter(RateLimiter):
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.observe(hints, ticket)
+        if self._draining and self.slots.in_flight <= max(1, self.share):
+            self._draining = False
+            self._pending.ack = True  # drained to the smaller share: the rest is free for other workers
+            self._urgent()
         if ticket is not None and ticket is self._probe_ticket:
             self._probe_ticket = None
             self._pending.probe_done = True  # the cluster waits for this answer: send it now
@@ -672,6 +682,10 @@ class LeasedLimiter(RateLimiter):
                 self._drop_lease()
             self.paused_until = max(self.paused_until, until)
         self.requests.rate, self.tokens.rate, self.mean_tokens = reply["rpm"], reply["tpm"], reply["mean_tokens"]
+        if reply["share"] < self.share:  # tell the actor at once that the smaller share is in force,
+            self._pending.ack = True     # and again once the requests in flight are within it (release)
+            self._draining = True
+            self._urgent()
         self.share = reply["share"]
         self.slots.set_ceiling(reply["share"])
         granted = reply["granted"]
