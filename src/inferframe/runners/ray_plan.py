@@ -16,6 +16,7 @@ first.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import uuid
 from typing import Any, Callable
 
@@ -137,6 +138,12 @@ def _cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
 # --- UDF stages -----------------------------------------------------------------------------------
 
 
+def batch_key(stage: str, table: pa.Table) -> str:
+    """Names one input batch of one stage, the same in every attempt (its size, first and last rows)."""
+    ends = table.slice(0, 1).to_pylist() + table.slice(max(0, table.num_rows - 1), 1).to_pylist()
+    return hashlib.sha1(repr((stage, table.num_rows, ends)).encode()).hexdigest()
+
+
 class UDFStage:
     """One UDF call as a Ray Data callable class: built once per actor, then one call per batch.
 
@@ -155,12 +162,13 @@ class UDFStage:
         self.schema = out_schema
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        try:
-            return _table(self.op.run(iter(_batches(table))), self.schema)
-        finally:
-            report = getattr(self.services, "report", None)
-            if report is not None:
-                report()
+        counted = hasattr(self.services, "batch_done")
+        if counted:
+            self.services.batch_started()
+        out = _table(self.op.run(iter(_batches(table))), self.schema)
+        if counted:
+            self.services.batch_done(batch_key(self.op.out_name, table))
+        return out
 
     def __del__(self) -> None:
         ctx = getattr(self, "ctx", None)

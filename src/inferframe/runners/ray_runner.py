@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 from typing import Any, Iterator
 
@@ -39,42 +40,100 @@ def _ray():
     return ray
 
 
+# Counters of rows are counted per batch, keyed by the batch's content: a batch that Ray runs again
+# (after a worker died, or to rebuild a lost block) counts its rows once. The others (requests,
+# tokens, cost, retries, 429s) are money spent: reported as they grow, every REPORT_SECONDS, so a
+# worker that dies has its spending counted up to then.
+ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated")
+REPORT_SECONDS = 0.25
+
+
 class RayRunServices(RunServices):
     """A Ray worker's services: the job's coordinator actor, and this worker's counters, reported to it."""
 
+    def start_reporting(self, source: str, job_state: Any) -> None:
+        self.source, self.job_state = source, job_state
+        self._before: dict[str, dict] = {}
+        threading.Thread(target=self._report_loop, name="inferframe-ray-report", daemon=True).start()
+
+    def _rows(self) -> dict[str, dict]:
+        return {s["label"]: {k: s[k] for k in ROW_FIELDS} for s in self.counters.snapshot()}
+
+    def batch_started(self) -> None:
+        self._before = self._rows()
+
+    def batch_done(self, key: str) -> None:
+        """The batch ``key`` was delivered: record its rows (once, whatever the attempt) and the spending so far."""
+        ray = _ray()
+        zero = dict.fromkeys(ROW_FIELDS, 0)
+        delta = {label: {k: v - self._before.get(label, zero)[k] for k, v in rows.items()}
+                 for label, rows in self._rows().items()}
+        ray.get(self.job_state.batch_rows.remote(key, delta))  # one call per batch, before it is handed on
+        self.report()
+
     def report(self) -> None:
-        """Send this worker's counters (cumulative) to the coordinator, where the driver reads them."""
-        self.coordinator.report_counters(self.source, self.counters.snapshot())
+        """Send this worker's spending counters (cumulative) to the coordinator, where the driver reads them."""
+        snaps = [{**s, **dict.fromkeys(ROW_FIELDS, 0)} for s in self.counters.snapshot()]
+        if snaps:
+            self.coordinator.report_counters(self.source, snaps)
+
+    def _report_loop(self) -> None:
+        last = None
+        while True:
+            time.sleep(REPORT_SECONDS)
+            now = [(s["label"], s["requests"], s["input_tokens"], s["output_tokens"], s["retries"])
+                   for s in self.counters.snapshot()]
+            if now != last:
+                last = now
+                try:
+                    self.report()
+                except Exception:  # the coordinator is gone: the job is ending, or stops with its own message
+                    return
 
 
 class WorkerServices:
     """Picklable recipe for a worker's services: called once per actor (or task) in the worker."""
 
-    def __init__(self, coordinator: Any, secrets_actor: Any) -> None:
+    def __init__(self, coordinator: Any, job_state: Any) -> None:
         self.coordinator = coordinator
-        self.secrets_actor = secrets_actor
+        self.job_state = job_state
 
     def __call__(self) -> RayRunServices:
         ray = _ray()
         # Keys come from the job's secrets actor into this process's environment, never through the plan.
-        for k, v in ray.get(self.secrets_actor.env.remote()).items():
+        for k, v in ray.get(self.job_state.env.remote()).items():
             os.environ.setdefault(k, v)
         from inferframe.runners.ray_node_server import use_node_server
 
         use_node_server()  # the local model: one llama-server per node, not one per worker
         services = RayRunServices(self.coordinator, RunCounters(), None)
-        services.source = f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        services.start_reporting(f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}",
+                                 self.job_state)
         return services
 
 
-class _Secrets:
-    """Holds the job's key handles for its workers (in memory only)."""
+class _JobState:
+    """A job's actor for its workers: the key handles (in memory only) and the rows of each delivered batch."""
 
     def __init__(self, env: dict) -> None:
         self._env = env
+        self._batches: dict[str, dict] = {}
 
     def env(self) -> dict:
         return dict(self._env)
+
+    def batch_rows(self, key: str, rows: dict) -> None:
+        self._batches[key] = rows  # a batch run again replaces its first count
+
+    def rows(self) -> list[dict]:
+        """Row counters per call label, summed over the delivered batches."""
+        out: dict[str, dict] = {}
+        for batch in self._batches.values():
+            for label, fields in batch.items():
+                total = out.setdefault(label, {"label": label, **dict.fromkeys(ROW_FIELDS, 0)})
+                for k, v in fields.items():
+                    total[k] += v
+        return list(out.values())
 
 
 class RayRunner:
@@ -159,8 +218,8 @@ class _Job:
 
         ray = self.ray
         self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}")
-        self.secrets = ray.remote(num_cpus=0)(_Secrets).remote(secrets.worker_env())
-        self.services = WorkerServices(self.coordinator, self.secrets)
+        self.state = ray.remote(num_cpus=0)(_JobState).remote(secrets.worker_env())
+        self.services = WorkerServices(self.coordinator, self.state)
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
         self._poller.start()
@@ -168,7 +227,8 @@ class _Job:
 
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():
-            CURRENT_RUN.merge(source, snaps)
+            CURRENT_RUN.merge(source, snaps)  # spending, per worker
+        CURRENT_RUN.merge("ray:rows", self.ray.get(self.state.rows.remote()))  # rows, per delivered batch
 
     def _poll(self) -> None:
         while not self._stop.wait(0.5):
@@ -184,7 +244,7 @@ class _Job:
             self._merge()
         finally:
             self.coordinator.close()
-            self.ray.kill(self.secrets)
+            self.ray.kill(self.state)
 
 
 class _Builder:
