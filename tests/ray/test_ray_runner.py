@@ -242,3 +242,15 @@ def test_repartition_spreads_a_skewed_input_over_at_least_the_workers(on_ray):
     batches = [t.num_rows for t in skewed.into_batches(700).to_ray_dataset().iter_batches(batch_size=None, batch_format="pyarrow")]
     assert sum(batches) == 5000 and max(batches) <= 700 and len(batches) >= 5000 // 700
     assert isinstance(ray.data.DataContext.get_current(), ray.data.DataContext)
+
+
+def test_a_key_given_to_prompt_reaches_the_ray_workers_but_not_the_plan(on_ray):
+    import pickle
+
+    key = "sk-ray-test-7f3a9c"
+    with Simulator(SimulatorConfig(require_api_key=key)) as sim:
+        df = ifr.from_pydict({"q": ["a", "b", "c"]}).with_column(
+            "a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key=key, model="gpt-5-mini"))
+        assert key.encode() not in pickle.dumps(df._optimized())
+        out = df.to_arrow()
+    assert out.column("a_error").null_count == 3 and out.column("a").null_count == 0

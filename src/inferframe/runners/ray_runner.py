@@ -115,9 +115,13 @@ class WorkerServices:
 class _JobState:
     """A job's actor for its workers: the key handles (in memory only) and the rows of each delivered batch."""
 
-    def __init__(self, env: dict) -> None:
-        self._env = env
+    def __init__(self) -> None:
+        self._env: dict = {}
         self._batches: dict[str, dict] = {}
+
+    def set_env(self, env: dict) -> None:
+        # A call, not a constructor argument: Ray keeps an actor's constructor arguments to restart it.
+        self._env = dict(env)
 
     def env(self) -> dict:
         return dict(self._env)
@@ -218,7 +222,8 @@ class _Job:
 
         ray = self.ray
         self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}")
-        self.state = ray.remote(num_cpus=0)(_JobState).remote(secrets.worker_env())
+        self.state = ray.remote(num_cpus=0)(_JobState).remote()
+        ray.get(self.state.set_env.remote(secrets.worker_env()))
         self.services = WorkerServices(self.coordinator, self.state)
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
