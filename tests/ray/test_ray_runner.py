@@ -109,7 +109,7 @@ def test_a_failed_job_leaves_no_partial_output(on_ray, data, tmp_path):
     root = tmp_path / "out"
     root.mkdir()
     (root / "keep.txt").write_text("not ours")
-    with pytest.raises(Exception, match="row 3400 is bad"):
+    with pytest.raises(ifr.UDFError, match="row 3400 is bad"):
         ifr.read_parquet(data).with_column("b", breaks_late(col("id"))).write_parquet(str(root))
     assert sorted(os.listdir(root)) == ["keep.txt"]  # no part file, no temporary directory
 
@@ -254,3 +254,33 @@ def test_a_key_given_to_prompt_reaches_the_ray_workers_but_not_the_plan(on_ray):
         assert key.encode() not in pickle.dumps(df._optimized())
         out = df.to_arrow()
     assert out.column("a_error").null_count == 3 and out.column("a").null_count == 0
+
+
+def test_in_process_embeddings_on_ray_equal_the_local_ones(on_ray):
+    import numpy as np
+
+    from inferframe.functions import embed_text
+
+    texts = [f"review number {i}: {'great' if i % 2 else 'awful'} product" for i in range(300)] + [None]
+    df = ifr.from_pydict({"t": texts}).into_batches(100).with_column("v", embed_text(col("t")))
+    local, ray_ = both(df)
+    assert ray_.column("t").equals(local.column("t")) and ray_.column("v").type == local.column("v").type
+    a = np.array([v for v in ray_.column("v").to_pylist() if v is not None])
+    b = np.array([v for v in local.column("v").to_pylist() if v is not None])
+    assert a.shape == (300, 384) and np.allclose(a, b, atol=1e-5) and ray_.column("v").null_count == 1
+
+
+def test_a_dead_job_state_actor_stops_the_job_with_one_message(on_ray, monkeypatch):
+    from inferframe.runners import ray_runner
+
+    real_enter = ray_runner._Job.__enter__
+
+    def enter_then_kill(self):
+        job = real_enter(self)
+        ray.kill(job.state, no_restart=True)
+        return job
+
+    monkeypatch.setattr(ray_runner._Job, "__enter__", enter_then_kill)
+    df = ifr.from_pydict({"x": list(range(10))}).with_column("s", scaled(col("x")))
+    with pytest.raises(ifr.ServiceError, match="state actor .* is gone or does not answer"):
+        df.to_arrow()

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from inferframe.ai.run import RunServices
+from inferframe.errors import InferframeError, ServiceError
 from inferframe.expressions.nodes import Col, Node, UDFCall, contains_udf
 from inferframe.observe.stats import CURRENT_RUN, RunCounters
 from inferframe.plan import logical as lp
@@ -48,6 +50,20 @@ ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "trunca
 REPORT_SECONDS = 0.25
 
 
+STATE_TIMEOUT_S = 30.0
+
+
+def _state_call(ref):
+    """The answer of a call to the job's state actor, or one clear error: never a hang."""
+    ray = _ray()
+    try:
+        return ray.get(ref, timeout=STATE_TIMEOUT_S)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as e:
+        raise ServiceError(f"The job's state actor (key handles and row counts) is gone or does not answer "
+                           f"({type(e).__name__}); the job stops. Run it again: answers already paid for are in "
+                           f"the cache.") from None
+
+
 class RayRunServices(RunServices):
     """A Ray worker's services: the job's coordinator actor, and this worker's counters, reported to it."""
 
@@ -64,11 +80,10 @@ class RayRunServices(RunServices):
 
     def batch_done(self, key: str) -> None:
         """The batch ``key`` was delivered: record its rows (once, whatever the attempt) and the spending so far."""
-        ray = _ray()
         zero = dict.fromkeys(ROW_FIELDS, 0)
         delta = {label: {k: v - self._before.get(label, zero)[k] for k, v in rows.items()}
                  for label, rows in self._rows().items()}
-        ray.get(self.job_state.batch_rows.remote(key, delta))  # one call per batch, before it is handed on
+        _state_call(self.job_state.batch_rows.remote(key, delta))  # one call per batch, before it is handed on
         self.report()
 
     def report(self) -> None:
@@ -101,7 +116,7 @@ class WorkerServices:
     def __call__(self) -> RayRunServices:
         ray = _ray()
         # Keys come from the job's secrets actor into this process's environment, never through the plan.
-        for k, v in ray.get(self.job_state.env.remote()).items():
+        for k, v in _state_call(self.job_state.env.remote()).items():
             os.environ.setdefault(k, v)
         from inferframe.runners.ray_node_server import use_node_server
 
@@ -173,6 +188,7 @@ class RayRunner:
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # results in the plan's order, as locally
         ctx.enable_progress_bars = False  # the driver draws inferframe's own line
+        ctx.raise_original_map_exception = True  # a worker's inferframe error reaches the driver as itself
         return ray
 
     def cluster_cpus(self) -> int:
@@ -181,7 +197,7 @@ class RayRunner:
     # --- running ------------------------------------------------------------------------------
     def run(self, plan: lp.LogicalPlan) -> Iterator[pa.RecordBatch]:
         ray = self.connect()
-        with _Job(ray) as job:
+        with _Job(ray) as job, _own_errors():
             ds = _Builder(job, self.cluster_cpus()).build(plan)
             for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
                 table = rp._cast_to(table, plan.schema)
@@ -192,7 +208,7 @@ class RayRunner:
     def write_parts(self, plan: lp.LogicalPlan, pending: Any) -> list[list[str]]:
         """Each task writes its rows as part files under ``pending``'s temporary directory; the names, in order."""
         ray = self.connect()
-        with _Job(ray) as job:
+        with _Job(ray) as job, _own_errors():
             ds = _Builder(job, self.cluster_cpus()).build(plan)
             ds = ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
             ds = ds.map_batches(rp.write_block, fn_kwargs={"pending": pending}, batch_format="pyarrow", batch_size=None)
@@ -205,6 +221,23 @@ class RayRunner:
         job.__enter__()
         ds = _Builder(job, self.cluster_cpus()).build(plan)
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
+
+
+@contextlib.contextmanager
+def _own_errors():
+    """A job that failed in a worker raises the worker's inferframe error itself, as the local runner does."""
+    try:
+        yield
+    except InferframeError:
+        raise
+    except Exception as e:
+        seen, cause = set(), e
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            if isinstance(cause, InferframeError):
+                raise cause from None
+            cause = getattr(cause, "cause", None) or cause.__cause__
+        raise
 
 
 def _conform_block(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -233,7 +266,7 @@ class _Job:
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():
             CURRENT_RUN.merge(source, snaps)  # spending, per worker
-        CURRENT_RUN.merge("ray:rows", self.ray.get(self.state.rows.remote()))  # rows, per delivered batch
+        CURRENT_RUN.merge("ray:rows", _state_call(self.state.rows.remote()))  # rows, per delivered batch
 
     def _poll(self) -> None:
         while not self._stop.wait(0.5):
@@ -247,6 +280,9 @@ class _Job:
         self._poller.join(timeout=5)
         try:
             self._merge()
+        except Exception:
+            if exc[0] is None:
+                raise  # a failed job keeps its own error; the counters are best effort then
         finally:
             self.coordinator.close()
             self.ray.kill(self.state)
