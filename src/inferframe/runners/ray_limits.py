@@ -121,6 +121,8 @@ class _KeyState:
         self.share: dict[str, int] = {}  # worker -> the in-flight share it was told
         self.held: dict[str, int] = {}  # worker -> the most slots it may fill until its next call (see hold)
         self.sent: dict[str, int] = {}  # worker -> requests granted to it in all
+        self.held_sum = 0
+        self.pruned_at = 0.0
         self.tripped: str | None = None
         self.wake = asyncio.Event()  # set (and replaced) by a pause or a trip: waiting lease calls answer at once
         self.probe_since: float | None = None
@@ -161,22 +163,29 @@ class _KeyState:
         A share shrinks at once; it grows only into capacity no other worker may still be using
         (``held``), so the requests in flight across the cluster never exceed the bound.
         """
-        for other, seen in list(self.seen.items()):
-            if other != worker and now - seen > IDLE_S:
-                for d in (self.seen, self.share, self.held, self.sent):
-                    d.pop(other, None)
+        if now - self.pruned_at > 1.0:  # at most once a second: a lease must not cost O(workers)
+            self.pruned_at = now
+            for other, seen in list(self.seen.items()):
+                if other != worker and now - seen > IDLE_S:
+                    self._set_held(other, 0)
+                    for d in (self.seen, self.share, self.held, self.sent):
+                        d.pop(other, None)
         self.seen[worker] = now
         fair = self.max_concurrency // len(self.seen)
         current = self.share.get(worker, 0)
         if current >= fair:
             new = fair
         else:
-            others = sum(h for w, h in self.held.items() if w != worker)
+            others = self.held_sum - self.held.get(worker, 0)
             new = max(current, min(fair, self.max_concurrency - others))
         self.share[worker] = new
         # It may fill the new share once a grant reaches it: held so before this call ends (hold() then tells).
-        self.held[worker] = max(self.held.get(worker, 0), new)
+        self._set_held(worker, max(self.held.get(worker, 0), new))
         return new
+
+    def _set_held(self, worker: str, value: int) -> None:
+        self.held_sum += value - self.held.get(worker, 0)
+        self.held[worker] = value
 
     def hold(self, worker: str, report: dict, unlimited: bool) -> None:
         """Record the most slots ``worker`` may fill until its next call.
@@ -190,7 +199,7 @@ class _KeyState:
         if not unlimited and not report.get("unlimited"):
             in_transit = max(0, self.sent.get(worker, 0) - int(report.get("received", 0)))
             top = min(top, int(report.get("possible", 0)) + in_transit)
-        self.held[worker] = top
+        self._set_held(worker, top)
 
     def chunk(self, tokens: int) -> int:
         """Requests in one lease: CHUNK_SECONDS of the known rate split among the workers, at least one."""
@@ -309,11 +318,13 @@ class LimitsActor:
         probe = []
 
         async def take() -> None:
-            for _ in range(n):
-                got.append(await lim.acquire(tokens))
-                if len(got) == 1 and not lim._probe_done.is_set():
+            for i in range(n):
+                got.append(await lim.acquire(tokens))  # about 9 us each when budget is there
+                if i == 0 and not lim._probe_done.is_set():
                     probe.append(True)  # admitted as the cluster's one probe: nothing more until it answers
                     return
+                if i % 256 == 255:
+                    await asyncio.sleep(0)  # a large chunk must not hold the other calls up
 
         wake = st.wake
         taking = asyncio.ensure_future(take())
