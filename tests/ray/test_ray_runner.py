@@ -284,3 +284,14 @@ def test_a_dead_job_state_actor_stops_the_job_with_one_message(on_ray, monkeypat
     df = ifr.from_pydict({"x": list(range(10))}).with_column("s", scaled(col("x")))
     with pytest.raises(ifr.ServiceError, match="state actor .* is gone or does not answer"):
         df.to_arrow()
+
+
+def test_explode_concat_and_nearest_match_the_local_runner(on_ray):
+    tags = ifr.from_pydict({"id": [1, 2, 3], "tags": [["a", "b"], [], ["c"]]})
+    more = ifr.from_pydict({"id": [4], "tags": [["d", "e", "f"]]})
+    local, ray_ = both(tags.concat(more).explode("tags"))
+    assert ray_.equals(local) and ray_.num_rows == local.num_rows
+    docs = ifr.from_pydict({"doc": ["x", "y", "z"], "v": [[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]]})
+    queries = ifr.from_pydict({"q": ["first", "second"], "qv": [[0.9, 0.1], [0.1, 0.9]]})
+    local, ray_ = both(queries.nearest(docs, on="qv", other_on="v", k=2))
+    assert ray_.equals(local) and ray_.column("doc").to_pylist() == ["x", "z", "y", "z"]
