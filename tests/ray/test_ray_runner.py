@@ -295,3 +295,14 @@ def test_explode_concat_and_nearest_match_the_local_runner(on_ray):
     queries = ifr.from_pydict({"q": ["first", "second"], "qv": [[0.9, 0.1], [0.1, 0.9]]})
     local, ray_ = both(queries.nearest(docs, on="qv", other_on="v", k=2))
     assert ray_.equals(local) and ray_.column("doc").to_pylist() == ["x", "z", "y", "z"]
+
+
+def test_read_tasks_are_split_by_file_and_row_group(tmp_path):
+    from inferframe.runners import ray_plan
+
+    pq.write_table(pa.table({"x": list(range(200_000))}), tmp_path / "big.parquet", row_group_size=20_000)
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "small.parquet")
+    items = ray_plan._fragments(ifr.read_parquet(str(tmp_path))._plan)
+    big = [i["row_groups"] for i in items if i["path"].endswith("big.parquet")]
+    assert big == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # about 64k rows a task
+    assert [i["row_groups"] for i in items if i["path"].endswith("small.parquet")] == [None]  # one task per small file
