@@ -26,18 +26,20 @@ at once, a worker with budget left learns it at its next lease (at most one chun
 what is left of its lease.
 
 In-flight bound: the actor splits ``max_concurrency`` among the workers that lease for the key; each
-worker's ``AdaptiveLimit`` ceiling is its share, and capacity moves to another worker only after the
-worker that gives it up has drained below its new share, so the requests in flight across the
-cluster never exceed ``max_concurrency`` (with more workers than ``max_concurrency``, the extra
-workers wait for a share). A worker silent for ``IDLE_S`` seconds (with nothing in flight: one with
+worker's ``AdaptiveLimit`` ceiling is its share, and capacity moves to another worker only once the
+worker that gives it up cannot fill it (it drained below its new share, or its lease lets it send
+fewer), so the requests in flight across the cluster never exceed ``max_concurrency`` (with more
+workers than ``max_concurrency``, the extra workers wait for a share). A worker silent for ``IDLE_S`` seconds (with nothing in flight: one with
 requests in flight checks in every ``IDLE_S / 3``) gives its share back.
 
 When the coordinator dies: Ray restarts it (``max_restarts=-1``; calls in flight are retried) with
 EMPTY state. Budgets restart conservatively: a user-set rpm/tpm is known again from the config every
 lease call carries, with an empty bucket; a learned limit is learned again (one probe request for the
-whole cluster, then the hints). Leases the workers already hold are spent as granted. If it cannot
-be reached (killed for good, or no answer within ``call_timeout_s``, 30 s by default), the worker
-raises ``ServiceError`` with one message instead of hanging.
+whole cluster, then the hints). Leases the workers already hold are spent as granted; the in-flight
+shares are rebuilt from the workers' next calls (until each has called once, about one chunk's time,
+the bound is not enforced across workers). If it cannot be reached (killed for good, or no answer
+within ``call_timeout_s``, 30 s by default), the worker raises ``ServiceError`` with one message
+instead of hanging.
 
 Why hand-written: Ray has no shared (cluster-wide) rate limiter, so the lease protocol is ours.
 
@@ -289,7 +291,7 @@ class LimitsActor:
         if granted:
             st.granted += granted
             st.sent[worker] = st.sent.get(worker, 0) + granted
-        share = st.share.get(worker, 0)  # may have shrunk while this call waited
+        share = st.share.get(worker, 0)  # another call of this worker may have moved it while this one waited
         unlimited = bool(granted and not probe and lim.requests_per_second() is None)
         st.hold(worker, report, unlimited)
         return {
