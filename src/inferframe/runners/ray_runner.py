@@ -217,7 +217,7 @@ class RayRunner:
 
     def to_dataset(self, plan: lp.LogicalPlan):
         """The plan as a Ray Dataset (for ``df.to_ray_dataset()``); AI calls in it report to no progress line."""
-        job = _Job(self.connect())
+        job = _Job(self.connect(), poll=False)  # lives as long as the dataset: nothing on the driver to update
         job.__enter__()
         ds = _Builder(job, self.cluster_cpus()).build(plan)
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
@@ -247,8 +247,9 @@ def _conform_block(table: pa.Table, schema: pa.Schema) -> pa.Table:
 class _Job:
     """One job's cluster state: the coordinator actor and the secrets actor; merges the workers' counters."""
 
-    def __init__(self, ray) -> None:
+    def __init__(self, ray, poll: bool = True) -> None:
         self.ray = ray
+        self.poll = poll
 
     def __enter__(self) -> "_Job":
         from inferframe.runners.ray_limits import start_coordinator
@@ -259,8 +260,10 @@ class _Job:
         ray.get(self.state.set_env.remote(secrets.worker_env()))
         self.services = WorkerServices(self.coordinator, self.state)
         self._stop = threading.Event()
-        self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
-        self._poller.start()
+        self._poller = None
+        if self.poll:
+            self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
+            self._poller.start()
         return self
 
     def _merge(self) -> None:
@@ -277,7 +280,8 @@ class _Job:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        self._poller.join(timeout=5)
+        if self._poller is not None:
+            self._poller.join(timeout=5)
         try:
             self._merge()
         except Exception:
