@@ -144,3 +144,10 @@ def test_agg_list_over_the_whole_table_and_over_no_rows():
     assert df.agg(col("v").agg_list(), col("w").sum()).to_pydict() == {"v": [[1, 2, 3]], "w": [7.0]}
     empty = df.where(col("v") > 5).agg(col("v").agg_list(), col("w").sum(), col("v").count().alias("n"))
     assert empty.to_pydict() == {"v": [[]], "w": [None], "n": [0]}
+
+
+def test_a_right_join_on_differently_named_keys_keeps_the_left_key_name():
+    left = ifr.from_pydict({"id": [1, 2, 3], "k": ["a", "b", "c"]})
+    right = ifr.from_pydict({"rid": [2, 3, 5], "w": ["x", "y", "z"]})
+    out = left.join(right, left_on="id", right_on="rid", how="right").sort("id").to_pydict()
+    assert out == {"id": [2, 3, 5], "k": ["b", "c", None], "w": ["x", "y", "z"]}

@@ -92,11 +92,12 @@ def test_relational_operators_match_the_local_runner(on_ray, data):
                                               col("id").min().alias("lo"), col("id").max().alias("hi"))):
         local, ray_ = both(ordered)
         assert ray_.equals(local), ordered.explain() if hasattr(ordered, "explain") else ""
-    names = ifr.from_pydict({"g": [0, 1, 2], "name": ["zero", "one", "two"]})
-    for unordered in (df.select("g").distinct(), df.join(names, on="g")):
+    names = ifr.from_pydict({"g": [0, 1, 2, 9], "name": ["zero", "one", "two", "nine"], "id": [5, 6, 7, 8]})
+    joins = [df.join(names, on="g", how=how) for how in ("inner", "left", "semi", "anti", "outer")]
+    for unordered in (df.select("g").distinct(), *joins):
         local, ray_ = both(unordered)
         keys = [(c, "ascending") for c in local.column_names]
-        assert ray_.sort_by(keys).equals(local.sort_by(keys))
+        assert ray_.sort_by(keys).equals(local.sort_by(keys)), (unordered._plan.describe() if hasattr(unordered._plan, "describe") else "", ray_.num_rows, local.num_rows, ray_.schema, local.schema)
 
 
 def test_a_failed_job_leaves_no_partial_output(on_ray, data, tmp_path):

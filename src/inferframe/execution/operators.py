@@ -247,6 +247,10 @@ def join(left: pa.Table, right: pa.Table, node, schema: pa.Schema) -> pa.Table:
     for c in null_cols:
         if c in schema.names:
             out = out.append_column(c, pa.nulls(out.num_rows))
+    # A right outer join coalesces its keys under the right side's names; the plan names them as the left side.
+    if node.how == "right":
+        names = dict(zip(node.right_on, node.left_on))
+        out = out.rename_columns([names[n] if n in names and n not in schema.names else n for n in out.column_names])
     out = out.select(list(schema.names))
     for i, f in enumerate(schema):
         if pa.types.is_null(f.type) and not pa.types.is_null(out.schema.field(i).type):

@@ -6,11 +6,12 @@ placement; ``sort``, ``groupby``, ``distinct`` and ``repartition`` use Ray's dis
 so no step gathers the whole table on one machine. What a worker runs is this project's own
 code (``io.scan``, ``evaluate``, ``UDFOperator``, ``operators.*``): results match the local runner.
 
-Two exceptions, said where they happen: a ``join`` broadcasts its right side to every task
-(the right side is held whole, as a hash join's build side is), and an aggregation over the
-whole table with order-dependent or holistic functions (``agg_list``, ``count_distinct``,
-``stddev``, ...) gathers its input into one task; sum/count/min/max/mean aggregate per block
-first.
+Inner, left, semi and anti joins use Ray's distributed hash join (both sides shuffled by key).
+Two exceptions, said where they happen: right and full outer joins gather both sides into one
+task (and joins on keys of differing or null types broadcast the right side to every task),
+and an aggregation over the whole table with holistic functions (``agg_list``,
+``count_distinct``, ``stddev``, ...) gathers its input into one task; sum/count/min/max/mean
+aggregate per block first.
 """
 
 from __future__ import annotations
@@ -327,6 +328,35 @@ def finish_aggregate(partials: pa.Table, node: lp.Aggregate) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=node.schema)
 
 
+# Joins Ray's hash join gives exactly as the local runner does (right and full outer joins coalesce keys
+# differently there: they are broadcast joins here).
+_RAY_JOIN = {"inner": "inner", "left": "left_outer", "semi": "left_semi", "anti": "left_anti"}
+
+
+def _rename(table: pa.Table, renames: dict) -> pa.Table:
+    return table.rename_columns([renames.get(n, n) for n in table.column_names])
+
+
+def _hash_joinable(node: lp.Join) -> bool:
+    """Ray's hash join needs one concrete type per key pair and no null-typed column (Acero's limits)."""
+    for lk, rk in zip(node.left_on, node.right_on):
+        lt, rt = node.left.schema.field(lk).type, node.right.schema.field(rk).type
+        if lt != rt or pa.types.is_null(lt) or pa.types.is_nested(lt):
+            return False
+    return not any(pa.types.is_null(f.type) for side in (node.left, node.right) for f in side.schema)
+
+
+def join(left, right, node: lp.Join, cluster_cpus: int):
+    """Ray's distributed hash join (both sides shuffled by key); the right side's clashing names get the prefix."""
+    left_names = set(node.left.schema.names)
+    renames = {n: node.prefix + n for n in node.right.schema.names if n not in node.right_on and n in left_names}
+    if renames:
+        right = right.map_batches(_rename, fn_kwargs={"renames": renames}, batch_format="pyarrow")
+    out = left.join(right, join_type=_RAY_JOIN[node.how], num_partitions=_partitions(cluster_cpus),
+                    on=tuple(node.left_on), right_on=tuple(node.right_on))
+    return out.map_batches(_cast_to, fn_kwargs={"schema": node.schema}, batch_format="pyarrow")
+
+
 def _join_batch(table: pa.Table, right_ref, node: lp.Join) -> pa.Table:
     import ray
 
@@ -334,8 +364,14 @@ def _join_batch(table: pa.Table, right_ref, node: lp.Join) -> pa.Table:
     return ops.join(table, right, node, node.schema)
 
 
-def join(ds, right_table_ref, node: lp.Join):
-    """A broadcast hash join: the right side goes to every task once, the left side streams."""
+def broadcast_join(ds, right_table_ref, node: lp.Join):
+    """The right side goes to every task once, the left side streams (keys of differing or null types).
+
+    A right or full outer join emits the right side's unmatched rows, so it must see the whole left
+    side at once: one task (a gather, said in the README).
+    """
+    if node.how in ("right", "outer"):
+        ds = ds.repartition(1)
     return ds.map_batches(_join_batch, fn_kwargs={"right_ref": right_table_ref, "node": node}, batch_format="pyarrow")
 
 

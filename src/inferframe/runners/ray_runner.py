@@ -338,8 +338,9 @@ class _Builder:
                 return rd.from_arrow(rp.finish_aggregate(partials, plan))
             return ds
         if isinstance(plan, lp.Join):
-            right = self._gathered(plan.right)
-            return rp.join(self.build(plan.left), right, plan)
+            if plan.how in rp._RAY_JOIN and rp._hash_joinable(plan):
+                return rp.join(self.build(plan.left), self.build(plan.right), plan, self.cpus)
+            return rp.broadcast_join(self.build(plan.left), self._gathered(plan.right), plan)
         if isinstance(plan, lp.Nearest):
             return rp.nearest(self.build(plan.left), self._gathered(plan.right), plan)
         if isinstance(plan, lp.Repartition):
