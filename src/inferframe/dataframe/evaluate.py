@@ -229,7 +229,7 @@ class Evaluation:
         head = f"Evaluation({self.prediction!r} vs {self.truth!r}, {self.kind}): "
         lines = [head + ", ".join(f"{k} {v}" for k, v in self._summary())]
         if self.per_class:
-            width = max(len(str(k)) for k in self.per_class)
+            width = max([len("class")] + [len(str(k)) for k in self.per_class])
             lines.append(f"  {'class':<{width}}  precision  recall  f1     support")
             for k, v in self.per_class.items():
                 lines.append(f"  {str(k):<{width}}  {v['precision']:<9.3f}  {v['recall']:<6.3f}  {v['f1']:<5.3f}  {v['support']}")
@@ -254,7 +254,7 @@ class Evaluation:
 
 
 def evaluate(df: Any, prediction: Any = "label", truth: Any = "gold", *, golden: Any = None,
-             on: str | list[str] | None = None) -> Evaluation:
+             on: Any = None) -> Evaluation:
     """Score ``df[prediction]`` against a truth column (in ``df``, or in a golden file joined on ``on``).
 
     Parameters:
@@ -263,7 +263,8 @@ def evaluate(df: Any, prediction: Any = "label", truth: Any = "gold", *, golden:
         truth: the column holding the correct answers: in ``df``, or in ``golden`` when that is given.
         golden: optional golden set: a CSV or Parquet path (e.g. a file kept in git), or a DataFrame/Table.
             Its rows are the rows evaluated; those without a matching row in ``df`` count as missing (wrong).
-        on: the key column(s) joining ``df`` to ``golden``; required with ``golden``.
+        on: the key column name(s) joining ``df`` to ``golden``; required with ``golden``. Golden keys are cast
+            to ``df``'s key types (an int64 CSV column matches string ids); ``df`` may hold one row per key at most.
 
     Returns:
         an :class:`Evaluation`: ``accuracy``, ``per_class``, ``confusion``, ``macro_f1``, ``exact_match``,
@@ -289,7 +290,7 @@ def evaluate(df: Any, prediction: Any = "label", truth: Any = "gold", *, golden:
     frame = _as_frame(df)
     pred_expr, pred_name = _resolve(prediction, "prediction")
     truth_expr, truth_name = _resolve(truth, "truth")
-    keys = [on] if isinstance(on, str) else list(on or [])
+    keys = [k.name() if isinstance(k, Expression) else k for k in ([on] if isinstance(on, (str, Expression)) else on or [])]
     if golden is None and keys:
         raise PlanError(f"evaluate(on={on!r}) joins df to a golden file, but no golden= was given. "
                         "Pass golden='path/to/golden.csv', or drop on= to compare two columns of df.")
@@ -391,9 +392,9 @@ def _read_golden(golden: Any) -> tuple[pa.Table, str]:
     try:
         return readers[ext](path).to_arrow(), f"the golden file {path!r}"
     except Exception as e:  # noqa: BLE001 - any failure to read is reported as one plan error
-        raise PlanError(f"evaluate(golden={path!r}): the golden file could not be read ({type(e).__name__}: {e}). "
-                        f"Check that the path exists relative to {os.getcwd()!r} and holds a valid "
-                        f"{ext.lstrip('.')} file with a header row.") from None
+        raise PlanError(f"evaluate(golden={path!r}): the golden file could not be read ({type(e).__name__}: "
+                        f"{str(e).rstrip('.')}). Check that the path exists (a relative path starts from "
+                        f"{os.getcwd()!r}) and holds a valid {ext.lstrip('.')} file with a header row.") from None
 
 
 def _decoded(t: pa.DataType) -> pa.DataType:
