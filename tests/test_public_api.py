@@ -48,12 +48,13 @@ def _layer(module: str) -> str | None:
 
 def test_all_is_pinned():
     assert sorted(ifr.__all__) == sorted([
-        "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "ErrorKind", "ExecutionError",
-        "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
+        "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "DriftWarning", "ErrorKind",
+        "Evaluation", "evaluate",
+        "ExecutionError", "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
         "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
         "cls", "col", "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions",
-        "lit", "method", "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider",
-        "set_runner_native", "set_runner_ray",
+        "lit", "method", "read_csv", "read_json", "read_parquet", "run_sample", "runs", "set_cache", "set_history",
+        "set_prices", "set_provider", "set_runner_native", "set_runner_ray",
     ])
     for name in ifr.__all__:
         assert getattr(ifr, name) is not None

@@ -9,9 +9,10 @@ Example:
 
 from inferframe import functions
 from inferframe.dataframe import (
-    DataFrame, GroupedDataFrame, Schema, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
-    from_ray_dataset, read_csv, read_json, read_parquet,
+    DataFrame, Evaluation, GroupedDataFrame, Schema, evaluate, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
+    from_ray_dataset, read_csv, read_json, read_parquet, run_sample, runs,
 )
+from inferframe.observe import DriftWarning, set_history
 from inferframe.datatype import DataType
 from inferframe.errors import (
     BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
@@ -27,11 +28,11 @@ from inferframe.udf import cls, func, method
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "ErrorKind", "ExecutionError",
+    "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
     "cls", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
-    "read_csv", "read_json", "read_parquet", "set_cache", "set_prices", "set_provider", "set_runner_native",
+    "read_csv", "read_json", "read_parquet", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
     "set_runner_ray",
 ]

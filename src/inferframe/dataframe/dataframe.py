@@ -232,8 +232,11 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         plan = self._optimized()
-        with self._progress(plan, progress):
-            yield from get_runner().run(plan)
+        with self._progress(plan, progress) as recorder:
+            for batch in get_runner().run(plan):
+                if recorder is not None:
+                    recorder.observe(batch)
+                yield batch
 
     @staticmethod
     def _total(plan: lp.LogicalPlan) -> int | None:
@@ -386,14 +389,24 @@ class DataFrame:
         return in_memory(pa.table({"path": pa.array(paths)}))
 
     def _progress(self, plan: lp.LogicalPlan, progress: bool | None):
-        """The progress line of a job with AI calls (nothing for one without)."""
+        """The progress line and the run history of a job with AI calls (nothing for one without).
+
+        The context gives the run's recorder (None when nothing is recorded): it sees every output batch.
+        """
         import contextlib
 
+        from inferframe.dataframe.recording import recording
         from inferframe.observe import job_progress
 
         if not has_ai(plan):
             return contextlib.nullcontext()
-        return job_progress(self._total(plan) if progress is not False else None, progress)
+
+        @contextlib.contextmanager
+        def both():
+            with job_progress(self._total(plan) if progress is not False else None, progress), recording(plan) as rec:
+                yield rec
+
+        return both()
 
     def to_ray_dataset(self):
         """This DataFrame as a Ray Dataset: the plan itself on the Ray runner, else the result's Arrow table.

@@ -86,6 +86,7 @@ class Evaluation:
         self.rmse: float | None = figures.get("rmse")
         self.error_rate: float | None = figures.get("error_rate")
         self.null_rate: float | None = figures.get("null_rate")
+        self.run_id: str | None = None  # the run it was stored with (the newest this process recorded)
 
     # --- the confusion table ------------------------------------------
     @property
@@ -326,7 +327,11 @@ def evaluate(df: Any, prediction: Any = "label", truth: Any = "gold", *, golden:
         rows = truth_table.num_rows
         missing = index.null_count
         matched = rows - missing
-    return _score(pred, truth_arr, err, pred_name, truth_name, rows, missing, matched)
+    result = _score(pred, truth_arr, err, pred_name, truth_name, rows, missing, matched)
+    from inferframe.observe.recorder import attach_evaluation
+
+    result.run_id = attach_evaluation(result.as_dict())  # stored with the newest run of this process
+    return result
 
 
 # --- inputs ---------------------------------------------------------------

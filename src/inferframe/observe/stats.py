@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import threading
 import time
@@ -21,6 +22,29 @@ import time
 # Counter fields summed across processes (everything but the label and the start time).
 _SUMMED = ("rows_done", "in_flight", "requests", "retries", "rate_limited", "errors", "not_run", "cache_hits",
            "deduped", "truncated", "input_tokens", "output_tokens", "cost")
+
+
+# Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 min, 4 a decade; the last is open.
+LATENCY_BOUNDS = tuple(round(10 ** (e / 4) / 1000, 6) for e in range(0, 24)) + (float("inf"),)
+
+
+def latency_quantile(hist: list[int], q: float) -> float | None:
+    """The q-quantile (0..1) of a latency histogram: its bucket's upper bound, in seconds (None: empty).
+
+    Example:
+        >>> h = [0] * len(LATENCY_BOUNDS); h[8] = 90; h[12] = 10   # 90 answers <= 0.1 s, 10 <= 1 s
+        >>> latency_quantile(h, 0.5), latency_quantile(h, 0.95)
+        (0.1, 1.0)
+    """
+    total = sum(hist)
+    if not total:
+        return None
+    seen = 0
+    for count, bound in zip(hist, LATENCY_BOUNDS):
+        seen += count
+        if seen >= q * total:
+            return bound if bound != float("inf") else LATENCY_BOUNDS[-2]
+    return LATENCY_BOUNDS[-2]
 
 
 @dataclasses.dataclass
@@ -43,6 +67,11 @@ class RunStats:
     output_tokens: int = 0
     cost: float = 0.0
     started: float = dataclasses.field(default_factory=time.monotonic)
+    latency_hist: list = dataclasses.field(default_factory=lambda: [0] * len(LATENCY_BOUNDS))
+
+    def add_latency(self, seconds: float) -> None:
+        """Count one answer's latency in the histogram (percentiles and the report's plot)."""
+        self.latency_hist[bisect.bisect_left(LATENCY_BOUNDS, seconds)] += 1
 
     def add_usage(self, input_tokens: int, output_tokens: int, cost: float) -> None:
         self.input_tokens += input_tokens
@@ -51,11 +80,15 @@ class RunStats:
 
     def snapshot(self) -> dict:
         """The counters as plain data, to send to the driver."""
-        return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED}}
+        return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED},
+                "latency_hist": list(self.latency_hist)}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["elapsed_s"] = round(time.monotonic() - d.pop("started"), 3)
+        hist = d.pop("latency_hist")
+        for q in (50, 90, 99):
+            d[f"latency_p{q}_s"] = latency_quantile(hist, q / 100)
         return d
 
 
@@ -96,12 +129,15 @@ class RunCounters:
             total.started = min(total.started, s.started)
             for k in _SUMMED:
                 setattr(total, k, getattr(total, k) + getattr(s, k))
+            total.latency_hist = [a + b for a, b in zip(total.latency_hist, s.latency_hist)]
         for snap in remote:
             label = snap.get("label", "")
             total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
             total.started = min(total.started, now - snap.get("age_s", 0.0))
             for k in _SUMMED:
                 setattr(total, k, getattr(total, k) + snap.get(k, 0))
+            if snap.get("latency_hist"):
+                total.latency_hist = [a + b for a, b in zip(total.latency_hist, snap["latency_hist"])]
         return list(out.values())
 
     def clear(self) -> None:

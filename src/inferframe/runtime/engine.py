@@ -208,6 +208,7 @@ class InferenceRuntime:
                 finally:
                     self.stats.in_flight -= 1
             latency = self.clock.monotonic() - started
+            self.stats.add_latency(latency)
             last = outcome
             self.limiter.release(request.est_tokens, outcome.limits, ticket)
             if outcome.usage is not None:

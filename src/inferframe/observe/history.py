@@ -1,0 +1,161 @@
+"""Run history: one row per job with AI calls, in a SQLite file next to the response cache.
+
+Each run records what it called (providers, models, prompt versions: never a key), its totals
+(rows, tokens, cost, retries, 429s, errors by kind, cache hits, truncated rows), latency
+percentiles and histogram, rows/s over time, the output distribution of each AI column, any
+drift against the earlier runs of the same pipeline, and a reproducible review sample of rows.
+Only what the user's data and counters already hold is stored.
+
+Example:
+    >>> import tempfile
+    >>> h = RunHistory(tempfile.mkdtemp())
+    >>> h.record({"run_id": "r1", "started": 1.0, "ended": 2.0, "fingerprint": "f", "rows": 3}, [{"q": "a"}])
+    >>> [r["run_id"] for r in h.runs()], h.sample("r1")
+    (['r1'], [{'q': 'a'}])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+FILE_NAME = "runs.sqlite"
+
+# Columns of the runs table; nested values are stored as JSON text.
+SCALARS = ("run_id", "started", "ended", "fingerprint", "status", "rows", "requests", "input_tokens", "output_tokens",
+           "cost", "retries", "rate_limited", "errors", "cache_hits", "truncated", "latency_p50_s", "latency_p90_s",
+           "latency_p99_s")
+NESTED = ("calls", "prompt_versions", "errors_by_kind", "latency_hist", "timeline", "distributions", "drift",
+          "evaluation")
+
+
+def _v1(db: sqlite3.Connection) -> None:
+    cols = ", ".join([f"{c} {'TEXT PRIMARY KEY' if c == 'run_id' else ''}" for c in SCALARS] + [f"{c} TEXT" for c in NESTED])
+    db.execute(f"CREATE TABLE IF NOT EXISTS runs ({cols})")
+    db.execute("CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (fingerprint, started)")
+    db.execute("CREATE TABLE IF NOT EXISTS samples (run_id TEXT, n INTEGER, row TEXT, PRIMARY KEY (run_id, n))")
+
+
+# Schema changes are appended here, one small function each; user_version records how many ran.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+
+
+class RunHistory:
+    """The run history of one directory (by default the response cache's).
+
+    Parameters:
+        directory: where ``runs.sqlite`` lives.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / FILE_NAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        with self._db:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            for i, migrate in enumerate(MIGRATIONS[version:], start=version):
+                migrate(self._db)
+                self._db.execute(f"PRAGMA user_version = {i + 1}")
+
+    def record(self, run: dict, sample: list[dict]) -> None:
+        """Store one finished run and its review sample."""
+        values = [run.get(c) for c in SCALARS] + [json.dumps(run.get(c), default=str) for c in NESTED]
+        marks = ",".join("?" * len(values))
+        with self._lock, self._db:
+            self._db.execute(f"INSERT OR REPLACE INTO runs ({','.join(SCALARS + NESTED)}) VALUES ({marks})", values)
+            self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?)",
+                                 [(run["run_id"], i, json.dumps(r, default=str)) for i, r in enumerate(sample)])
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        """Change nested fields of a stored run (e.g. its evaluation)."""
+        with self._lock, self._db:
+            for k, v in fields.items():
+                if k not in NESTED:
+                    raise ValueError(f"{k!r} is not a stored field of a run; one of {NESTED}")
+                self._db.execute(f"UPDATE runs SET {k} = ? WHERE run_id = ?", (json.dumps(v, default=str), run_id))
+
+    def runs(self, fingerprint: str | None = None, limit: int | None = None) -> list[dict]:
+        """Stored runs, newest first (of one pipeline when ``fingerprint`` is given)."""
+        sql = f"SELECT {','.join(SCALARS + NESTED)} FROM runs"
+        args: list = []
+        if fingerprint is not None:
+            sql += " WHERE fingerprint = ?"
+            args.append(fingerprint)
+        sql += " ORDER BY started DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        out = []
+        for row in rows:
+            d = dict(zip(SCALARS, row[:len(SCALARS)]))
+            d.update({k: json.loads(v) if v is not None else None for k, v in zip(NESTED, row[len(SCALARS):])})
+            out.append(d)
+        return out
+
+    def sample(self, run_id: str) -> list[dict]:
+        """The review sample of one run, in row order."""
+        with self._lock:
+            rows = self._db.execute("SELECT row FROM samples WHERE run_id = ? ORDER BY n", (run_id,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+
+# --- output distributions ---------------------------------------------------------------------
+
+MAX_CATEGORIES = 20  # a column (or struct field) with more distinct values is described by numbers, not shares
+
+
+def shares(counts: dict[str, int]) -> dict[str, float]:
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()} if total else {}
+
+
+def drift(current: dict, earlier: list[dict], *, sigmas: float = 2.0, min_change: float = 0.02) -> list[dict]:
+    """Category shares of ``current`` that moved beyond ``sigmas`` against the pooled ``earlier`` runs.
+
+    Each distribution is ``{column: {"rows": n, "categories": {value: count}}}``. A share moves when
+    it differs from the earlier runs' pooled share by more than ``sigmas`` standard errors of the
+    difference of two proportions, and by at least ``min_change`` (so a huge run does not flag noise).
+    The population stability index of each column is reported with each move.
+
+    Example:
+        >>> before = [{"label": {"rows": 1000, "categories": {"pos": 700, "neg": 300}}}]
+        >>> now = {"label": {"rows": 1000, "categories": {"pos": 450, "neg": 550}}}
+        >>> [(d["column"], d["value"], round(d["before"], 2), round(d["after"], 2)) for d in drift(now, before)]
+        [('label', 'neg', 0.3, 0.55), ('label', 'pos', 0.7, 0.45)]
+        >>> drift({"label": {"rows": 1000, "categories": {"pos": 690, "neg": 310}}}, before)
+        []
+    """
+    moves = []
+    for column, dist in current.items():
+        cats = dist.get("categories")
+        if not cats:
+            continue
+        pooled: dict[str, int] = {}
+        n0 = 0
+        for run in earlier:
+            d = (run or {}).get(column) or {}
+            for k, v in (d.get("categories") or {}).items():
+                pooled[k] = pooled.get(k, 0) + v
+            n0 += sum((d.get("categories") or {}).values())
+        n1 = sum(cats.values())
+        if not n0 or not n1:
+            continue
+        p0s, p1s = shares(pooled), shares(cats)
+        keys = sorted(set(p0s) | set(p1s))
+        psi = sum((max(p1s.get(k, 0), 1e-4) - max(p0s.get(k, 0), 1e-4)) *
+                  math.log(max(p1s.get(k, 0), 1e-4) / max(p0s.get(k, 0), 1e-4)) for k in keys)
+        for k in keys:
+            p0, p1 = p0s.get(k, 0.0), p1s.get(k, 0.0)
+            p = (p0 * n0 + p1 * n1) / (n0 + n1)
+            sigma = math.sqrt(max(p * (1 - p), 1e-12) * (1 / n0 + 1 / n1))
+            if abs(p1 - p0) > sigmas * sigma and abs(p1 - p0) >= min_change:
+                moves.append({"column": column, "value": k, "before": p0, "after": p1, "sigmas": abs(p1 - p0) / sigma,
+                              "psi": psi, "runs_before": len(earlier)})
+    return moves

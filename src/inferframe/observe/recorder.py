@@ -1,0 +1,266 @@
+"""Records one job with AI calls into the run history: its output distributions, a review sample,
+its counters over time, and drift against the earlier runs of the same pipeline.
+
+The driver sees every output batch (``observe``) and the merged counters of every worker; at the
+end (``finish``) the run is stored and, when an AI column's output moved, one ``DriftWarning`` says
+which column, which value, before and after.
+
+Example:
+    >>> import tempfile, pyarrow as pa
+    >>> from inferframe.observe.history import RunHistory
+    >>> d = tempfile.mkdtemp()
+    >>> rec = RunRecorder({"fingerprint": "f", "calls": [], "directory": d}, ["label"], sample=1.0)
+    >>> rec.observe(pa.record_batch({"q": ["a", "b"], "label": ["pos", "neg"], "label_error": pa.nulls(2)}))
+    >>> run = rec.finish()
+    >>> run["distributions"]["label"]["categories"], len(RunHistory(d).sample(run["run_id"]))
+    ({'neg': 1, 'pos': 1}, 2)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+import uuid
+import warnings
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from inferframe.observe.history import MAX_CATEGORIES, RunHistory, drift
+from inferframe.observe.stats import CURRENT_RUN, latency_quantile
+
+
+class DriftWarning(UserWarning):
+    """An AI column's output distribution moved against the earlier runs of the same pipeline."""
+
+
+@dataclasses.dataclass
+class HistorySettings:
+    """What every job with AI calls records (see ``set_history``)."""
+
+    enabled: bool = True
+    sample: float = 0.01
+    max_sample: int = 1000
+    directory: str | None = None  # None: the first AI call's cache directory
+
+
+SETTINGS = HistorySettings(enabled=os.environ.get("INFERFRAME_HISTORY", "1").lower() not in ("0", "false", "no"))
+
+
+def set_history(enabled: bool = True, *, sample: float = 0.01, max_sample: int = 1000, directory: str | None = None) -> None:
+    """Choose what each job with AI calls records in the run history.
+
+    Parameters:
+        enabled: record runs at all (also ``INFERFRAME_HISTORY=0``).
+        sample: share of rows kept for review (0 turns the sample off): every (1/sample)-th row, so
+            the same data in the same order gives the same sample.
+        max_sample: at most this many rows per run.
+        directory: where ``runs.sqlite`` lives (default: next to the response cache).
+
+    Example:
+        >>> set_history(sample=0.05, max_sample=200)
+        >>> SETTINGS.sample, SETTINGS.max_sample
+        (0.05, 200)
+        >>> set_history()
+    """
+    if not 0 <= sample <= 1:
+        raise ValueError(f"sample is a share of rows between 0 and 1, got {sample!r}")
+    SETTINGS.enabled, SETTINGS.sample, SETTINGS.max_sample, SETTINGS.directory = enabled, sample, max_sample, directory
+
+
+LAST_RECORDED: dict = {}  # the newest run this process stored: run_id, directory (evaluate() attaches to it)
+
+
+def attach_evaluation(evaluation: dict) -> str | None:
+    """Store an evaluation with the newest run this process recorded; its run id (None: no run yet)."""
+    if not LAST_RECORDED:
+        return None
+    RunHistory(LAST_RECORDED["directory"]).update(LAST_RECORDED["run_id"], evaluation=evaluation)
+    return LAST_RECORDED["run_id"]
+
+
+_NUMERIC_KEEP = 20_000  # values kept per numeric column for its quantiles (a deterministic thinning)
+
+
+class _Column:
+    """The running output distribution of one AI column (or struct field)."""
+
+    def __init__(self) -> None:
+        self.rows = self.nulls = self.errors = 0
+        self.categories: dict[str, int] | None = {}
+        self.numbers: list[float] = []
+        self.lengths: list[int] = []
+        self.seen = 0
+
+    def add(self, values: pa.Array) -> None:
+        self.rows += len(values)
+        self.nulls += values.null_count
+        t = values.type
+        if pa.types.is_struct(t):
+            return
+        valid = values.drop_null() if values.null_count else values
+        if pa.types.is_floating(t):
+            self._numbers(valid.to_pylist())
+            self.categories = None
+            return
+        if self.categories is not None and (pa.types.is_string(t) or pa.types.is_large_string(t) or
+                                            pa.types.is_boolean(t) or pa.types.is_integer(t)):
+            counts = pc.value_counts(valid).to_pylist() if len(valid) else []
+            for c in counts:
+                key = str(c["values"]).lower() if pa.types.is_boolean(t) else str(c["values"])
+                self.categories[key] = self.categories.get(key, 0) + c["counts"]
+            if len(self.categories) > MAX_CATEGORIES:
+                self.categories = None  # free text or many values: described by numbers instead
+        if pa.types.is_integer(t):
+            self._numbers(valid.to_pylist())
+        elif self.categories is None and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            if len(self.lengths) < _NUMERIC_KEEP:  # free text: described by its lengths
+                self.lengths += pc.utf8_length(valid).to_pylist()[: _NUMERIC_KEEP - len(self.lengths)]
+
+    def _numbers(self, values: list) -> None:
+        for v in values:
+            self.seen += 1
+            if len(self.numbers) < _NUMERIC_KEEP:
+                self.numbers.append(float(v))
+
+    def summary(self) -> dict:
+        out: dict[str, Any] = {"rows": self.rows, "null_rate": self.nulls / self.rows if self.rows else 0.0,
+                               "error_rate": self.errors / self.rows if self.rows else 0.0}
+        if self.categories:
+            out["categories"] = dict(sorted(self.categories.items()))
+        if self.numbers:
+            out["numbers"] = _describe(self.numbers)
+        if self.lengths and not self.categories:
+            out["length"] = _describe([float(v) for v in self.lengths])
+        return out
+
+
+def _describe(values: list[float]) -> dict:
+    arr = pa.array(values, pa.float64())
+    qs = pc.quantile(arr, q=[0.05, 0.25, 0.5, 0.75, 0.95]).to_pylist()
+    return {"mean": pc.mean(arr).as_py(), "std": pc.stddev(arr, ddof=1).as_py() if len(values) > 1 else 0.0,
+            "min": pc.min(arr).as_py(), "max": pc.max(arr).as_py(),
+            **{f"p{p}": q for p, q in zip((5, 25, 50, 75, 95), qs)}}
+
+
+class RunRecorder:
+    """Watches one job's output and counters; ``finish()`` stores the run.
+
+    Parameters:
+        job: ``fingerprint``, ``calls`` (provider, model, endpoint, prompt_version, label per AI call),
+            ``directory`` (where the history lives).
+        ai_columns: the output columns that AI calls produced.
+        sample / max_sample: the review sample (default: ``set_history``'s).
+    """
+
+    def __init__(self, job: dict, ai_columns: list[str], sample: float | None = None, max_sample: int | None = None) -> None:
+        self.job = job
+        self.ai_columns = ai_columns
+        self.sample_share = SETTINGS.sample if sample is None else sample
+        self.max_sample = SETTINGS.max_sample if max_sample is None else max_sample
+        self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        self.started = time.time()
+        self.columns: dict[str, _Column] = {}
+        self.errors_by_kind: dict[str, int] = {}
+        self.sample: list[dict] = []
+        self.offset = 0  # rows seen so far (the review sample picks by row number)
+        self.timeline: list[list[float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="inferframe-history", daemon=True)
+        self._thread.start()
+
+    def _point(self) -> list[float]:
+        runs = CURRENT_RUN.runs()
+        return [round(time.time() - self.started, 3), *(sum(getattr(r, k) for r in runs) for k in
+                ("rows_done", "requests", "rate_limited", "retries", "errors"))]
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self.timeline.append(self._point())
+
+    def observe(self, batch: pa.RecordBatch) -> None:
+        """Count one output batch into the distributions and the review sample."""
+        for name in self.ai_columns:
+            if name not in batch.schema.names:
+                continue
+            values = batch.column(name)
+            errors = batch.column(f"{name}_error") if f"{name}_error" in batch.schema.names else None
+            col = self.columns.setdefault(name, _Column())
+            col.add(values)
+            if errors is not None and errors.null_count < len(errors):
+                col.errors += len(errors) - errors.null_count
+                kinds = pc.struct_field(errors, [0]).drop_null()
+                for c in pc.value_counts(kinds).to_pylist():
+                    self.errors_by_kind[c["values"]] = self.errors_by_kind.get(c["values"], 0) + c["counts"]
+            if pa.types.is_struct(values.type):
+                for i in range(values.type.num_fields):
+                    self.columns.setdefault(f"{name}.{values.type.field(i).name}", _Column()).add(
+                        pc.struct_field(values, [i]))
+        if self.sample_share > 0 and len(self.sample) < self.max_sample:
+            self._sample(batch)
+        else:
+            self.offset += batch.num_rows
+
+    def _sample(self, batch: pa.RecordBatch) -> None:
+        # A systematic sample: every k-th row of the job (k = 1 / share), so the same data in the
+        # same order (the plan's) gives the same sample, and choosing costs nothing per row.
+        n, start = batch.num_rows, self.offset
+        self.offset += n
+        stride = max(1, round(1 / self.sample_share))
+        first = (stride // 2 - start) % stride
+        chosen = list(range(first, n, stride))[: self.max_sample - len(self.sample)]
+        if chosen:
+            rows = [r for i in chosen for r in batch.slice(i, 1).to_pylist()]  # slices: no copy of the batch
+            self.sample += [{**{k: _short(v) for k, v in row.items()}, "_run_id": self.run_id} for row in rows]
+
+    def finish(self, *, failed: bool = False) -> dict:
+        """Store the run (and warn about drift); returns what was stored."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.timeline.append(self._point())
+        runs = CURRENT_RUN.runs()
+        hist = [sum(h) for h in zip(*[r.latency_hist for r in runs])] if runs else []
+        total = {k: sum(getattr(r, k) for r in runs) for k in
+                 ("rows_done", "requests", "input_tokens", "output_tokens", "cost", "retries", "rate_limited", "errors",
+                  "cache_hits", "truncated")}
+        distributions = {name: col.summary() for name, col in self.columns.items()}
+        versions = sorted({c.get("prompt_version") or "" for c in self.job.get("calls", [])})
+        run = {
+            "run_id": self.run_id, "started": self.started, "ended": time.time(), "fingerprint": self.job["fingerprint"],
+            "status": "failed" if failed else "ok", "rows": total.pop("rows_done"), **total,
+            "latency_p50_s": latency_quantile(hist, 0.5), "latency_p90_s": latency_quantile(hist, 0.9),
+            "latency_p99_s": latency_quantile(hist, 0.99), "calls": self.job.get("calls", []),
+            "prompt_versions": versions, "errors_by_kind": self.errors_by_kind, "latency_hist": hist,
+            "timeline": _thin(self.timeline, 40), "distributions": distributions, "drift": [], "evaluation": None,
+        }
+        history = RunHistory(self.job["directory"])
+        if not failed:
+            earlier = [r["distributions"] for r in history.runs(self.job["fingerprint"], limit=20)
+                       if r["prompt_versions"] == versions and r["status"] == "ok"]
+            run["drift"] = drift(distributions, earlier) if earlier else []
+        history.record(run, self.sample)
+        LAST_RECORDED.update(run_id=self.run_id, directory=self.job["directory"])
+        for move in run["drift"]:
+            warnings.warn(f"Drift in {move['column']!r}: the share of {move['value']!r} moved from {move['before']:.1%} "
+                          f"to {move['after']:.1%} ({move['sigmas']:.1f} sigma against the {move['runs_before']} earlier "
+                          f"run(s) of this pipeline; run {self.run_id}). Check the inputs and the prompt.",
+                          DriftWarning, stacklevel=4)
+        return run
+
+
+def _short(v: Any, limit: int = 2000) -> Any:
+    if isinstance(v, str) and len(v) > limit:
+        return v[:limit] + "..."
+    if isinstance(v, (bytes, bytearray)):
+        return f"<{len(v)} bytes>"
+    return v
+
+
+def _thin(points: list, n: int) -> list:
+    if len(points) <= n:
+        return points
+    step = (len(points) - 1) / (n - 1)
+    return [points[round(i * step)] for i in range(n)]
