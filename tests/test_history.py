@@ -106,3 +106,22 @@ def test_an_evaluation_is_stored_with_the_newest_run(history_dir):
     assert ev.accuracy == 1.0 and ev.run_id == ifr.runs(directory=history_dir).to_pylist()[0]["run_id"]
     stored = json.loads(ifr.runs(directory=history_dir).to_pylist()[0]["evaluation"])
     assert stored["accuracy"] == 1.0
+
+
+def test_in_a_notebook_the_progress_shows_and_a_run_ends_with_an_html_summary(monkeypatch):
+    import sys
+    import types
+
+    from inferframe.observe import progress
+
+    shown = []
+    fake = types.ModuleType("IPython.display")
+    fake.HTML = lambda text: ("html", text)
+    fake.display = shown.append
+    monkeypatch.setitem(sys.modules, "IPython.display", fake)
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)
+    monkeypatch.delenv("INFERFRAME_PROGRESS", raising=False)
+    assert progress._should_show(None) is True  # stdout is no terminal here; the notebook still gets the display
+    with Simulator(SimulatorConfig()) as sim:
+        job(sim, 20).to_arrow(progress=False)
+    assert len(shown) == 1 and shown[0][0] == "html" and "<td>20</td>" in shown[0][1]

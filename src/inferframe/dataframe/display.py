@@ -10,6 +10,7 @@ import json
 import pyarrow as pa
 
 from inferframe.datatype import compact
+from inferframe.observe.progress import in_notebook  # noqa: F401  (it lives there: the progress line needs it too)
 
 
 def _cell(value, max_width: int | None) -> str:
@@ -73,11 +74,3 @@ def render_html(table: pa.Table, *, max_width: int | None = 30) -> str:
     return f"<table class='inferframe'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table><small>({table.num_rows} rows)</small>"
 
 
-def in_notebook() -> bool:
-    try:
-        from IPython import get_ipython  # type: ignore
-
-        shell = get_ipython()
-        return shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell"
-    except Exception:
-        return False

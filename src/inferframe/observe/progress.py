@@ -37,6 +37,17 @@ def last_run() -> list[dict]:
     return [dict(d) for d in _last]
 
 
+def in_notebook() -> bool:
+    """Running in a Jupyter kernel (where the progress is a live rich display and a run ends with an HTML summary)."""
+    try:
+        from IPython import get_ipython  # type: ignore
+
+        shell = get_ipython()
+        return shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell"
+    except Exception:
+        return False
+
+
 def _should_show(explicit: bool | None) -> bool:
     if explicit is not None:
         return explicit
@@ -44,7 +55,33 @@ def _should_show(explicit: bool | None) -> bool:
         return _enabled
     if os.environ.get("INFERFRAME_PROGRESS", "").lower() in ("0", "false", "no"):
         return False
-    return sys.stdout.isatty()
+    return sys.stdout.isatty() or in_notebook()
+
+
+def summary_html(runs: list[dict]) -> str:
+    """A finished job's totals as an HTML table (shown under the cell in a notebook).
+
+    Example:
+        >>> "<td>12</td>" in summary_html([{"label": "prompt[m]", "rows_done": 12, "requests": 3, "cost": 0.5}])
+        True
+    """
+    import html
+
+    cols = [("label", "call"), ("rows_done", "rows"), ("requests", "requests"), ("cache_hits", "cache hits"),
+            ("input_tokens", "tokens in"), ("output_tokens", "tokens out"), ("cost", "cost $"), ("retries", "retries"),
+            ("rate_limited", "429s"), ("errors", "errors"), ("truncated", "truncated"), ("latency_p50_s", "p50 s"),
+            ("elapsed_s", "seconds")]
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(r.get(k)))}</td>" for k, _ in cols) + "</tr>" for r in runs)
+    return f"<table class='inferframe-run'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.4f}".rstrip("0").rstrip(".") if v else "0"
+    return f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _fmt_tokens(n: int) -> str:
@@ -91,7 +128,7 @@ def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
         from rich.live import Live
         from rich.text import Text
 
-        console = Console(file=sys.stdout)
+        console = Console(file=sys.stdout, force_jupyter=in_notebook() or None)
 
         def lines() -> Text:
             return Text("\n".join(render_line(s, total) for s in CURRENT_RUN.runs()))
@@ -113,6 +150,10 @@ def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
         global _last
         _last = [s.as_dict() for s in CURRENT_RUN.runs()]
         warn_truncated(_last)
+        if _last and in_notebook():
+            from IPython.display import HTML, display  # type: ignore
+
+            display(HTML(summary_html(_last)))
 
 
 def warn_truncated(runs: list[dict]) -> None:
