@@ -220,11 +220,12 @@ class DataFrame:
     def _optimized(self) -> lp.LogicalPlan:
         return optimize(self._plan)
 
-    def iter_batches(self, progress: bool | None = None) -> Iterator[pa.RecordBatch]:
+    def iter_batches(self, progress: bool | None = None, report: str | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the result as Arrow record batches, running the plan lazily.
 
         Parameters:
-            progress: show the progress line for AI calls (None: on terminals only).
+            progress: show the progress line for AI calls (None: on terminals and in notebooks).
+            report: write the run's HTML report to this path when the job ends (jobs with AI calls).
         """
         if self._result is not None:
             yield from self._result.to_batches()
@@ -237,6 +238,10 @@ class DataFrame:
                 if recorder is not None:
                     recorder.observe(batch)
                 yield batch
+        if report is not None and recorder is not None:
+            from inferframe.dataframe.report import report as write_report
+
+            write_report(recorder.run_id, report, directory=recorder.job["directory"])
 
     @staticmethod
     def _total(plan: lp.LogicalPlan) -> int | None:
@@ -245,17 +250,18 @@ class DataFrame:
 
         return cheap_total(plan, estimate_rows)
 
-    def to_arrow(self, progress: bool | None = None) -> pa.Table:
+    def to_arrow(self, progress: bool | None = None, report: str | None = None) -> pa.Table:
+        """Run the plan and return the whole result as a pyarrow Table (``report=path``: the run's HTML report too)."""
         if self._result is not None:
             return self._result
-        batches = list(self.iter_batches(progress))
+        batches = list(self.iter_batches(progress, report))
         return pa.Table.from_batches(batches, schema=self._plan.schema) if batches else self._plan.schema.empty_table()
 
-    def collect(self, progress: bool | None = None) -> "DataFrame":
+    def collect(self, progress: bool | None = None, report: str | None = None) -> "DataFrame":
         """Run the plan and keep the result in memory; returns the materialised DataFrame."""
         if self._result is not None:
             return self
-        table = self.to_arrow(progress)
+        table = self.to_arrow(progress, report)
         return DataFrame(lp.Source(lp.InMemory(table), table.schema), result=table)
 
     def to_pydict(self) -> dict[str, list]:
@@ -372,20 +378,25 @@ class DataFrame:
         from inferframe.io.writers import PendingWrite
         from inferframe.runners import get_runner
 
+        report = options.pop("report", None)
         runner = get_runner()
         if self._result is None and getattr(runner, "writes_in_workers", False):
             # Workers write part files under the temporary directory; they appear in root at commit, all at once.
             pending = PendingWrite(str(root), format, self._plan.schema, **options)
             plan = self._optimized()
             try:
-                with self._progress(plan, progress):
+                with self._progress(plan, progress) as recorder:
                     groups = runner.write_parts(plan, pending)
             except BaseException:
                 pending.abort()
                 raise
             paths = pending.commit(groups)
+            if report is not None and recorder is not None:
+                from inferframe.dataframe.report import report as write_report
+
+                write_report(recorder.run_id, report, directory=recorder.job["directory"])
         else:
-            paths = write_dataset(self.iter_batches(progress), self._plan.schema, str(root), format, **options)
+            paths = write_dataset(self.iter_batches(progress, report), self._plan.schema, str(root), format, **options)
         return in_memory(pa.table({"path": pa.array(paths)}))
 
     def _progress(self, plan: lp.LogicalPlan, progress: bool | None):
