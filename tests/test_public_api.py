@@ -11,7 +11,8 @@ ROOT = pathlib.Path(ifr.__file__).parent
 # result columns and vector helpers they use, and observe (counters, progress) is the floor every layer reports to.
 # Top-level modules that are layers of their own: session (settings resolved into plans) sits under
 # the AI layer and above runtime/providers.
-LAYERS = ["dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
+# "cli" (the command line) and "__main__" (python -m inferframe) sit above everything: they use the public API.
+LAYERS = ["__main__", "cli", "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
           "runtime", "providers", "structured", "media", "io", "observe"]
 # Modules every layer may use: errors, types and small value classes with no inferframe imports of a layer.
 BASE = {"errors", "datatype", "series", "file"}
