@@ -1,0 +1,413 @@
+"""The HTML report of one run: a single self-contained file (inline CSS and SVG, no script, no fetch).
+
+Panels: totals, rows/s over time, latency histogram, tokens and cost, errors by kind, 429s and
+retries over time, each AI column's output against the earlier runs of the same pipeline (drift in
+red), the evaluation when one was stored, and the review sample. Every value from the data is escaped.
+
+Example:
+    >>> run = {"run_id": "r1", "started": 0.0, "ended": 2.0, "rows": 3, "requests": 3,
+    ...        "distributions": {"label": {"rows": 3, "categories": {"pos": 2, "neg": 1}}}}
+    >>> page = render_report(run, [], [{"q": "<script>x</script>", "label": "pos"}])
+    >>> page.startswith("<!DOCTYPE html>"), "&lt;script&gt;" in page, "<script>" in page
+    (True, True, False)
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import math
+from typing import Any, Sequence
+
+from inferframe.observe.stats import LATENCY_BOUNDS
+
+BLUE, GREY, RED, ORANGE, GREEN = "#2563eb", "#a3aab8", "#dc2626", "#ea8c00", "#16a34a"
+NUM = ' class="num"'
+W = 520  # width of every chart's viewBox (it scales to the card)
+
+CSS = """
+*{box-sizing:border-box}body{margin:0;background:#f4f5f7;color:#1f2430;font:14px/1.45 system-ui,-apple-system,
+"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}main{max-width:1160px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 2px}h2{font-size:16px;margin:0 0 10px}h3{font-size:14px;margin:14px 0 6px}
+.sub{color:#5b6372;margin-bottom:16px}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:16px}
+section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:16px;margin-bottom:16px;min-width:0}
+.grid section{margin-bottom:0}.wide{margin-top:16px}svg{width:100%;height:auto;display:block}
+svg text{font:11px system-ui,sans-serif;fill:#5b6372}.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(130px,1fr));gap:8px}
+.tile{background:#f7f8fa;border-radius:6px;padding:8px 10px}.tile b{display:block;font-size:18px;font-variant-numeric:tabular-nums}
+.tile span{color:#5b6372;font-size:12px}.bad b{color:#dc2626}.note{color:#5b6372;font-size:13px}
+.legend span{display:inline-block;margin-right:14px;font-size:12px;color:#5b6372}
+.legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}th,td{border-bottom:1px solid #e8eaef;
+padding:4px 8px;text-align:left;vertical-align:top}th{background:#f7f8fa;font-weight:600}.scroll{overflow-x:auto}
+td.num,th.num{text-align:right}.drift{color:#dc2626}.alert{background:#fef2f2;border:1px solid #fecaca;color:#991b1b;
+border-radius:8px;padding:10px 14px;margin-bottom:16px}.hit{background:#dcfce7}.miss{background:#fee2e2}
+.null{color:#a3aab8;font-style:italic}.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;
+background:#dcfce7;color:#166534;margin-left:8px;vertical-align:3px}.badge.failed{background:#fee2e2;color:#991b1b}
+.calls{margin:8px 0 0;padding-left:18px;color:#5b6372;font-size:13px}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _num(x: float | int | None) -> str:
+    """A short figure: 1,234 / 12.3k / 0.056 (None: a dash)."""
+    if x is None:
+        return "–"
+    if isinstance(x, int) or float(x).is_integer() and abs(x) < 1e5:
+        return f"{int(x):,}" if abs(x) < 1e5 else _num(float(x))
+    a = abs(x)
+    if a >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if a >= 1e4:
+        return f"{x / 1e3:.3g}k"
+    return f"{x:.3g}"
+
+
+def _secs(s: float | None) -> str:
+    if s is None:
+        return "–"
+    if s < 1:
+        return f"{s * 1000:.3g} ms"
+    if s < 120:
+        return f"{s:.3g} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60)} min" if s >= 3600 else f"{int(s // 60)} min {int(s % 60)} s"
+
+
+def _cost(x: float | None) -> str:
+    return "–" if x is None else f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1%}"
+
+
+def _ticks(hi: float, n: int = 4) -> list[float]:
+    """Round axis ticks from 0 to at least ``hi``."""
+    hi = hi if hi > 0 else 1.0
+    raw = hi / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    return [step * i for i in range(int(math.ceil(hi / step - 1e-9)) + 1)]
+
+
+def _legend(series: Sequence[tuple[str, str]]) -> str:
+    return '<div class="legend">' + "".join(f'<span><i style="background:{c}"></i>{_e(n)}</span>' for n, c in series) + "</div>"
+
+
+# --- charts ----------------------------------------------------------------------------------------
+
+def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], x_label: str = "seconds", y_fmt=_num) -> str:
+    """Lines ``(name, colour, [(x, y), ...])`` over shared axes starting at zero."""
+    h, left, right, top, bottom = 190, 46, 12, 10, 32
+    xs = [x for _, _, pts in series for x, _ in pts] or [1.0]
+    ys = [y for _, _, pts in series for _, y in pts] or [1.0]
+    xt, yt = _ticks(max(xs)), _ticks(max(ys))
+    sx = lambda x: left + (W - left - right) * x / xt[-1]  # noqa: E731
+    sy = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]  # noqa: E731
+    out = [f'<svg viewBox="0 0 {W} {h}" role="img">']
+    for y in yt:
+        out.append(f'<line x1="{left}" x2="{W - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eceef2"/>'
+                   f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{_e(y_fmt(y))}</text>')
+    for x in xt:
+        out.append(f'<text x="{sx(x):.1f}" y="{h - bottom + 15}" text-anchor="middle">{_e(_num(x))}</text>')
+    out.append(f'<text x="{W - right}" y="{h - 3}" text-anchor="end">{_e(x_label)}</text>')
+    for _, colour, pts in series:
+        if pts:
+            path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2" stroke-linejoin="round"/>')
+            if len(pts) == 1:
+                out.append(f'<circle cx="{sx(pts[0][0]):.1f}" cy="{sy(pts[0][1]):.1f}" r="3" fill="{colour}"/>')
+    out.append("</svg>")
+    return "".join(out) + _legend([(n, c) for n, c, _ in series])
+
+
+def bar_chart(rows: list[tuple[str, list[float], bool]], series: list[tuple[str, str]], fmt=_num) -> str:
+    """Horizontal grouped bars: ``(label, [value per series], flagged)``; a flagged row is drawn in red."""
+    bar, gap = 11, 9
+    label_w = min(190, 14 + 6.6 * max((len(r[0][:28]) for r in rows), default=4))
+    span = W - label_w - 62
+    top = max((v for _, vals, _ in rows for v in vals), default=0) or 1
+    h = len(rows) * (len(series) * (bar + 2) + gap) + 4
+    out, y = [f'<svg viewBox="0 0 {W} {h}" role="img">'], 4
+    for label, values, flagged in rows:
+        short = label if len(label) <= 28 else label[:27] + "…"
+        mid = y + len(series) * (bar + 2) / 2 + 3
+        colour = ' style="fill:#dc2626;font-weight:600"' if flagged else ""
+        out.append(f'<text x="{label_w - 8}" y="{mid:.1f}" text-anchor="end"{colour}><title>{_e(label)}</title>{_e(short)}</text>')
+        for (name, c), v in zip(series, values):
+            c = RED if flagged and c == BLUE else c
+            wd = max(span * v / top, 1 if v else 0)
+            out.append(f'<rect x="{label_w}" y="{y}" width="{wd:.1f}" height="{bar}" rx="2" fill="{c}"/>'
+                       f'<text x="{label_w + wd + 5:.1f}" y="{y + bar - 2}">{_e(fmt(v))}</text>')
+            y += bar + 2
+        y += gap
+    out.append("</svg>")
+    return "".join(out) + (_legend(series) if len(series) > 1 else "")
+
+
+def histogram(counts: list[int], bounds: Sequence[float], markers: list[tuple[str, float | None]]) -> str:
+    """Vertical bars per latency bucket (upper ``bounds`` in seconds), dashed lines at the ``markers``."""
+    used = [i for i, c in enumerate(counts) if c]
+    if not used:
+        return '<p class="note">No answers were timed.</p>'
+    lo, hi = max(used[0] - 1, 0), min(used[-1] + 2, len(counts))
+    h, left, bottom, top = 200, 46, 34, 44
+    n = hi - lo
+    bw = (W - left - 10) / n
+    yt = _ticks(max(counts[lo:hi]))
+    sy = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]  # noqa: E731
+    out = [f'<svg viewBox="0 0 {W} {h}" role="img">']
+    for y in yt:
+        out.append(f'<line x1="{left}" x2="{W - 10}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eceef2"/>'
+                   f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{_e(_num(y))}</text>')
+    every = max(1, math.ceil(n / 9))
+    for k, i in enumerate(range(lo, hi)):
+        x = left + k * bw
+        out.append(f'<rect x="{x + 1:.1f}" y="{sy(counts[i]):.1f}" width="{bw - 2:.1f}" height="{sy(0) - sy(counts[i]):.1f}" '
+                   f'fill="{BLUE}" rx="1"><title>≤ {_e(_secs(bounds[i]) if bounds[i] != math.inf else "more")}: '
+                   f'{counts[i]:,}</title></rect>')
+        if k % every == 0 or i == hi - 1:
+            label = "≤" + _secs(bounds[i]) if bounds[i] != math.inf else "more"
+            out.append(f'<text x="{x + bw - 1:.1f}" y="{h - bottom + 14}" text-anchor="middle">{_e(label)}</text>')
+    out.append(f'<text x="{W - 10}" y="{h - 3}" text-anchor="end">answer time (upper bound of each bucket)</text>')
+    for j, (name, value) in enumerate(markers):
+        if value is None:
+            continue
+        i = min(range(len(bounds)), key=lambda b: abs(bounds[b] - value) if bounds[b] != math.inf else math.inf)
+        x = left + (min(max(i, lo), hi - 1) - lo + 1) * bw
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{8 + 12 * j}" y2="{h - bottom}" stroke="{ORANGE}" stroke-dasharray="4 3"/>'
+                   f'<text x="{x - 3:.1f}" y="{16 + 12 * j}" text-anchor="end" style="fill:{ORANGE}">{_e(name)} {_e(_secs(value))}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --- panels ----------------------------------------------------------------------------------------
+
+def _tiles(items: list[tuple[str, str] | tuple[str, str, bool]]) -> str:
+    return '<div class="tiles">' + "".join(
+        f'<div class="tile{" bad" if len(t) > 2 and t[2] else ""}"><b>{_e(t[1])}</b><span>{_e(t[0])}</span></div>'
+        for t in items) + "</div>"
+
+
+def _section(title: str, body: str, wide: bool = False) -> str:
+    cls = ' class="wide"' if wide else ""
+    return f"<section{cls}><h2>{_e(title)}</h2>{body}</section>"
+
+
+def _table(head: list[str], rows: list[list[str]], num_from: int = 1, classes: list[list[str]] | None = None) -> str:
+    """A table of already-escaped cells; columns from ``num_from`` are right-aligned."""
+    th = "".join(f"<th{NUM if i >= num_from else ''}>{h}</th>" for i, h in enumerate(head))
+    body = []
+    for r, row in enumerate(rows):
+        cells = []
+        for i, cell in enumerate(row):
+            cls = " ".join(c for c in ("num" if i >= num_from else "", classes[r][i] if classes else "") if c)
+            attr = f' class="{cls}"' if cls else ""
+            cells.append(f"<td{attr}>{cell}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _totals(run: dict) -> str:
+    g = lambda k: run.get(k) or 0  # noqa: E731
+    duration = (run["ended"] - run["started"]) if run.get("ended") and run.get("started") else None
+    rate = g("rows") / duration if duration else None
+    calls = run.get("calls") or []
+    models = sorted({f"{c.get('provider')}:{c.get('model')}" for c in calls})
+    versions = [v for v in run.get("prompt_versions") or [] if v]
+    tiles = _tiles([("rows", _num(g("rows"))), ("requests", _num(g("requests"))), ("input tokens", _num(g("input_tokens"))),
+                    ("output tokens", _num(g("output_tokens"))), ("cost", _cost(run.get("cost"))),
+                    ("cache hits", _num(g("cache_hits"))), ("retries", _num(g("retries")), g("retries") > 0),
+                    ("429s", _num(g("rate_limited")), g("rate_limited") > 0), ("errors", _num(g("errors")), g("errors") > 0),
+                    ("truncated", _num(g("truncated")), g("truncated") > 0), ("duration", _secs(duration)),
+                    ("rows/s", _num(rate)), ("latency p50", _secs(run.get("latency_p50_s"))),
+                    ("latency p99", _secs(run.get("latency_p99_s")))])
+    items = "".join(f"<li>{_e(c.get('label') or '')}: {_e(c.get('provider'))} · <b>{_e(c.get('model'))}</b> · "
+                    f"{_e(c.get('endpoint') or '')}{' · prompt ' + _e(c['prompt_version']) if c.get('prompt_version') else ''}"
+                    f"{' · ' + _e(c['base_url']) if c.get('base_url') else ''}</li>" for c in calls)
+    meta = (f'<p class="note">Models: {_e(", ".join(models) or "–")} · prompt versions: '
+            f'{_e(", ".join(versions) or "unversioned")}</p>') + (f'<ul class="calls">{items}</ul>' if items else "")
+    return _section("Totals", tiles + meta, wide=True)
+
+
+def _throughput(run: dict) -> str:
+    tl = run.get("timeline") or []
+    pts, prev = [], (0.0, 0)
+    for p in tl:
+        dt = p[0] - prev[0]
+        if dt >= 0.1:  # the last point is taken at the end, a few ms after the previous one
+            pts.append((p[0], (p[1] - prev[1]) / dt))
+            prev = (p[0], p[1])
+    if len(pts) < 2:
+        body = f'<p class="note">The run was too short for a curve: {_e(_num(run.get("rows") or 0))} rows.</p>'
+    else:
+        body = line_chart([("rows/s", BLUE, pts)])
+    return _section("Rows per second", body)
+
+
+def _latency(run: dict) -> str:
+    marks = [(f"p{q}", run.get(f"latency_p{q}_s")) for q in (50, 90, 99)]
+    head = '<p class="note">' + " · ".join(f"{n} {_e(_secs(v))}" for n, v in marks) + "</p>"
+    return _section("Latency", head + histogram(run.get("latency_hist") or [], LATENCY_BOUNDS, marks))
+
+
+def _tokens(run: dict, earlier: list[dict]) -> str:
+    rows = run.get("rows") or 0
+    tiles = _tiles([("input tokens / row", _num((run.get("input_tokens") or 0) / rows if rows else None)),
+                    ("output tokens / row", _num((run.get("output_tokens") or 0) / rows if rows else None)),
+                    ("cost", _cost(run.get("cost"))),
+                    ("cost / 1,000 rows", _cost((run.get("cost") or 0) * 1000 / rows if rows else None))])
+    history = list(reversed(earlier[:5])) + [run]
+    bars = [(("this run" if r is run else _date(r.get("started"), short=True)),
+             [r.get("input_tokens") or 0, r.get("output_tokens") or 0], False) for r in history]
+    note = '<h3>Tokens per run (this run and up to 5 before it)</h3>' if earlier else "<h3>Tokens</h3>"
+    costs = " · ".join(f"{'this run' if r is run else _e(_date(r.get('started'), short=True))}: {_e(_cost(r.get('cost')))}"
+                       for r in history)
+    return _section("Tokens and cost", tiles + note + bar_chart(bars, [("input", BLUE), ("output", GREY)]) +
+                    f'<p class="note">Cost: {costs}</p>')
+
+
+def _errors(run: dict) -> str:
+    kinds = run.get("errors_by_kind") or {}
+    if not kinds:
+        body = f'<p class="note">No row failed ({_e(_num(run.get("errors") or 0))} errors counted).</p>'
+    else:
+        body = bar_chart([(k, [v], False) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])], [("rows", RED)])
+    return _section("Errors by kind", body)
+
+
+def _retries(run: dict) -> str:
+    tl = run.get("timeline") or []
+    series = [(name, c, [(0.0, 0.0)] + [(p[0], p[i]) for p in tl]) for name, c, i in
+              (("429s", ORANGE, 3), ("retries", BLUE, 4), ("errors", RED, 5))]
+    if not tl:
+        return _section("429s and retries", '<p class="note">No timeline was recorded.</p>')
+    return _section("429s and retries", '<p class="note">Cumulative counts over the run.</p>' + line_chart(series))
+
+
+def _distributions(run: dict, earlier: list[dict]) -> str:
+    dists, drifts = run.get("distributions") or {}, run.get("drift") or []
+    before = [r.get("distributions") or {} for r in earlier if r.get("status", "ok") == "ok"]
+    parts = []
+    if not dists:
+        parts.append('<p class="note">No AI column output was recorded.</p>')
+    for column, d in dists.items():
+        olds = [b[column] for b in before if column in b]
+        line = (f'{_e(_num(d.get("rows")))} rows · {_pct(d.get("null_rate"))} null · {_pct(d.get("error_rate"))} errors')
+        if olds:
+            line += (f' (earlier: {_pct(sum(o.get("null_rate") or 0 for o in olds) / len(olds))} null, '
+                     f'{_pct(sum(o.get("error_rate") or 0 for o in olds) / len(olds))} errors, {len(olds)} runs)')
+        parts.append(f'<h3>{_e(column)}</h3><p class="note">{line}</p>')
+        cats = d.get("categories")
+        if cats:
+            pooled: dict[str, int] = {}
+            for o in olds:
+                for k, v in (o.get("categories") or {}).items():
+                    pooled[k] = pooled.get(k, 0) + v
+            now, was = _shares(cats), _shares(pooled)
+            flagged = {m["value"] for m in drifts if m.get("column") == column}
+            keys = sorted(set(now) | set(was), key=lambda k: (-now.get(k, 0), k))[:20]
+            series = [("earlier runs", GREY), ("this run", BLUE)] if olds else [("this run", BLUE)]
+            rows = [(k, ([was.get(k, 0)] if olds else []) + [now.get(k, 0)], k in flagged) for k in keys]
+            parts.append(bar_chart(rows, series, fmt=_pct))
+        for key in ("numbers", "length"):
+            stats = d.get(key)
+            if stats:
+                olds_k = [o[key] for o in olds if o.get(key)]
+                head = ["statistic", "this run"] + (["earlier runs (mean)"] if olds_k else [])
+                rows_t = [[_e(s), _e(_num(stats.get(s)))] + ([_e(_num(sum(o.get(s) or 0 for o in olds_k) / len(olds_k)))]
+                                                            if olds_k else []) for s in ("mean", "std", "min", "p5", "p50", "p95", "max")]
+                parts.append(f'<p class="note">{"Values" if key == "numbers" else "Text length (characters)"}</p>' + _table(head, rows_t))
+    for m in drifts:
+        parts.append(f'<p class="drift">Drift in {_e(m.get("column"))} = {_e(repr(m.get("value")))}: '
+                     f'{_pct(m.get("before"))} before → {_pct(m.get("after"))} now ({(m.get("sigmas") or 0):.1f}σ, '
+                     f'PSI {(m.get("psi") or 0):.2f}, against {_e(m.get("runs_before"))} earlier run(s))</p>')
+    intro = ('<p class="note">Shares of each value, this run against the earlier runs of the same pipeline'
+             f' ({len(before)} run(s)); values that drifted are red.</p>' if before else
+             '<p class="note">No earlier run of this pipeline to compare with.</p>')
+    return _section("Output distributions", intro + "".join(parts), wide=True)
+
+
+def _shares(counts: dict[str, int]) -> dict[str, float]:
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()} if total else {}
+
+
+def _evaluation(ev: dict) -> str:
+    items = [("accuracy", _pct(ev.get("accuracy"))), ("rows", _num(ev.get("rows"))), ("missing", _num(ev.get("missing"))),
+             ("unlabelled", _num(ev.get("unlabelled"))), ("null rate", _pct(ev.get("null_rate"))),
+             ("error rate", _pct(ev.get("error_rate")))]
+    for key in ("macro_f1", "exact_match", "mae", "rmse"):
+        if ev.get(key) is not None:
+            items.insert(1, (key.replace("_", " "), _pct(ev[key]) if key == "exact_match" else f"{ev[key]:.3g}"))
+    parts = [f'<p class="note">{_e(ev.get("prediction"))} against {_e(ev.get("truth"))} ({_e(ev.get("kind"))})</p>', _tiles(items)]
+    if ev.get("per_class"):
+        rows = [[_e(k), f"{v.get('precision', 0):.3f}", f"{v.get('recall', 0):.3f}", f"{v.get('f1', 0):.3f}",
+                 _e(_num(v.get("support")))] for k, v in ev["per_class"].items()]
+        parts.append("<h3>Per class</h3>" + _table(["class", "precision", "recall", "F1", "support"], rows))
+    conf = ev.get("confusion")
+    if conf and conf.get("labels"):
+        labels, counts, nulls = conf["labels"], conf.get("counts") or [], conf.get("null") or []
+        head = ["truth ↓ / predicted →"] + [_e(v) for v in labels] + ["(null)"]
+        rows, classes = [], []
+        for i, truth in enumerate(labels):
+            row = counts[i] if i < len(counts) else []
+            rows.append([_e(truth)] + [_e(_num(c)) for c in row] + [_e(_num(nulls[i] if i < len(nulls) else 0))])
+            classes.append([""] + ["hit" if j == i else ("miss" if c else "") for j, c in enumerate(row)] +
+                           ["miss" if i < len(nulls) and nulls[i] else ""])
+        parts.append("<h3>Confusion table</h3>" + _table(head, rows, classes=classes))
+    if ev.get("field_agreement"):
+        parts.append("<h3>Field agreement</h3>" + _table(["field", "agreement"], [[_e(k), _pct(v)] for k, v in ev["field_agreement"].items()]))
+    return _section("Evaluation", "".join(parts), wide=True)
+
+
+def _cell(value: Any, limit: int = 160) -> str:
+    if value is None:
+        return '<span class="null">null</span>'
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    if len(text) <= limit:
+        return _e(text)
+    return f'<span title="{_e(text[:2000])}">{_e(text[:limit])}…</span>'
+
+
+def _sample(sample: list[dict]) -> str:
+    if not sample:
+        return _section("Review sample", '<p class="note">No review sample was kept for this run.</p>', wide=True)
+    cols: list[str] = []
+    for row in sample:
+        cols += [k for k in row if k not in cols and k != "_run_id"]
+    rows = [[_e(i + 1)] + [_cell(r.get(c)) for c in cols] for i, r in enumerate(sample)]
+    body = f'<p class="note">{len(sample)} row(s), every k-th row of the job.</p>' + _table(["#"] + [_e(c) for c in cols], rows, num_from=10**9)
+    return _section("Review sample", body, wide=True)
+
+
+def _date(ts: float | None, short: bool = False) -> str:
+    if not ts:
+        return "–"
+    t = datetime.datetime.fromtimestamp(ts).astimezone()
+    return t.strftime("%m-%d %H:%M") if short else t.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
+    """The HTML report of ``run`` against ``earlier`` runs of the same pipeline (newest first), with its review ``sample``."""
+    status = run.get("status") or "ok"
+    drifts = run.get("drift") or []
+    alert = ""
+    if drifts:
+        alert = '<div class="alert"><b>Drift:</b> ' + "; ".join(
+            f'{_e(m.get("column"))} = {_e(repr(m.get("value")))} {_pct(m.get("before"))} → {_pct(m.get("after"))}'
+            for m in drifts) + "</div>"
+    panels = [_totals(run), '<div class="grid">', _throughput(run), _latency(run), _tokens(run, earlier), _errors(run),
+              _retries(run), "</div>", _distributions(run, earlier)]
+    if run.get("evaluation"):
+        panels.append(_evaluation(run["evaluation"]))
+    panels.append(_sample(sample))
+    title = f"inferframe run {run.get('run_id')}"
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
+            f'<h1>{_e(title)}<span class="badge{" failed" if status != "ok" else ""}">{_e(status)}</span></h1>'
+            f'<div class="sub">{_e(_date(run.get("started")))} · pipeline {_e(run.get("fingerprint") or "–")} · '
+            f'{len(earlier)} earlier run(s) of this pipeline</div>{alert}{"".join(panels)}</main></body></html>\n')
