@@ -228,7 +228,7 @@ def test_ctrl_c_exits_130(csv_file, key, sim, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ifr.DataFrame, "to_arrow", interrupted)
+    monkeypatch.setattr(ifr.DataFrame, "iter_batches", interrupted)
     result = invoke("prompt", csv_file, "-c", "review", *openai(sim))
     assert result.exit_code == 130 and "interrupted" in one_line_error(result)
 
@@ -304,6 +304,33 @@ def test_runs_and_report_without_run_history_exit_2(command, monkeypatch):
     assert "no run history" in one_line_error(result)
 
 
+def test_runs_lists_the_cli_jobs(sim, csv_file, key, tmp_path):
+    if not hasattr(ifr, "runs"):
+        pytest.skip("inferframe.runs() is not in this version")
+    assert invoke("runs").output.strip() == "no runs recorded yet"
+    assert invoke("prompt", csv_file, "-c", "review", *openai(sim)).exit_code == 0
+    listed = invoke("runs", "--json")
+    assert listed.exit_code == 0, listed.output
+    (run,) = json.loads(listed.stdout)
+    assert run["rows"] == 3 and run["errors"] == 0 and "T" in run["started"]
+    table = invoke("runs", "--limit", "1")
+    assert table.exit_code == 0 and run["run_id"] in table.stdout and "gpt-5-mini" in table.stdout
+
+
+def test_report_writes_html(sim, csv_file, key, tmp_path, monkeypatch):
+    if not hasattr(ifr, "report"):  # not exported yet: the function it will export
+        report = pytest.importorskip("inferframe.dataframe.report").report
+        monkeypatch.setattr(ifr, "report", report, raising=False)
+    assert invoke("prompt", csv_file, "-c", "review", *openai(sim)).exit_code == 0
+    out = tmp_path / "report.html"
+    result = invoke("report", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(out) and "<html" in out.read_text().lower()
+    unknown = invoke("report", "no-such-run", "--out", out)
+    assert unknown.exit_code == 2
+    one_line_error(unknown)
+
+
 # --- as a program -----------------------------------------------------------------------------
 
 def _program():
@@ -326,7 +353,8 @@ def test_program_writes_parquet_and_exits_0(sim, csv_file, tmp_path):
 
 
 def test_python_dash_m_inferframe(sim, csv_file):
-    proc = _run(["estimate", csv_file, "-c", "review", *openai(sim), "--json"], program=[sys.executable, "-m", "inferframe"])
+    proc = _run(["estimate", csv_file, "-c", "review", *openai(sim), "--json"],
+                program=[sys.executable, "-m", "inferframe"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["calls"][0]["rows"] == 3
     assert sim.stats()["total_requests"] == 0

@@ -313,7 +313,8 @@ def _load_object(ref: str) -> Any:
     except CLIError:
         raise
     except Exception as e:
-        raise CLIError(f"--return-format {ref!r}: cannot import {module_name}: {type(e).__name__}: {e}", USAGE) from None
+        raise CLIError(f"--return-format {ref!r}: cannot import {module_name}: {type(e).__name__}: {e}",
+                       USAGE) from None
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -331,67 +332,75 @@ def _api_key(env_name: Optional[str]) -> Optional[str]:
 
 # --- shared options -------------------------------------------------------------------------
 
-Input = Annotated[str, typer.Argument(metavar="INPUT", help="A Parquet, CSV/TSV or JSON(L) file, a directory of them, or a glob "
-                                           "(quote it: 'data/*.parquet'); s3:// and other URIs work too.",
-                                      show_default=False)]
-Column = Annotated[Optional[str], typer.Option("--column", "-c", metavar="COLUMN", help="The text column to send, one row per request.",
-                                               show_default=False)]
-Template = Annotated[Optional[str], typer.Option(
-    "--template", "-t", metavar="TEXT", help="The message built from columns instead of --column, e.g. "
-    "'Review ({stars} stars): {review}'; \\n is a newline.", show_default=False)]
-System = Annotated[Optional[str], typer.Option(
-    "--system", "-s", metavar="TEXT", help="Instructions sent with every row; @FILE reads them from a file; \\n is a newline.",
-    show_default=False)]
-Name = Annotated[str, typer.Option("--as", metavar="NAME", help="The answer column's name (failed rows: <name>_error).")]
-Model = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help="The model; default: the provider's default "
-                                              "(gemma-3-270m on the local model).", show_default=False)]
-Provider = Annotated[Optional[str], typer.Option(
-    "--provider", "-p", metavar="PROVIDER", help="local, openai, lm_studio, ollama, vllm, openrouter or a plugin's name; default: openai "
-    "when OPENAI_API_KEY is set, else the embedded local model.", show_default=False)]
-BaseUrl = Annotated[Optional[str], typer.Option(
-    "--base-url", metavar="URL", help="The server's URL for an OpenAI-compatible provider (default: OPENAI_BASE_URL or the "
-    "provider's own).", show_default=False)]
-ApiKeyEnv = Annotated[Optional[str], typer.Option(
-    "--api-key-env", metavar="NAME", help="Read the API key from this environment variable instead of the "
-    "provider's own (OPENAI_API_KEY). Keys are never taken as options: they would land in shell history.",
-    show_default=False)]
+def _opt(*names: str, help: str, metavar: Optional[str] = None, show_default: bool = False, **kw: Any) -> Any:
+    return typer.Option(*names, metavar=metavar, help=help, show_default=show_default, **kw)
+
+
+Input = Annotated[str, typer.Argument(
+    metavar="INPUT", show_default=False,
+    help="A Parquet, CSV/TSV or JSON(L) file, a directory of them, or a glob (quote it: 'data/*.parquet'); "
+         "s3:// and other URIs work too.")]
+Column = Annotated[Optional[str], _opt("--column", "-c", metavar="COLUMN",
+                                       help="The text column to send, one row per request.")]
+Template = Annotated[Optional[str], _opt(
+    "--template", "-t", metavar="TEXT",
+    help="The message built from columns instead of --column, e.g. 'Review ({stars} stars): {review}'; "
+         "\\n is a newline.")]
+System = Annotated[Optional[str], _opt(
+    "--system", "-s", metavar="TEXT",
+    help="Instructions sent with every row; @FILE reads them from a file; \\n is a newline.")]
+Name = Annotated[str, _opt("--as", metavar="NAME", show_default=True,
+                           help="The answer column's name (failed rows: <name>_error).")]
+Model = Annotated[Optional[str], _opt("--model", "-m", metavar="MODEL",
+                                      help="The model; default: the provider's (gemma-3-270m on the local model).")]
+Provider = Annotated[Optional[str], _opt(
+    "--provider", "-p", metavar="PROVIDER",
+    help="local, openai, lm_studio, ollama, vllm, openrouter or a plugin's name; default: openai when "
+         "OPENAI_API_KEY is set, else the embedded local model.")]
+BaseUrl = Annotated[Optional[str], _opt(
+    "--base-url", metavar="URL",
+    help="The server's URL for an OpenAI-compatible provider (default: OPENAI_BASE_URL or the provider's own).")]
+ApiKeyEnv = Annotated[Optional[str], _opt(
+    "--api-key-env", metavar="NAME",
+    help="Read the API key from this environment variable instead of the provider's own (OPENAI_API_KEY). "
+         "Keys are never taken as options: they would land in shell history.")]
 ApiKeyRefused = Annotated[Optional[str], typer.Option("--api-key", hidden=True)]
-ReturnFormat = Annotated[Optional[str], typer.Option(
-    "--return-format", metavar="MODULE:MODEL", help="A Pydantic model for typed answers, e.g. models:Ticket or "
-    "models.py:Ticket (the answer column becomes a struct).", show_default=False)]
-Choices = Annotated[Optional[str], typer.Option(
-    "--choices", metavar="LABELS", help="Comma-separated labels; every answer is one of them, e.g. positive,negative,neutral.",
-    show_default=False)]
-Format = Annotated[Optional[str], typer.Option(
-    "--format", "-f", metavar="FORMAT", help="Read the input as parquet, csv, tsv or json (JSON lines or an array) whatever its name.",
-    show_default=False)]
-Batch = Annotated[bool, typer.Option("--batch", help="Send through the OpenAI Batch API: half price, answers within "
-                                                    "24 h; the command waits for them.")]
-MaxCost = Annotated[Optional[float], typer.Option("--max-cost", metavar="DOLLARS", min=0,
-                                                  help="Stop sending once the job has cost this much; rows not "
-                                                       "sent are errors of kind budget.", show_default=False)]
-MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", metavar="N", min=1, help="At most this many output tokens "
-                                                  "per answer.", show_default=False)]
-Temperature = Annotated[Optional[float], typer.Option("--temperature", metavar="T", min=0, help="Sampling temperature.",
-                                                      show_default=False)]
-Stop = Annotated[Optional[list[str]], typer.Option("--stop", metavar="TEXT", help="Stop generating at this text (repeatable); \\n "
-                                                   "is a newline.", show_default=False)]
-Limit = Annotated[Optional[int], typer.Option("--limit", "-n", metavar="N", min=0, help="Only the first N rows.",
-                                              show_default=False)]
-MaxConcurrency = Annotated[Optional[int], typer.Option("--max-concurrency", metavar="N", min=1, help="At most this many requests "
-                                                       "in flight (default: sized from the rate limit).",
-                                                       show_default=False)]
-Rpm = Annotated[Optional[float], typer.Option("--rpm", metavar="N", min=0, help="Requests per minute (default: learned from the "
-                                              "server's rate-limit headers).", show_default=False)]
-Cache = Annotated[Optional[str], typer.Option("--cache", metavar="POLICY", help="read_write (default), read_only, "
-                                              "refresh (ask again) or off.", show_default=False)]
-CacheDir = Annotated[Optional[Path], typer.Option("--cache-dir", metavar="DIR", help="The response cache's directory (default: "
-                                                  "INFERFRAME_CACHE_DIR or ~/.cache/inferframe).",
-                                                  show_default=False)]
-Out = Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Write the input's columns and the answers to this "
-                                             "directory as Parquet (atomic: all or nothing).", show_default=False)]
-Progress = Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="The progress line (default: on a "
-                                        "terminal).")]
+ReturnFormat = Annotated[Optional[str], _opt(
+    "--return-format", metavar="MODULE:MODEL",
+    help="A Pydantic model for typed answers, e.g. models:Ticket or models.py:Ticket (the answer column "
+         "becomes a struct).")]
+Choices = Annotated[Optional[str], _opt(
+    "--choices", metavar="LABELS",
+    help="Comma-separated labels; every answer is one of them, e.g. positive,negative,neutral.")]
+Format = Annotated[Optional[str], _opt(
+    "--format", "-f", metavar="FORMAT",
+    help="Read the input as parquet, csv, tsv or json (JSON lines or an array) whatever its name.")]
+Batch = Annotated[bool, typer.Option(
+    "--batch", help="Send through the OpenAI Batch API: half price, answers within 24 h; the command waits.")]
+MaxCost = Annotated[Optional[float], _opt(
+    "--max-cost", metavar="DOLLARS", min=0,
+    help="Stop sending once the job has cost this much; rows not sent are errors of kind budget.")]
+MaxTokens = Annotated[Optional[int], _opt("--max-tokens", metavar="N", min=1,
+                                          help="At most this many output tokens per answer.")]
+Temperature = Annotated[Optional[float], _opt("--temperature", metavar="T", min=0, help="Sampling temperature.")]
+Stop = Annotated[Optional[list[str]], _opt("--stop", metavar="TEXT",
+                                           help="Stop generating at this text (repeatable); \\n is a newline.")]
+Limit = Annotated[Optional[int], _opt("--limit", "-n", metavar="N", min=0, help="Only the first N rows.")]
+MaxConcurrency = Annotated[Optional[int], _opt(
+    "--max-concurrency", metavar="N", min=1,
+    help="At most this many requests in flight (default: sized from the rate limit).")]
+Rpm = Annotated[Optional[float], _opt(
+    "--rpm", metavar="N", min=0, help="Requests per minute (default: learned from the server's rate-limit headers).")]
+Cache = Annotated[Optional[str], _opt("--cache", metavar="POLICY",
+                                      help="read_write (default), read_only, refresh (ask again) or off.")]
+CacheDir = Annotated[Optional[Path], _opt(
+    "--cache-dir", metavar="DIR",
+    help="The response cache's directory (default: INFERFRAME_CACHE_DIR or ~/.cache/inferframe).")]
+Out = Annotated[Optional[Path], _opt(
+    "--out", "-o", metavar="DIR",
+    help="Write the input's columns and the answers to this directory as Parquet (atomic: all or nothing).")]
+Progress = Annotated[Optional[bool], _opt("--progress/--no-progress",
+                                          help="The progress line (default: on a terminal).")]
 
 
 def _refuse_api_key(value: Optional[str]) -> None:
@@ -472,7 +481,7 @@ def _report_totals(total: dict, name: str, rows: Optional[int]) -> int:
     parts = [
         f"{rows if rows is not None else total['rows_done']:,} rows",
         f"{tokens:,} tokens ({total['input_tokens']:,} in, {total['output_tokens']:,} out)",
-        f"${total['cost']:.4f}",
+        _money(total["cost"]),
         f"{total['errors']:,} errors",
         f"{total['cache_hits']:,} cached",
     ]
@@ -489,9 +498,20 @@ def _report_totals(total: dict, name: str, rows: Optional[int]) -> int:
     return OK
 
 
-def _show(table: Any, columns: list[str], n: int) -> None:
-    keep = [c for c in columns if c in table.column_names]
-    ifr.from_arrow(table.select(keep)).show(n, max_width=60)
+def _show(table: Any, columns: list[str], n: int, total_rows: int) -> None:
+    """Print the first ``n`` rows of ``columns``; an error record shows as "kind: message"."""
+    import pyarrow as pa
+
+    table = table.select([c for c in columns if c in table.column_names]).slice(0, n)
+    for i, field in enumerate(table.schema):
+        if field.name.endswith("_error") and pa.types.is_struct(field.type):
+            text = [None if e is None else f"{e.get('kind')}: {e.get('message')}" for e in table.column(i).to_pylist()]
+            table = table.set_column(i, field.name, pa.array(text, pa.string()))
+    from inferframe.dataframe.display import render_text
+
+    typer.echo(render_text(table, max_width=60, total=total_rows))
+    if total_rows > n:
+        typer.echo("(pass --out DIR to keep every row; the answers are cached, so that run sends nothing)", err=True)
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -563,14 +583,19 @@ def _run(df: ifr.DataFrame, name: str, used: list[str], out: Optional[Path], sho
         total = _totals(name)
         typer.echo(f"wrote {len(written)} Parquet file{'s' if len(written) != 1 else ''} to {out}", err=True)
         return _report_totals(total, name, None)
-    table = df.to_arrow(progress=progress)
+    import pyarrow as pa
+
+    first, rows, failed = [], 0, False
+    for batch in df.iter_batches(progress):  # the whole job runs; only the rows shown are kept
+        if rows < show:
+            first.append(batch.slice(0, show - rows))
+        rows += batch.num_rows
+        if f"{name}_error" in batch.schema.names:
+            failed = failed or batch.column(f"{name}_error").null_count < batch.num_rows
     total = _totals(name)
-    errors = table.column(f"{name}_error").null_count < table.num_rows if f"{name}_error" in table.column_names else False
-    _show(table, used + [name] + ([f"{name}_error"] if errors else []), show)
-    if table.num_rows > show:
-        typer.echo(f"({table.num_rows - show:,} more rows: pass --out DIR to keep them all; the answers are "
-                   "cached, so that run sends nothing)", err=True)
-    return _report_totals(total, name, table.num_rows)
+    if first:
+        _show(pa.Table.from_batches(first), used + [name] + ([f"{name}_error"] if failed else []), show, rows)
+    return _report_totals(total, name, rows)
 
 
 @app.command(short_help="Tokens and dollars of a prompt job; sends nothing.", help=(
@@ -631,11 +656,16 @@ def _placeholder_key(provider: Optional[str], base_url: Optional[str]) -> Option
     return None
 
 
+def _money(v: Optional[float]) -> str:
+    if v is None:
+        return "unknown price (inferframe.set_prices)"
+    if 0 < v < 0.000_001:
+        return "< $0.000001"
+    return f"${v:,.6f}" if 0 < v < 0.01 else f"${v:,.4f}"
+
+
 def _print_estimate(result: dict) -> None:
-    def money(v: Optional[float]) -> str:
-        if v is None:
-            return "unknown price (inferframe.set_prices)"
-        return f"${v:,.6f}" if 0 < v < 0.01 else f"${v:,.4f}"
+    money = _money
 
     for call in result["calls"]:
         if call.get("rows") is None:
@@ -662,19 +692,20 @@ def _print_estimate(result: dict) -> None:
 ))
 def embed(
     input: Input,
-    column: Annotated[str, typer.Option("--column", "-c", metavar="COLUMN", help="The text column to embed.", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Write the input's columns and the vectors to this "
-                                      "directory as Parquet (atomic).", show_default=False)],
-    name: Annotated[str, typer.Option("--as", metavar="NAME", help="The vector column's name.")] = "embedding",
-    model: Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help="The embedding model (default: the "
-                                                 "packaged all-MiniLM-L6-v2).", show_default=False)] = None,
-    provider: Annotated[Optional[str], typer.Option(
-        "--provider", "-p", metavar="PROVIDER", help="sentence_transformers (default: in this process), or an OpenAI-compatible "
-        "provider: openai, lm_studio, vllm, local, ...", show_default=False)] = None,
+    column: Annotated[str, _opt("--column", "-c", metavar="COLUMN", help="The text column to embed.")],
+    out: Annotated[Path, _opt("--out", "-o", metavar="DIR",
+                              help="Write the input's columns and the vectors to this directory as Parquet (atomic).")],
+    name: Annotated[str, _opt("--as", metavar="NAME", show_default=True, help="The vector column's name.")] = "embedding",
+    model: Annotated[Optional[str], _opt("--model", "-m", metavar="MODEL",
+                                         help="The embedding model (default: the packaged all-MiniLM-L6-v2).")] = None,
+    provider: Annotated[Optional[str], _opt(
+        "--provider", "-p", metavar="PROVIDER",
+        help="sentence_transformers (default: in this process), or an OpenAI-compatible provider: openai, lm_studio, "
+             "vllm, local, ...")] = None,
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
-    dimensions: Annotated[Optional[int], typer.Option("--dimensions", metavar="N", min=1, help="Ask the server for shorter "
-                                                      "vectors.", show_default=False)] = None,
+    dimensions: Annotated[Optional[int], _opt("--dimensions", metavar="N", min=1,
+                                              help="Ask the server for shorter vectors.")] = None,
     fmt: Format = None,
     limit: Limit = None,
     batch: Batch = False,
@@ -700,9 +731,11 @@ def embed(
                                              **options))
         written = df.write_parquet(str(out), progress=progress).to_pydict()["path"]
         typer.echo(f"wrote {len(written)} Parquet file{'s' if len(written) != 1 else ''} to {out}", err=True)
-        code = OK
         if f"{name}_error" in df.column_names:  # over an API: errors as data and totals
             code = _report_totals(_totals(name), name, None)
+        else:  # in this process: a failure stops the job, so every row has its vector
+            typer.echo(f"done: {ifr.read_parquet(str(out)).count_rows():,} rows", err=True)
+            code = OK
     raise typer.Exit(code)
 
 
@@ -727,9 +760,10 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-CacheDirOption = Annotated[Optional[Path], typer.Option(
-    "--cache-dir", metavar="DIR", help="The cache's directory (default: INFERFRAME_CACHE_DIR, else $XDG_CACHE_HOME/inferframe or "
-    "~/.cache/inferframe).", show_default=False)]
+CacheDirOption = Annotated[Optional[Path], _opt(
+    "--cache-dir", metavar="DIR",
+    help="The cache's directory (default: INFERFRAME_CACHE_DIR, else $XDG_CACHE_HOME/inferframe or "
+         "~/.cache/inferframe).")]
 
 
 @cache_app.command("stats", short_help="Entries, size on disk and path.", help=(
@@ -798,23 +832,65 @@ def _library(name: str) -> Any:
     return fn
 
 
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` without the keywords ``fn`` does not take (or that are None)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return fn(*args, **{k: v for k, v in kwargs.items() if v is not None and (takes_any or k in params)})
+
+
+HistoryDir = Annotated[Optional[Path], _opt(
+    "--cache-dir", metavar="DIR", help="The directory of the run history (default: the response cache's).")]
+
+
+def _run_row(run: dict) -> dict:
+    """One run as the table shows it: the columns a person scans, readable."""
+    started = run.get("started")
+    if hasattr(started, "strftime"):
+        started = started.strftime("%Y-%m-%d %H:%M:%S")
+    tokens = None
+    if run.get("input_tokens") is not None or run.get("output_tokens") is not None:
+        tokens = (run.get("input_tokens") or 0) + (run.get("output_tokens") or 0)
+    row = {"run_id": run.get("run_id"), "started": None if started is None else str(started)[:19],
+           "status": run.get("status"), "rows": run.get("rows"), "tokens": tokens,
+           "cost": None if run.get("cost") is None else _money(run["cost"]), "errors": run.get("errors"),
+           "cached": run.get("cache_hits"), "models": run.get("models")}
+    return {k: v for k, v in row.items() if v is not None or k in run or k in ("tokens", "cached")}
+
+
 @app.command(short_help="The recent runs.", help=(
-    "The recent runs: id, when, rows, tokens, cost, errors (from inferframe.runs()).\n\n"
+    "The recent runs, newest first: id, when, status, rows, tokens, cost, errors (inferframe.runs()).\n\n"
     "\b\nExample:\n  inferframe runs --limit 5"))
 def runs(
-    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", min=1, help="Show at most N runs.")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as JSON.")] = False,
+    limit: Annotated[int, _opt("--limit", "-n", metavar="N", min=1, show_default=True,
+                               help="Show at most N runs.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every field of the runs as JSON.")] = False,
+    cache_dir: HistoryDir = None,
 ) -> None:
     with _guard():
-        history = _library("runs")()
-        rows = [_as_dict(r) for r in list(history)[:limit]] if history is not None else []
+        history = _call(_library("runs"), limit=limit, directory=str(cache_dir) if cache_dir else None)
+        if isinstance(history, ifr.DataFrame):
+            rows = history.limit(limit).to_pylist()
+        else:
+            rows = [_as_dict(r) for r in list(history or [])[:limit]]
         if as_json:
-            typer.echo(json.dumps(rows, indent=2, default=str))
+            typer.echo(json.dumps(rows, indent=2, default=_json_value))
         elif not rows:
             typer.echo("no runs recorded yet")
         else:
-            ifr.from_pylist(rows).show(len(rows), max_width=40)
+            from inferframe.dataframe.display import render_text
+
+            typer.echo(render_text(ifr.from_pylist([_run_row(r) for r in rows]).to_arrow(), max_width=40))
     raise typer.Exit(OK)
+
+
+def _json_value(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _as_dict(run: Any) -> dict:
@@ -823,29 +899,24 @@ def _as_dict(run: Any) -> dict:
     for method in ("as_dict", "to_dict", "model_dump"):
         if hasattr(run, method):
             return getattr(run, method)()
-    if hasattr(run, "__dataclass_fields__"):
-        import dataclasses
-
-        return dataclasses.asdict(run)
     return {"run": str(run)}
 
 
 @app.command(short_help="Write the HTML report of a run.", help=(
-    "Write the HTML report of a run (default: the last one) with inferframe.report(); prints its path.\n\n"
+    "Write the HTML report of a run (default: the newest) with inferframe.report(); prints its path.\n\n"
     "\b\nExample:\n  inferframe report --out report.html"
 ))
 def report(
-    run: Annotated[Optional[str], typer.Argument(metavar="RUN", help="The run's id (see inferframe runs); default: the last run.",
-                                                 show_default=False)] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="PATH", help="Where to write the HTML (default: the library's "
-                                                "choice, printed).", show_default=False)] = None,
+    run: Annotated[Optional[str], typer.Argument(
+        metavar="RUN", show_default=False, help="The run's id (see inferframe runs); default: the newest run.")] = None,
+    out: Annotated[Optional[Path], _opt(
+        "--out", "-o", metavar="PATH",
+        help="Where to write the HTML (default: inferframe-report-<run>.html here).")] = None,
+    cache_dir: HistoryDir = None,
 ) -> None:
     with _guard():
-        fn = _library("report")
-        args: list[Any] = [run]
-        if out is not None:
-            args.append(str(out))
-        path = fn(*args)
+        path = _call(_library("report"), run, str(out) if out is not None else None,
+                     directory=str(cache_dir) if cache_dir else None)
         typer.echo(str(path if path is not None else out))
     raise typer.Exit(OK)
 
