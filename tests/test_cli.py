@@ -68,7 +68,7 @@ def test_every_help_has_a_runnable_example(command):
 
 def test_root_help_documents_the_exit_codes():
     out = invoke("--help").output
-    for code in ("0    ok", "1    the job ran but some rows failed", "2    bad usage", "3    the service failed",
+    for code in ("0    ok", "1    the job ran but rows failed", "2    bad usage", "3    the service failed",
                  "130  interrupted"):
         assert code in out
     assert invoke("--version").output.strip() == f"inferframe {ifr.__version__}"

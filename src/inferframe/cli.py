@@ -31,7 +31,7 @@ import typer.core
 
 import inferframe as ifr
 from inferframe.errors import (
-    BatchAPIError, ExecutionError, InferframeError, LocalServerError, PlanError, RowFailed, ServiceError, UDFError,
+    BatchAPIError, ExecutionError, InferframeError, LocalServerError, ServiceError, UDFError,
 )
 
 OK, ROWS_FAILED, USAGE, SERVICE, INTERRUPTED = 0, 1, 2, 3, 130
@@ -39,7 +39,7 @@ OK, ROWS_FAILED, USAGE, SERVICE, INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = (
     "\b\nExit codes:\n"
     "  0    ok\n"
-    "  1    the job ran but some rows failed (their errors are in the <name>_error column)\n"
+    "  1    the job ran but rows failed (their errors: the <name>_error column), or it stopped on a row\n"
     "  2    bad usage or input: unknown option, missing file, unknown column\n"
     "  3    the service failed: bad key, server down (ServiceError)\n"
     "  130  interrupted (Ctrl-C)"
@@ -67,9 +67,9 @@ class _Group(typer.core.TyperGroup):
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
                               **extra)
             code = rv if isinstance(rv, int) else OK
-        except typer.Abort:
+        except typer.Abort:  # end of input at a confirmation (Ctrl-C is typer.Exit(130))
             _echo_error("aborted")
-            code = INTERRUPTED
+            code = ROWS_FAILED
         except typer.TyperException as e:  # usage errors: unknown option, missing argument, bad value
             ctx = getattr(e, "ctx", None)
             code = getattr(e, "exit_code", USAGE)
@@ -147,18 +147,14 @@ def _guard() -> Iterator[None]:
     except (ServiceError, LocalServerError, BatchAPIError) as e:
         _echo_error(str(e))
         raise typer.Exit(SERVICE) from None
-    except (RowFailed, UDFError) as e:
+    except (ExecutionError, UDFError) as e:  # the job ran and stopped on a row (RowFailed, a UDF, the data)
         _echo_error(str(e))
         raise typer.Exit(ROWS_FAILED) from None
-    except ExecutionError as e:
-        _echo_error(str(e))
-        raise typer.Exit(SERVICE) from None
     except (InferframeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
-            ValueError, TypeError, KeyError) as e:
+            ValueError) as e:  # PlanError and the other errors found before any work: bad usage or input
         if os.environ.get("INFERFRAME_DEBUG"):
             raise
-        message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-        _echo_error(message or type(e).__name__)
+        _echo_error(str(e) or type(e).__name__)
         raise typer.Exit(USAGE) from None
     except Exception as e:  # a bug: still one line, the traceback on request
         if os.environ.get("INFERFRAME_DEBUG"):
