@@ -174,9 +174,25 @@ def test_failed_rows_exit_1_and_are_written(sim, csv_file, key, tmp_path):
     result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--out", out)
     assert result.exit_code == 1, result.output
     assert "1 errors" in result.stderr
-    assert "1 rows failed" in one_line_error(result)
+    assert "1 rows failed; see the answer_error column" in one_line_error(result)
     errors = pq.read_table(out).column("answer_error").to_pylist()
     assert errors[0] is None and errors[1]["kind"] == "bad_request"
+
+
+def test_rows_not_sent_for_max_cost_exit_1(sim, key, tmp_path):
+    path = tmp_path / "many.csv"
+    path.write_text("review\n" + "".join(f"review number {i} with a few more words\n" for i in range(200)))
+    result = invoke("prompt", path, "-c", "review", *openai(sim), "--max-cost", "0.00001", "--max-concurrency", "1")
+    assert result.exit_code == 1, result.output
+    assert "were not sent (--max-cost reached)" in one_line_error(result)
+    assert sim.stats()["total_requests"] < 200
+
+
+def test_strip_is_for_text_answers(sim, csv_file, key):
+    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--strip")
+    assert result.exit_code == 0 and "sim answer: awful" in result.stdout
+    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--strip", "--choices", "a,b")
+    assert result.exit_code == 2 and "--strip" in one_line_error(result)
 
 
 @pytest.mark.parametrize("args, message", [

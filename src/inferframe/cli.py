@@ -375,7 +375,8 @@ Batch = Annotated[bool, typer.Option(
     "--batch", help="Send through the OpenAI Batch API: half price, answers within 24 h; the command waits.")]
 MaxCost = Annotated[Optional[float], _opt(
     "--max-cost", metavar="DOLLARS", min=0,
-    help="Stop sending once the job has cost this much; rows not sent are errors of kind budget.")]
+    help="Stop sending once the job has cost this much (requests in flight still finish); rows not sent "
+         "are errors of kind budget.")]
 MaxTokens = Annotated[Optional[int], _opt("--max-tokens", metavar="N", min=1,
                                           help="At most this many output tokens per answer.")]
 Temperature = Annotated[Optional[float], _opt("--temperature", metavar="T", min=0, help="Sampling temperature.")]
@@ -487,9 +488,10 @@ def _report_totals(total: dict, name: str, rows: Optional[int]) -> int:
         parts.append(f"{total['truncated']:,} cut at --max-tokens")
     parts.append(f"{total['elapsed_s']:.1f} s")
     typer.echo("done: " + ", ".join(parts), err=True)
-    failed = total["errors"] + total["not_run"]
-    if failed:
-        _echo_error(f"{failed:,} rows failed; their errors are in the {name}_error column")
+    if total["errors"] or total["not_run"]:
+        what = [f"{total['errors']:,} rows failed"] if total["errors"] else []
+        what += [f"{total['not_run']:,} rows were not sent (--max-cost reached)"] if total["not_run"] else []
+        _echo_error(f"{' and '.join(what)}; see the {name}_error column")
         return ROWS_FAILED
     return OK
 
