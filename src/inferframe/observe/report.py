@@ -32,15 +32,15 @@ CSS = """
 h1{font-size:22px;margin:0 0 2px}h2{font-size:16px;margin:0 0 10px}h3{font-size:14px;margin:14px 0 6px}
 .sub{color:#5b6372;margin-bottom:16px}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:16px}
 section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:16px;margin-bottom:16px;min-width:0}
-.grid section{margin-bottom:0}.wide{margin-top:16px}svg{width:100%;height:auto;display:block}
-svg text{font:11px system-ui,sans-serif;fill:#5b6372}.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(130px,1fr));gap:8px}
+.grid section{margin-bottom:0}.wide{margin-top:16px}svg{max-width:100%;height:auto;display:block}
+svg text{font:12px system-ui,sans-serif;fill:#5b6372}.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(130px,1fr));gap:8px}
 .tile{background:#f7f8fa;border-radius:6px;padding:8px 10px}.tile b{display:block;font-size:18px;font-variant-numeric:tabular-nums}
 .tile span{color:#5b6372;font-size:12px}.bad b{color:#dc2626}.note{color:#5b6372;font-size:13px}
 .legend span{display:inline-block;margin-right:14px;font-size:12px;color:#5b6372}
 .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}th,td{border-bottom:1px solid #e8eaef;
 padding:4px 8px;text-align:left;vertical-align:top}th{background:#f7f8fa;font-weight:600}.scroll{overflow-x:auto}
-td.num,th.num{text-align:right}.drift{color:#dc2626}.alert{background:#fef2f2;border:1px solid #fecaca;color:#991b1b;
+td.num,th.num{text-align:right}th,td:first-child,td.num{white-space:nowrap}.drift{color:#dc2626}.alert{background:#fef2f2;border:1px solid #fecaca;color:#991b1b;
 border-radius:8px;padding:10px 14px;margin-bottom:16px}.hit{background:#dcfce7}.miss{background:#fee2e2}
 .null{color:#a3aab8;font-style:italic}.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;
 background:#dcfce7;color:#166534;margin-left:8px;vertical-align:3px}.badge.failed{background:#fee2e2;color:#991b1b}
@@ -93,6 +93,10 @@ def _ticks(hi: float, n: int = 4) -> list[float]:
     return [step * i for i in range(int(math.ceil(hi / step - 1e-9)) + 1)]
 
 
+def _svg(h: float) -> str:
+    return f'<svg viewBox="0 0 {W} {h:.0f}" width="{W}" height="{h:.0f}" role="img">'
+
+
 def _legend(series: Sequence[tuple[str, str]]) -> str:
     return '<div class="legend">' + "".join(f'<span><i style="background:{c}"></i>{_e(n)}</span>' for n, c in series) + "</div>"
 
@@ -107,7 +111,7 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], x_label
     xt, yt = _ticks(max(xs)), _ticks(max(ys))
     sx = lambda x: left + (W - left - right) * x / xt[-1]  # noqa: E731
     sy = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]  # noqa: E731
-    out = [f'<svg viewBox="0 0 {W} {h}" role="img">']
+    out = [_svg(h)]
     for y in yt:
         out.append(f'<line x1="{left}" x2="{W - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eceef2"/>'
                    f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{_e(y_fmt(y))}</text>')
@@ -127,11 +131,11 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], x_label
 def bar_chart(rows: list[tuple[str, list[float], bool]], series: list[tuple[str, str]], fmt=_num) -> str:
     """Horizontal grouped bars: ``(label, [value per series], flagged)``; a flagged row is drawn in red."""
     bar, gap = 11, 9
-    label_w = min(190, 14 + 6.6 * max((len(r[0][:28]) for r in rows), default=4))
+    label_w = min(200, 16 + 7.2 * max((len(r[0][:28]) for r in rows), default=4))
     span = W - label_w - 62
     top = max((v for _, vals, _ in rows for v in vals), default=0) or 1
     h = len(rows) * (len(series) * (bar + 2) + gap) + 4
-    out, y = [f'<svg viewBox="0 0 {W} {h}" role="img">'], 4
+    out, y = [_svg(h)], 4
     for label, values, flagged in rows:
         short = label if len(label) <= 28 else label[:27] + "…"
         mid = y + len(series) * (bar + 2) / 2 + 3
@@ -156,21 +160,21 @@ def histogram(counts: list[int], bounds: Sequence[float], markers: list[tuple[st
     lo, hi = max(used[0] - 1, 0), min(used[-1] + 2, len(counts))
     h, left, bottom, top = 200, 46, 34, 44
     n = hi - lo
-    bw = (W - left - 10) / n
+    bw = (W - left - 28) / n
     yt = _ticks(max(counts[lo:hi]))
     sy = lambda y: h - bottom - (h - top - bottom) * y / yt[-1]  # noqa: E731
-    out = [f'<svg viewBox="0 0 {W} {h}" role="img">']
+    out = [_svg(h)]
     for y in yt:
-        out.append(f'<line x1="{left}" x2="{W - 10}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eceef2"/>'
+        out.append(f'<line x1="{left}" x2="{W - 28}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#eceef2"/>'
                    f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{_e(_num(y))}</text>')
-    every = max(1, math.ceil(n / 9))
+    every = max(1, math.ceil(n / 8))
     for k, i in enumerate(range(lo, hi)):
         x = left + k * bw
         out.append(f'<rect x="{x + 1:.1f}" y="{sy(counts[i]):.1f}" width="{bw - 2:.1f}" height="{sy(0) - sy(counts[i]):.1f}" '
                    f'fill="{BLUE}" rx="1"><title>≤ {_e(_secs(bounds[i]) if bounds[i] != math.inf else "more")}: '
                    f'{counts[i]:,}</title></rect>')
         if k % every == 0 or i == hi - 1:
-            label = "≤" + _secs(bounds[i]) if bounds[i] != math.inf else "more"
+            label = _secs(bounds[i]) if bounds[i] != math.inf else "more"
             out.append(f'<text x="{x + bw - 1:.1f}" y="{h - bottom + 14}" text-anchor="middle">{_e(label)}</text>')
     out.append(f'<text x="{W - 10}" y="{h - 3}" text-anchor="end">answer time (upper bound of each bucket)</text>')
     for j, (name, value) in enumerate(markers):
@@ -179,7 +183,7 @@ def histogram(counts: list[int], bounds: Sequence[float], markers: list[tuple[st
         i = min(range(len(bounds)), key=lambda b: abs(bounds[b] - value) if bounds[b] != math.inf else math.inf)
         x = left + (min(max(i, lo), hi - 1) - lo + 1) * bw
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{8 + 12 * j}" y2="{h - bottom}" stroke="{ORANGE}" stroke-dasharray="4 3"/>'
-                   f'<text x="{x - 3:.1f}" y="{16 + 12 * j}" text-anchor="end" style="fill:{ORANGE}">{_e(name)} {_e(_secs(value))}</text>')
+                   f'<text x="{x - 3:.1f}" y="{16 + 12 * j}" text-anchor="end" style="fill:{ORANGE}">{_e(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -225,9 +229,13 @@ def _totals(run: dict) -> str:
                     ("truncated", _num(g("truncated")), g("truncated") > 0), ("duration", _secs(duration)),
                     ("rows/s", _num(rate)), ("latency p50", _secs(run.get("latency_p50_s"))),
                     ("latency p99", _secs(run.get("latency_p99_s")))])
-    items = "".join(f"<li>{_e(c.get('label') or '')}: {_e(c.get('provider'))} · <b>{_e(c.get('model'))}</b> · "
-                    f"{_e(c.get('endpoint') or '')}{' · prompt ' + _e(c['prompt_version']) if c.get('prompt_version') else ''}"
-                    f"{' · ' + _e(c['base_url']) if c.get('base_url') else ''}</li>" for c in calls)
+    lines: dict[str, int] = {}
+    for c in calls:
+        line = (f"{_e(c.get('label') or '')}: {_e(c.get('provider'))} · <b>{_e(c.get('model'))}</b> · "
+                f"{_e(c.get('endpoint') or '')}{' · prompt ' + _e(c['prompt_version']) if c.get('prompt_version') else ''}"
+                f"{' · ' + _e(c['base_url']) if c.get('base_url') else ''}")
+        lines[line] = lines.get(line, 0) + 1
+    items = "".join(f"<li>{line}{f' (× {n} calls)' if n > 1 else ''}</li>" for line, n in lines.items())
     meta = (f'<p class="note">Models: {_e(", ".join(models) or "–")} · prompt versions: '
             f'{_e(", ".join(versions) or "unversioned")}</p>') + (f'<ul class="calls">{items}</ul>' if items else "")
     return _section("Totals", tiles + meta, wide=True)
@@ -244,7 +252,9 @@ def _throughput(run: dict) -> str:
     if len(pts) < 2:
         body = f'<p class="note">The run was too short for a curve: {_e(_num(run.get("rows") or 0))} rows.</p>'
     else:
-        body = line_chart([("rows/s", BLUE, pts)])
+        duration = tl[-1][0] or 1
+        body = (f'<p class="note">{_num(tl[-1][1] / duration)} rows/s on average · peak {_num(max(y for _, y in pts))} rows/s '
+                f'(per {_num(duration / len(tl))} s)</p>' + line_chart([("rows/s", BLUE, pts)]))
     return _section("Rows per second", body)
 
 
@@ -255,19 +265,17 @@ def _latency(run: dict) -> str:
 
 
 def _tokens(run: dict, earlier: list[dict]) -> str:
-    rows = run.get("rows") or 0
-    tiles = _tiles([("input tokens / row", _num((run.get("input_tokens") or 0) / rows if rows else None)),
-                    ("output tokens / row", _num((run.get("output_tokens") or 0) / rows if rows else None)),
-                    ("cost", _cost(run.get("cost"))),
-                    ("cost / 1,000 rows", _cost((run.get("cost") or 0) * 1000 / rows if rows else None))])
     history = list(reversed(earlier[:5])) + [run]
-    bars = [(("this run" if r is run else _date(r.get("started"), short=True)),
-             [r.get("input_tokens") or 0, r.get("output_tokens") or 0], False) for r in history]
-    note = '<h3>Tokens per run (this run and up to 5 before it)</h3>' if earlier else "<h3>Tokens</h3>"
-    costs = " · ".join(f"{'this run' if r is run else _e(_date(r.get('started'), short=True))}: {_e(_cost(r.get('cost')))}"
-                       for r in history)
-    return _section("Tokens and cost", tiles + note + bar_chart(bars, [("input", BLUE), ("output", GREY)]) +
-                    f'<p class="note">Cost: {costs}</p>')
+    name = lambda r: "this run" if r is run else _date(r.get("started"), short=True)  # noqa: E731
+    per_k = lambda r: _cost((r.get("cost") or 0) * 1000 / r["rows"] if r.get("rows") else None)  # noqa: E731
+    table = _table(["run", "rows", "tokens in", "tokens out", "cost", "per 1k rows"],
+                   [[_e(name(r)), _num(r.get("rows") or 0), _num(r.get("input_tokens") or 0), _num(r.get("output_tokens") or 0),
+                     _cost(r.get("cost")), per_k(r)] for r in history])
+    bars = bar_chart([(name(r), [r.get("input_tokens") or 0, r.get("output_tokens") or 0], False) for r in history],
+                     [("input", BLUE), ("output", GREY)])
+    head = "this run and up to 5 earlier runs of the pipeline" if earlier else "no earlier run of this pipeline"
+    return _section("Tokens and cost", f'<p class="note">Tokens per run ({head}).</p><div class="grid">'
+                    f"<div>{bars}</div><div>{table}</div></div>", wide=True)
 
 
 def _errors(run: dict) -> str:
@@ -275,7 +283,11 @@ def _errors(run: dict) -> str:
     if not kinds:
         body = f'<p class="note">No row failed ({_e(_num(run.get("errors") or 0))} errors counted).</p>'
     else:
-        body = bar_chart([(k, [v], False) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])], [("rows", RED)])
+        rows = run.get("rows") or 0
+        share = f" in {_num(rows)} rows" if rows else ""
+        body = (f'<p class="note">{_num(sum(kinds.values()))} failed value(s){share}; each is null with an error record '
+                'in its <code>&lt;column&gt;_error</code> column.</p>' +
+                bar_chart([(k, [v], False) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])], [("rows", RED)]))
     return _section("Errors by kind", body)
 
 
@@ -288,47 +300,58 @@ def _retries(run: dict) -> str:
     return _section("429s and retries", '<p class="note">Cumulative counts over the run.</p>' + line_chart(series))
 
 
+def _drift_line(m: dict) -> str:
+    return (f'<p class="drift">Drift in {_e(m.get("column"))} = {_e(repr(m.get("value")))}: {_pct(m.get("before"))} before '
+            f'→ {_pct(m.get("after"))} now ({(m.get("sigmas") or 0):.1f}σ, PSI {(m.get("psi") or 0):.2f}, against '
+            f'{_e(m.get("runs_before"))} earlier run(s))</p>')
+
+
+def _column(column: str, d: dict, olds: list[dict], drifts: list[dict]) -> str:
+    """One AI column's output: shares of its values (or its numbers) against the earlier runs."""
+    line = f'{_e(_num(d.get("rows")))} rows · {_pct(d.get("null_rate"))} null · {_pct(d.get("error_rate"))} errors'
+    if olds:
+        mean = lambda k: sum(o.get(k) or 0 for o in olds) / len(olds)  # noqa: E731
+        line += f' (earlier: {_pct(mean("null_rate"))} null, {_pct(mean("error_rate"))} errors)'
+    parts = [f'<h3>{_e(column)}</h3><p class="note">{line}</p>']
+    if d.get("categories"):
+        pooled: dict[str, int] = {}
+        for o in olds:
+            for k, v in (o.get("categories") or {}).items():
+                pooled[k] = pooled.get(k, 0) + v
+        now, was = _shares(d["categories"]), _shares(pooled)
+        flagged = {m["value"] for m in drifts}
+        keys = sorted(set(now) | set(was), key=lambda k: (-now.get(k, 0), k))[:20]
+        series = [("earlier runs", GREY), ("this run", BLUE)] if olds else [("this run", BLUE)]
+        parts.append(bar_chart([(k, ([was.get(k, 0)] if olds else []) + [now.get(k, 0)], k in flagged) for k in keys],
+                               series, fmt=_pct))
+    for key, title in (("numbers", "Values"), ("length", "Text length (characters)")):
+        stats = d.get(key)
+        if stats:
+            prev = [o[key] for o in olds if o.get(key)]
+            head = ["statistic", "this run"] + (["earlier runs (mean)"] if prev else [])
+            rows = [[_e(s), _e(_num(stats.get(s)))] + ([_e(_num(sum(o.get(s) or 0 for o in prev) / len(prev)))] if prev else [])
+                    for s in ("mean", "std", "min", "p5", "p50", "p95", "max")]
+            parts.append(f'<p class="note">{title}</p>' + _table(head, rows))
+    if not d.get("categories") and not d.get("numbers") and not d.get("length"):
+        parts.append('<p class="note">A struct: see its fields.</p>' if "." not in column else "")
+    return '<div>' + "".join(parts + [_drift_line(m) for m in drifts]) + "</div>"
+
+
 def _distributions(run: dict, earlier: list[dict]) -> str:
     dists, drifts = run.get("distributions") or {}, run.get("drift") or []
     before = [r.get("distributions") or {} for r in earlier if r.get("status", "ok") == "ok"]
-    parts = []
+    if before:
+        intro = ('<p class="note">Shares of each value, this run against the pooled earlier runs of the same pipeline'
+                 f' ({len(before)} run(s)); values that drifted are red.</p>')
+    else:
+        intro = '<p class="note">No earlier run of this pipeline to compare with.</p>'
     if not dists:
-        parts.append('<p class="note">No AI column output was recorded.</p>')
-    for column, d in dists.items():
-        olds = [b[column] for b in before if column in b]
-        line = (f'{_e(_num(d.get("rows")))} rows · {_pct(d.get("null_rate"))} null · {_pct(d.get("error_rate"))} errors')
-        if olds:
-            line += (f' (earlier: {_pct(sum(o.get("null_rate") or 0 for o in olds) / len(olds))} null, '
-                     f'{_pct(sum(o.get("error_rate") or 0 for o in olds) / len(olds))} errors, {len(olds)} runs)')
-        parts.append(f'<h3>{_e(column)}</h3><p class="note">{line}</p>')
-        cats = d.get("categories")
-        if cats:
-            pooled: dict[str, int] = {}
-            for o in olds:
-                for k, v in (o.get("categories") or {}).items():
-                    pooled[k] = pooled.get(k, 0) + v
-            now, was = _shares(cats), _shares(pooled)
-            flagged = {m["value"] for m in drifts if m.get("column") == column}
-            keys = sorted(set(now) | set(was), key=lambda k: (-now.get(k, 0), k))[:20]
-            series = [("earlier runs", GREY), ("this run", BLUE)] if olds else [("this run", BLUE)]
-            rows = [(k, ([was.get(k, 0)] if olds else []) + [now.get(k, 0)], k in flagged) for k in keys]
-            parts.append(bar_chart(rows, series, fmt=_pct))
-        for key in ("numbers", "length"):
-            stats = d.get(key)
-            if stats:
-                olds_k = [o[key] for o in olds if o.get(key)]
-                head = ["statistic", "this run"] + (["earlier runs (mean)"] if olds_k else [])
-                rows_t = [[_e(s), _e(_num(stats.get(s)))] + ([_e(_num(sum(o.get(s) or 0 for o in olds_k) / len(olds_k)))]
-                                                            if olds_k else []) for s in ("mean", "std", "min", "p5", "p50", "p95", "max")]
-                parts.append(f'<p class="note">{"Values" if key == "numbers" else "Text length (characters)"}</p>' + _table(head, rows_t))
-    for m in drifts:
-        parts.append(f'<p class="drift">Drift in {_e(m.get("column"))} = {_e(repr(m.get("value")))}: '
-                     f'{_pct(m.get("before"))} before → {_pct(m.get("after"))} now ({(m.get("sigmas") or 0):.1f}σ, '
-                     f'PSI {(m.get("psi") or 0):.2f}, against {_e(m.get("runs_before"))} earlier run(s))</p>')
-    intro = ('<p class="note">Shares of each value, this run against the earlier runs of the same pipeline'
-             f' ({len(before)} run(s)); values that drifted are red.</p>' if before else
-             '<p class="note">No earlier run of this pipeline to compare with.</p>')
-    return _section("Output distributions", intro + "".join(parts), wide=True)
+        intro += '<p class="note">No AI column output was recorded.</p>'
+    blocks = [_column(c, d, [b[c] for b in before if c in b], [m for m in drifts if m.get("column") == c])
+              for c, d in dists.items()]
+    known = set(dists)
+    blocks += [_drift_line(m) for m in drifts if m.get("column") not in known]
+    return _section("Output distributions", intro + '<div class="grid">' + "".join(blocks) + "</div>", wide=True)
 
 
 def _shares(counts: dict[str, int]) -> dict[str, float]:
@@ -388,7 +411,7 @@ def _date(ts: float | None, short: bool = False) -> str:
     if not ts:
         return "–"
     t = datetime.datetime.fromtimestamp(ts).astimezone()
-    return t.strftime("%m-%d %H:%M") if short else t.strftime("%Y-%m-%d %H:%M:%S %Z")
+    return t.strftime("%m-%d %H:%M:%S") if short else t.strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
@@ -400,8 +423,8 @@ def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
         alert = '<div class="alert"><b>Drift:</b> ' + "; ".join(
             f'{_e(m.get("column"))} = {_e(repr(m.get("value")))} {_pct(m.get("before"))} → {_pct(m.get("after"))}'
             for m in drifts) + "</div>"
-    panels = [_totals(run), '<div class="grid">', _throughput(run), _latency(run), _tokens(run, earlier), _errors(run),
-              _retries(run), "</div>", _distributions(run, earlier)]
+    panels = [_totals(run), '<div class="grid">', _throughput(run), _latency(run), _retries(run), _errors(run), "</div>",
+              _tokens(run, earlier), _distributions(run, earlier)]
     if run.get("evaluation"):
         panels.append(_evaluation(run["evaluation"]))
     panels.append(_sample(sample))
