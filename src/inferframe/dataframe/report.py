@@ -42,10 +42,14 @@ def report(run_id: str | None = None, path: str | None = None, *, directory: str
         ...
         inferframe.errors.PlanError: report(): the run history ... has no run yet; ...
     """
-    from inferframe.dataframe.runs import _history
+    from inferframe.observe.history import RunHistory
+    from inferframe.observe.recorder import SETTINGS
     from inferframe.observe.report import render_report
+    from inferframe.runtime.cache import default_cache_dir
 
-    history = _history(directory)
+    # As runs._history(), not imported from there: runs imports the constructors, which import the
+    # DataFrame, whose write() imports this module (a cycle).
+    history = RunHistory(directory or SETTINGS.directory or default_cache_dir())
     if run_id is None:
         newest = history.runs(limit=1)
         if not newest:
