@@ -66,7 +66,9 @@ def report(run_id: str | None = None, path: str | None = None, *, directory: str
     earlier = [r for r in history.runs(run["fingerprint"]) if r["run_id"] != run["run_id"]
                and (r["started"] or 0) <= (run["started"] or 0)][:EARLIER_RUNS]
     page = render_report(run, earlier, history.sample(run["run_id"]))
-    path = path or f"inferframe-report-{run['run_id']}.html"
+    path = os.fspath(path or f"inferframe-report-{run['run_id']}.html")
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(page)
-    return os.fspath(path)
+    return path

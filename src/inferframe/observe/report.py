@@ -20,9 +20,10 @@ import json
 import math
 from typing import Any, Sequence
 
+from inferframe.observe.history import shares
 from inferframe.observe.stats import LATENCY_BOUNDS
 
-BLUE, GREY, RED, ORANGE, GREEN = "#2563eb", "#a3aab8", "#dc2626", "#ea8c00", "#16a34a"
+BLUE, GREY, RED, ORANGE = "#2563eb", "#a3aab8", "#dc2626", "#ea8c00"
 NUM = ' class="num"'
 W = 520  # width of every chart's viewBox (it scales to the card)
 
@@ -56,14 +57,12 @@ def _num(x: float | int | None) -> str:
     """A short figure: 1,234 / 12.3k / 0.056 (None: a dash)."""
     if x is None:
         return "–"
-    if isinstance(x, int) or float(x).is_integer() and abs(x) < 1e5:
-        return f"{int(x):,}" if abs(x) < 1e5 else _num(float(x))
     a = abs(x)
     if a >= 1e6:
         return f"{x / 1e6:.3g}M"
-    if a >= 1e4:
+    if a >= 1e5:
         return f"{x / 1e3:.3g}k"
-    return f"{x:.3g}"
+    return f"{x:,.0f}" if a >= 100 or float(x).is_integer() else f"{x:.3g}"
 
 
 def _secs(s: float | None) -> str:
@@ -201,8 +200,9 @@ def _section(title: str, body: str, wide: bool = False) -> str:
     return f"<section{cls}><h2>{_e(title)}</h2>{body}</section>"
 
 
-def _table(head: list[str], rows: list[list[str]], num_from: int = 1, classes: list[list[str]] | None = None) -> str:
-    """A table of already-escaped cells; columns from ``num_from`` are right-aligned."""
+def _table(head: list[str], rows: list[list[str]], num_from: int | None = 1, classes: list[list[str]] | None = None) -> str:
+    """A table of already-escaped cells; columns from ``num_from`` on (None: none) are right-aligned numbers."""
+    num_from = len(head) if num_from is None else num_from
     th = "".join(f"<th{NUM if i >= num_from else ''}>{h}</th>" for i, h in enumerate(head))
     body = []
     for r, row in enumerate(rows):
@@ -241,20 +241,25 @@ def _totals(run: dict) -> str:
     return _section("Totals", tiles + meta, wide=True)
 
 
+def _clock(tl: list) -> tuple[float, str]:
+    """The time axis of a timeline: (seconds per unit, unit)."""
+    return (60.0, "minutes") if tl and tl[-1][0] > 300 else (1.0, "seconds")
+
+
 def _throughput(run: dict) -> str:
     tl = run.get("timeline") or []
-    pts, prev = [], (0.0, 0)
-    for p in tl:
-        dt = p[0] - prev[0]
-        if dt >= 0.1:  # the last point is taken at the end, a few ms after the previous one
-            pts.append((p[0], (p[1] - prev[1]) / dt))
-            prev = (p[0], p[1])
+    (unit, label), duration = _clock(tl), (tl[-1][0] if tl else 0) or 1
+    window = max(1.0, duration / 30)  # rows/s over a trailing window: rows finish in batches, samples are 0.5 s apart
+    marks, pts = [(0.0, 0)] + [(p[0], p[1]) for p in tl], []
+    for i, (t, done) in enumerate(marks[1:], 1):
+        t0, d0 = next((m for m in reversed(marks[:i]) if m[0] <= t - window), marks[0])
+        if t - t0 > 0 and (not pts or t - pts[-1][0] * unit >= 0.1):  # the last sample is a few ms after the one before
+            pts.append((t / unit, (done - d0) / (t - t0)))
     if len(pts) < 2:
         body = f'<p class="note">The run was too short for a curve: {_e(_num(run.get("rows") or 0))} rows.</p>'
     else:
-        duration = tl[-1][0] or 1
         body = (f'<p class="note">{_num(tl[-1][1] / duration)} rows/s on average · peak {_num(max(y for _, y in pts))} rows/s '
-                f'(per {_num(duration / len(tl))} s)</p>' + line_chart([("rows/s", BLUE, pts)]))
+                f'(over {_secs(window)})</p>' + line_chart([("rows/s", BLUE, pts)], label))
     return _section("Rows per second", body)
 
 
@@ -293,11 +298,12 @@ def _errors(run: dict) -> str:
 
 def _retries(run: dict) -> str:
     tl = run.get("timeline") or []
-    series = [(name, c, [(0.0, 0.0)] + [(p[0], p[i]) for p in tl]) for name, c, i in
-              (("429s", ORANGE, 3), ("retries", BLUE, 4), ("errors", RED, 5))]
     if not tl:
         return _section("429s and retries", '<p class="note">No timeline was recorded.</p>')
-    return _section("429s and retries", '<p class="note">Cumulative counts over the run.</p>' + line_chart(series))
+    unit, label = _clock(tl)
+    series = [(name, c, [(0.0, 0.0)] + [(p[0] / unit, p[i]) for p in tl]) for name, c, i in
+              (("429s", ORANGE, 3), ("retries", BLUE, 4), ("errors", RED, 5))]
+    return _section("429s and retries", '<p class="note">Cumulative counts over the run.</p>' + line_chart(series, label))
 
 
 def _drift_line(m: dict) -> str:
@@ -318,7 +324,7 @@ def _column(column: str, d: dict, olds: list[dict], drifts: list[dict]) -> str:
         for o in olds:
             for k, v in (o.get("categories") or {}).items():
                 pooled[k] = pooled.get(k, 0) + v
-        now, was = _shares(d["categories"]), _shares(pooled)
+        now, was = shares(d["categories"]), shares(pooled)
         flagged = {m["value"] for m in drifts}
         keys = sorted(set(now) | set(was), key=lambda k: (-now.get(k, 0), k))[:20]
         series = [("earlier runs", GREY), ("this run", BLUE)] if olds else [("this run", BLUE)]
@@ -354,18 +360,12 @@ def _distributions(run: dict, earlier: list[dict]) -> str:
     return _section("Output distributions", intro + '<div class="grid">' + "".join(blocks) + "</div>", wide=True)
 
 
-def _shares(counts: dict[str, int]) -> dict[str, float]:
-    total = sum(counts.values())
-    return {k: v / total for k, v in counts.items()} if total else {}
-
-
 def _evaluation(ev: dict) -> str:
-    items = [("accuracy", _pct(ev.get("accuracy"))), ("rows", _num(ev.get("rows"))), ("missing", _num(ev.get("missing"))),
-             ("unlabelled", _num(ev.get("unlabelled"))), ("null rate", _pct(ev.get("null_rate"))),
-             ("error rate", _pct(ev.get("error_rate")))]
-    for key in ("macro_f1", "exact_match", "mae", "rmse"):
-        if ev.get(key) is not None:
-            items.insert(1, (key.replace("_", " "), _pct(ev[key]) if key == "exact_match" else f"{ev[key]:.3g}"))
+    items = [("accuracy", _pct(ev.get("accuracy")))]
+    items += [(k.replace("_", " "), _pct(ev[k]) if k == "exact_match" else f"{ev[k]:.3g}")
+              for k in ("macro_f1", "exact_match", "mae", "rmse") if ev.get(k) is not None]
+    items += [("rows", _num(ev.get("rows"))), ("missing", _num(ev.get("missing"))), ("unlabelled", _num(ev.get("unlabelled"))),
+              ("null rate", _pct(ev.get("null_rate"))), ("error rate", _pct(ev.get("error_rate")))]
     parts = [f'<p class="note">{_e(ev.get("prediction"))} against {_e(ev.get("truth"))} ({_e(ev.get("kind"))})</p>', _tiles(items)]
     if ev.get("per_class"):
         rows = [[_e(k), f"{v.get('precision', 0):.3f}", f"{v.get('recall', 0):.3f}", f"{v.get('f1', 0):.3f}",
@@ -403,7 +403,7 @@ def _sample(sample: list[dict]) -> str:
     for row in sample:
         cols += [k for k in row if k not in cols and k != "_run_id"]
     rows = [[_e(i + 1)] + [_cell(r.get(c)) for c in cols] for i, r in enumerate(sample)]
-    body = f'<p class="note">{len(sample)} row(s), every k-th row of the job.</p>' + _table(["#"] + [_e(c) for c in cols], rows, num_from=10**9)
+    body = f'<p class="note">{len(sample)} row(s), every k-th row of the job.</p>' + _table(["#"] + [_e(c) for c in cols], rows, None)
     return _section("Review sample", body, wide=True)
 
 
