@@ -125,3 +125,14 @@ def test_in_a_notebook_the_progress_shows_and_a_run_ends_with_an_html_summary(mo
     with Simulator(SimulatorConfig()) as sim:
         job(sim, 20).to_arrow(progress=False)
     assert len(shown) == 1 and shown[0][0] == "html" and "<td>20</td>" in shown[0][1]
+
+
+def test_a_job_with_two_ai_calls_counts_its_rows_once_and_writes_its_report(history_dir, tmp_path):
+    with Simulator(SimulatorConfig(responder=labels(0.5))) as sim:
+        df = job(sim, 60).with_column("again", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key=KEY,
+                                                      model="gpt-5-mini", system_message="Once more.", use_chat_completions=True))
+        df.to_arrow(report=str(tmp_path / "run.html"))
+    run = ifr.runs(directory=history_dir).to_pylist()[0]
+    assert run["rows"] == 60 and run["requests"] == 120
+    page = (tmp_path / "run.html").read_text()
+    assert run["run_id"] in page and "<script" not in page

@@ -54,7 +54,7 @@ def test_all_is_pinned():
         "ExecutionError", "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
         "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
         "cls", "col", "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions",
-        "lit", "method", "read_csv", "read_json", "read_parquet", "run_sample", "runs", "set_cache", "set_history",
+        "lit", "method", "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history",
         "set_prices", "set_provider", "set_runner_native", "set_runner_ray",
     ])
     for name in ifr.__all__:

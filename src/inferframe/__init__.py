@@ -10,7 +10,7 @@ Example:
 from inferframe import functions
 from inferframe.dataframe import (
     DataFrame, Evaluation, GroupedDataFrame, Schema, evaluate, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
-    from_ray_dataset, read_csv, read_json, read_parquet, run_sample, runs,
+    from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
 from inferframe.observe import DriftWarning, set_history
 from inferframe.datatype import DataType
@@ -33,6 +33,6 @@ __all__ = [
     "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
     "cls", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
-    "read_csv", "read_json", "read_parquet", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
+    "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
     "set_runner_ray",
 ]

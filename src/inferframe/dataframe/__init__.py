@@ -5,10 +5,11 @@ from inferframe.dataframe.constructors import (
 )
 from inferframe.dataframe.dataframe import DataFrame, GroupedDataFrame
 from inferframe.dataframe.evaluate import Evaluation, evaluate
+from inferframe.dataframe.report import report
 from inferframe.dataframe.runs import run_sample, runs
 from inferframe.dataframe.schema import Schema
 
 __all__ = [
     "DataFrame", "Evaluation", "GroupedDataFrame", "Schema", "from_arrow", "from_glob_path", "from_pandas", "from_pydict",
-    "from_pylist", "from_ray_dataset", "read_csv", "read_json", "read_parquet", "run_sample", "runs", "evaluate",
+    "from_pylist", "from_ray_dataset", "read_csv", "read_json", "read_parquet", "run_sample", "runs", "evaluate", "report",
 ]

@@ -224,13 +224,15 @@ class RunRecorder:
         runs = CURRENT_RUN.runs()
         hist = [sum(h) for h in zip(*[r.latency_hist for r in runs])] if runs else []
         total = {k: sum(getattr(r, k) for r in runs) for k in
-                 ("rows_done", "requests", "input_tokens", "output_tokens", "cost", "retries", "rate_limited", "errors",
+                 ("requests", "input_tokens", "output_tokens", "cost", "retries", "rate_limited", "errors",
                   "cache_hits", "truncated")}
         distributions = {name: col.summary() for name, col in self.columns.items()}
         versions = sorted({c.get("prompt_version") or "" for c in self.job.get("calls", [])})
         run = {
             "run_id": self.run_id, "started": self.started, "ended": time.time(), "fingerprint": self.job["fingerprint"],
-            "status": "failed" if failed else "ok", "rows": total.pop("rows_done"), **total,
+            # Rows of the job: those that came out (several AI calls each count every row once).
+            "status": "failed" if failed else "ok",
+            "rows": self.offset or max([r.rows_done for r in runs], default=0), **total,
             "latency_p50_s": latency_quantile(hist, 0.5), "latency_p90_s": latency_quantile(hist, 0.9),
             "latency_p99_s": latency_quantile(hist, 0.99), "calls": self.job.get("calls", []),
             "prompt_versions": versions, "errors_by_kind": self.errors_by_kind, "latency_hist": hist,
