@@ -41,6 +41,9 @@ def test_batch_mode_answers_every_row_in_order(tmp_path, chat):
     assert not by_endpoint.get("chat.completions") and not by_endpoint.get("responses")  # nothing sent synchronously
     run = last_run()[0]
     assert run["requests"] == 40 and run["errors"] == 0
+    # The Batch API costs half: the run's total is the sum of the rows' (discounted) costs, not the full price.
+    row_costs = sum(u["cost"] for u in out["a_usage"])
+    assert run["cost"] == pytest.approx(row_costs) and row_costs > 0
 
 
 def test_failed_lines_are_row_errors_and_answers_are_cached(tmp_path):

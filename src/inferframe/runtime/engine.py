@@ -307,6 +307,7 @@ class InferenceRuntime:
         self.stats.requests += len(todo)
         for key, idxs in todo.items():
             first = self._finish(outcomes[key], 1, rows)
+            self.stats.cost -= first.cost * (1 - BATCH_DISCOUNT)  # _finish counted the synchronous price
             first.cost *= BATCH_DISCOUNT
             for j, i in enumerate(idxs):
                 if j:
