@@ -7,7 +7,8 @@ memory stays flat.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import itertools
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
@@ -25,7 +26,7 @@ Batches = Iterator[pa.RecordBatch]
 class _Builder:
     def __init__(self, ctx: ExecContext) -> None:
         self.ctx = ctx
-        self.udf_count = 0
+        self.names = (f"__udf_{i}" for i in itertools.count())  # the UDF stages' output columns
 
     def build(self, plan: lp.LogicalPlan) -> Batches:
         ctx = self.ctx
@@ -73,23 +74,42 @@ class _Builder:
 
     def run_udfs(self, stream: Batches, exprs: tuple[Node, ...], schema: pa.Schema) -> tuple[Batches, tuple[Node, ...]]:
         """Give each UDF call its own stage (innermost first); rewrite exprs to read their outputs."""
-        if not any(contains_udf(e) for e in exprs):
-            return stream, exprs
-        state = {"stream": stream, "schema": schema}
+        stream, _, exprs = lift_udfs(stream, exprs, schema, self.udf_stage, self.names)
+        return stream, exprs
 
-        def extract(node: Node) -> Node:
-            if not isinstance(node, UDFCall):
-                return node
-            name = f"__udf_{self.udf_count}"
-            self.udf_count += 1
-            field = node.to_field(state["schema"])
-            op = UDFOperator(node, name, field.type, self.ctx)
-            state["stream"] = prefetch(op.run(state["stream"]), self.ctx, maxsize=2, name=f"udf-{node.udf.name}")
-            state["schema"] = state["schema"].append(pa.field(name, field.type))
-            return Col(name)
+    def udf_stage(self, stream: Batches, call: UDFCall, name: str, schema: pa.Schema) -> tuple[Batches, pa.Schema]:
+        field = call.to_field(schema)
+        op = UDFOperator(call, name, field.type, self.ctx)
+        stream = prefetch(op.run(stream), self.ctx, maxsize=2, name=f"udf-{call.udf.name}")
+        return stream, schema.append(pa.field(name, field.type))
 
-        new_exprs = tuple(e.transform_up(extract) for e in exprs)
-        return state["stream"], new_exprs
+
+def lift_udfs(stream: Any, exprs: tuple[Node, ...], schema: pa.Schema, add_stage: Callable,
+              names: Iterator[str]) -> tuple[Any, pa.Schema, tuple[Node, ...]]:
+    """Give each UDF call in ``exprs`` its own stage, innermost first; the exprs then read the stages' columns.
+
+    ``add_stage(stream, call, name, schema) -> (stream, schema)`` appends one stage (this executor's
+    operator, or a Ray Data stage); ``names`` gives each stage's output column a fresh name.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from inferframe.expressions.nodes import Col
+        >>> lift_udfs("s", (Col("a"),), pa.schema([("a", pa.int64())]), None, iter(()))
+        ('s', a: int64, (Col(column='a'),))
+    """
+    if not any(contains_udf(e) for e in exprs):
+        return stream, schema, exprs
+    state = [stream, schema]
+
+    def extract(node: Node) -> Node:
+        if not isinstance(node, UDFCall):
+            return node
+        name = next(names)
+        state[0], state[1] = add_stage(state[0], node, name, state[1])
+        return Col(name)
+
+    new_exprs = tuple(e.transform_up(extract) for e in exprs)
+    return state[0], state[1], new_exprs
 
 
 def execute(plan: lp.LogicalPlan, *, morsel_size: int = 8192, services: Any = None) -> Batches:

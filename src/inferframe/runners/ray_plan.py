@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from inferframe.execution import operators as ops
 from inferframe.execution.context import ExecContext
 from inferframe.expressions.evaluate import to_pyarrow_filter
-from inferframe.expressions.nodes import Col, Node, UDFCall, contains_udf
+from inferframe.expressions.nodes import Node, UDFCall
 from inferframe.plan import logical as lp
 
 # Rows per block read from an in-memory table, and per read task of a big Parquet file (row groups).
@@ -410,5 +410,3 @@ def write_block(table: pa.Table, pending) -> pa.Table:
     names = pending.write_parts(_batches(table), prefix=f"w-{uuid.uuid4().hex}-", keep_empty=False)
     return pa.table({"names": pa.array([names], pa.list_(pa.string()))})
 
-
-__all__ = ["UDFStage", "Col", "contains_udf"]

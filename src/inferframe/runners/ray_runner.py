@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -27,7 +28,8 @@ import pyarrow as pa
 
 from inferframe.ai.run import RunServices
 from inferframe.errors import InferframeError, ServiceError
-from inferframe.expressions.nodes import Col, Node, UDFCall, contains_udf
+from inferframe.execution.executor import lift_udfs
+from inferframe.expressions.nodes import Col, Node, contains_udf
 from inferframe.observe.stats import CURRENT_RUN, RunCounters
 from inferframe.plan import logical as lp
 from inferframe.providers import secrets
@@ -298,7 +300,7 @@ class _Builder:
     def __init__(self, job: _Job, cluster_cpus: int) -> None:
         self.job = job
         self.cpus = cluster_cpus
-        self.udf_count = 0
+        self.names = (f"__udf_{i}" for i in itertools.count())
 
     def build(self, plan: lp.LogicalPlan):
         import ray.data as rd
@@ -333,8 +335,8 @@ class _Builder:
         if isinstance(plan, lp.Aggregate):
             ds = rp.aggregate(self.build(plan.input), plan, self.cpus)
             if not plan.group_by and all(op in rp._PARTIAL for op, _, _ in plan.aggs):
-                partials = pa.concat_tables(list(ds.iter_batches(batch_format="pyarrow", batch_size=None))) \
-                    if ds.count() else pa.table({})
+                tables = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # one partial row a block
+                partials = pa.concat_tables(tables) if tables else pa.table({})
                 return rd.from_arrow(rp.finish_aggregate(partials, plan))
             return ds
         if isinstance(plan, lp.Join):
@@ -357,18 +359,8 @@ class _Builder:
         return ray.put(table)
 
     def run_udfs(self, ds, exprs: tuple[Node, ...], schema: pa.Schema):
-        """Each UDF call becomes its own stage (innermost first); exprs are rewritten to read their outputs."""
-        if not any(contains_udf(e) for e in exprs):
-            return ds, schema, exprs
-        state = {"ds": ds, "schema": schema}
+        """Each UDF call becomes its own Ray stage (innermost first); exprs are rewritten to read their outputs."""
+        def stage(ds, call, name, schema):
+            return rp.udf_stage(ds, call, name, schema, self.job.services, self.cpus)
 
-        def extract(node: Node) -> Node:
-            if not isinstance(node, UDFCall):
-                return node
-            name = f"__udf_{self.udf_count}"
-            self.udf_count += 1
-            state["ds"], state["schema"] = rp.udf_stage(state["ds"], node, name, state["schema"], self.job.services, self.cpus)
-            return Col(name)
-
-        new_exprs = tuple(e.transform_up(extract) for e in exprs)
-        return state["ds"], state["schema"], new_exprs
+        return lift_udfs(ds, exprs, schema, stage, self.names)
