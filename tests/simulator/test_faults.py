@@ -30,7 +30,8 @@ CFG = dict(
 N = 1000
 
 
-async def _classify_all(base_url: str, bodies: list, timeout: float = 1.0) -> list:
+async def _classify_all(base_url: str, bodies: list, timeout: float = 3.0) -> list:
+    # Hung requests hang 30 s; 3 s tells them apart from answers slowed by a loaded machine (1 s did not).
     out: list = [None] * len(bodies)
     sem = asyncio.Semaphore(200)
     t = aiohttp.ClientTimeout(total=timeout)
