@@ -146,6 +146,49 @@ def _texts(body: Any):
             yield from _texts(v)
 
 
+def prompt_text(body: dict) -> str:
+    r"""The prompt's text in the order the server reads it (instructions, then each message); images as their bytes' place.
+
+    What a prompt cache can reuse is a prefix of this text, so rows are grouped by it. A media
+    part stands in by its own data, so two rows share a prefix through an image only when the
+    image is the same.
+
+    Example:
+        >>> prompt_text({"instructions": "Be brief.", "input": "Hi"})
+        'Be brief.\x1eHi'
+        >>> prompt_text({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]})
+        'system\x1fS\x1euser\x1fQ'
+    """
+    out = []
+    if body.get("instructions"):
+        out.append(str(body["instructions"]))
+    payload = body.get("messages")
+    if payload is None:
+        payload = body.get("input", "")
+    if isinstance(payload, str):
+        out.append(payload)
+    else:
+        for m in payload:
+            if isinstance(m, dict) and "role" in m:
+                content = m.get("content")
+                text = content if isinstance(content, str) else "\x1d".join(_parts_text(content))
+                out.append(f"{m['role']}\x1f{text}")
+            else:
+                out.append("\x1d".join(_parts_text(m)))
+    return "\x1e".join(out)
+
+
+def _parts_text(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _parts_text(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _parts_text(v)
+
+
 def estimate_tokens(body: dict, model: str | None) -> tuple[int, int]:
     """(input tokens, max output tokens) for a request body.
 
