@@ -7,7 +7,7 @@ rows go out together" and "how much of each row a cache could serve".
 
 Example:
     >>> shared_prefix_chars(["Doc A: q1", "Doc B: q1", "Doc A: q2"])
-    [0, 0, 7]
+    [0, 4, 8]
 """
 
 from __future__ import annotations
