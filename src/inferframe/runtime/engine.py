@@ -242,8 +242,11 @@ class InferenceRuntime:
 
     def _finish(self, outcome: Outcome, attempts: int, rows: bool = True) -> Result:
         usage = outcome.usage or Usage()
-        cost = cost_of(self.config.price, usage.input_tokens, usage.output_tokens)
-        self.stats.add_usage(usage.input_tokens, usage.output_tokens, cost)
+        price, cached = self.config.price, usage.cached_tokens
+        cost = cost_of(price, usage.input_tokens, usage.output_tokens, cached)
+        # The prompt cache's saving: its tokens at the full input rate, less what they cost.
+        saved = cost_of(price, cached, 0) - cost_of(price, cached, 0, cached) if cached else 0.0
+        self.stats.add_usage(usage.input_tokens, usage.output_tokens, cost, cached, saved)
         if outcome.ok:
             self.stats.rows_done += rows
             self.breaker.row(True, None, "")
@@ -306,8 +309,11 @@ class InferenceRuntime:
             self.stats.in_flight -= len(todo)
         self.stats.requests += len(todo)
         for key, idxs in todo.items():
+            saved_before = self.stats.cache_saved
             first = self._finish(outcomes[key], 1, rows)
             self.stats.cost -= first.cost * (1 - BATCH_DISCOUNT)  # _finish counted the synchronous price
+            # ...and the prompt cache's saving at it: at half the price the same tokens save half.
+            self.stats.cache_saved -= (self.stats.cache_saved - saved_before) * (1 - BATCH_DISCOUNT)
             first.cost *= BATCH_DISCOUNT
             for j, i in enumerate(idxs):
                 if j:
