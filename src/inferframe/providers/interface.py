@@ -24,10 +24,20 @@ from inferframe.errors import ErrorKind
 
 @dataclasses.dataclass
 class Usage:
-    """Tokens one request used, as the server counted them."""
+    """Tokens one request used, as the server counted them.
+
+    ``cached_tokens`` is the part of ``input_tokens`` the server's prompt cache served (as OpenAI
+    counts it: included in ``input_tokens``, billed at the cached-input rate).
+
+    Example:
+        >>> u = Usage(input_tokens=1200, output_tokens=5, cached_tokens=1024)
+        >>> u.total, u.input_tokens - u.cached_tokens
+        (1205, 176)
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
 
     @property
     def total(self) -> int:

@@ -29,6 +29,11 @@ MAX_BATCH_INPUTS = 8
 class LocalProvider(OpenAIProvider):
     """OpenAI-compatible calls to the process-wide local llama.cpp server (started on first use).
 
+    A slot that still holds an earlier prompt reuses its shared start: the server reports those
+    tokens as ``usage.prompt_tokens_details.cached_tokens`` (and ``timings.cache_n``), part of
+    ``prompt_tokens`` as on OpenAI, so ``Usage.cached_tokens`` counts them (``parse_chat``);
+    they cost nothing here, as every local token.
+
     Parameters:
         spec: options ``parallel`` (server slots) and ``timeout``.
     """

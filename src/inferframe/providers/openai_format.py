@@ -292,9 +292,46 @@ def error_message(body: Any, status: int) -> tuple[str, str | None]:
     return f"HTTP {status}", None
 
 
+def cached_tokens(usage: dict, details: str, input_tokens: int, fallback: Any = None) -> int:
+    """The part of ``input_tokens`` a prompt cache served: ``usage[details]["cached_tokens"]``, else ``fallback``.
+
+    0 when the server says nothing; never more than the input (a server's odd count must not
+    make the uncached part negative).
+
+    Example:
+        >>> cached_tokens({"prompt_tokens_details": {"cached_tokens": 1152}}, "prompt_tokens_details", 1300)
+        1152
+        >>> cached_tokens({"prompt_tokens_details": None}, "prompt_tokens_details", 1300), cached_tokens({}, "x", 10, 50)
+        (0, 10)
+    """
+    details_value = usage.get(details)
+    n = details_value.get("cached_tokens") if isinstance(details_value, dict) else None
+    if n is None:
+        n = fallback
+    try:
+        n = int(n or 0)
+    except (TypeError, ValueError):
+        return 0
+    return max(0, min(n, input_tokens))
+
+
 def parse_chat(body: dict) -> Outcome:
+    """One /chat/completions answer as an Outcome: the text, finish reason and usage (cached tokens included).
+
+    Example:
+        >>> o = parse_chat({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+        ...                 "usage": {"prompt_tokens": 1300, "completion_tokens": 2, "total_tokens": 1302,
+        ...                           "prompt_tokens_details": {"cached_tokens": 1152}}})
+        >>> o.value, o.usage
+        ('ok', Usage(input_tokens=1300, output_tokens=2, cached_tokens=1152))
+    """
     usage = body.get("usage") or {}
-    u = Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+    inp = usage.get("prompt_tokens") or 0
+    # llama.cpp servers that predate prompt_tokens_details report the reused prefix only as timings.cache_n.
+    timings = body.get("timings")
+    u = Usage(inp, usage.get("completion_tokens") or 0,
+              cached_tokens(usage, "prompt_tokens_details", inp,
+                            timings.get("cache_n") if isinstance(timings, dict) else None))
     choice = body["choices"][0]
     msg = choice.get("message") or {}
     if msg.get("refusal"):
@@ -307,8 +344,18 @@ def parse_chat(body: dict) -> Outcome:
 
 
 def parse_responses(body: dict) -> Outcome:
+    """One /responses answer as an Outcome: the text, finish reason and usage (cached tokens included).
+
+    Example:
+        >>> o = parse_responses({"status": "completed", "output": [{"type": "message", "content": [
+        ...     {"type": "output_text", "text": "ok"}]}], "usage": {"input_tokens": 2048, "output_tokens": 3,
+        ...     "input_tokens_details": {"cached_tokens": 1920}}})
+        >>> o.value, o.usage.cached_tokens
+        ('ok', 1920)
+    """
     usage = body.get("usage") or {}
-    u = Usage(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+    inp = usage.get("input_tokens") or 0
+    u = Usage(inp, usage.get("output_tokens") or 0, cached_tokens(usage, "input_tokens_details", inp))
     texts, refusal = [], None
     for item in body.get("output") or []:
         if item.get("type") == "message":
