@@ -30,7 +30,7 @@ from inferframe.providers import secrets
 from inferframe.providers.registry import REGISTRY
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.cache import CachePolicy, default_cache_dir
-from inferframe.runtime.pricing import price_of
+from inferframe.runtime.pricing import Price, check_price, price_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Session:
 
     Parameters:
         provider: the default provider (``set_provider``); None: picked per call.
-        prices: user prices as ((model, (input, output)), ...) dollars per million tokens.
+        prices: user prices as ((model, (input, output[, cached_input])), ...) dollars per million tokens.
         cache_policy: the default cache policy (None: ``INFERFRAME_CACHE`` or "read_write").
         cache_dir: the cache directory (None: ``INFERFRAME_CACHE_DIR`` or the XDG cache dir).
     """
@@ -49,8 +49,8 @@ class Session:
     cache_policy: CachePolicy | None = None
     cache_dir: str | None = None
 
-    def price_of(self, model: str | None) -> tuple[float, float] | None:
-        """The model's price: this session's, else the built-in table."""
+    def price_of(self, model: str | None) -> Price | None:
+        """The model's price, (input, output) or (input, output, cached_input): this session's, else the built-in table."""
         return price_of(model, dict(self.prices))
 
     def cache_settings(self, policy: Any = None, directory: Any = None) -> tuple[CachePolicy, str]:
@@ -100,18 +100,26 @@ def reset_provider() -> None:
     _replace(provider=None)
 
 
-def set_prices(prices: dict[str, tuple[float, float]]) -> None:
-    """Set or override prices: ``{"my-model": (input_per_1M, output_per_1M)}`` dollars.
+def set_prices(prices: dict[str, Price]) -> None:
+    """Set or override prices in dollars per million tokens: ``{"my-model": (input, output)}``, or
+    ``(input, output, cached_input)`` where the provider bills prompt-cache hits at their own rate.
+
+    Without a cached rate, cached input tokens cost the input rate. Every price is checked before
+    any is set.
 
     Example:
-        >>> set_prices({"my-model": (0.5, 1.5)})
+        >>> set_prices({"my-model": (0.5, 1.5), "my-cached-model": (1.0, 4.0, 0.1)})
+        >>> current().price_of("my-cached-model")
+        (1.0, 4.0, 0.1)
+        >>> set_prices({"bad": (1.0, 2.0, 3.0, 4.0)})
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: set_prices(): bad: a price is (input, output) or (input, output, cached_input) dollars per million tokens, each >= 0; got (1.0, 2.0, 3.0, 4.0).
     """
-    table = dict(current().prices)
-    for model, (inp, out) in prices.items():
-        if inp < 0 or out < 0:
-            raise PlanError(f"set_prices(): prices must be >= 0 dollars per million tokens, got {model}: {(inp, out)}.")
-        table[model] = (float(inp), float(out))
-    _replace(prices=tuple(sorted(table.items())))
+    if not isinstance(prices, dict):
+        raise PlanError(f"set_prices(): give a dict of model -> (input, output[, cached_input]), got {prices!r}.")
+    checked = {model: check_price(price, f"set_prices(): {model}") for model, price in prices.items()}
+    _replace(prices=tuple(sorted({**dict(current().prices), **checked}.items())))
 
 
 def set_cache(policy: str | None = None, directory: str | os.PathLike | None = None) -> None:
