@@ -27,7 +27,8 @@ def runs(limit: int | None = 100, *, directory: str | None = None):
     """The run history as a DataFrame, newest first: one row per job with AI calls.
 
     Columns: run_id, started/ended (UTC timestamps), fingerprint, status, rows, requests, tokens,
-    cost, retries, rate_limited, errors, cache_hits, truncated, latency percentiles, models, and
+    cost, retries, rate_limited, errors, cache_hits, truncated, latency percentiles, cached_tokens
+    (input the provider's prompt cache served) and cache_saved (dollars), models, and
     JSON text for the nested records (calls, errors_by_kind, timeline, distributions, drift, evaluation).
 
     Parameters:
@@ -47,7 +48,8 @@ def runs(limit: int | None = 100, *, directory: str | None = None):
     cols["models"] = [", ".join(sorted({f"{c['provider']}:{c['model']}" for c in (r["calls"] or [])})) for r in rows]
     for c in NESTED:
         cols[c] = [json.dumps(r[c]) if r[c] is not None else None for r in rows]
-    types = {"started": pa.float64(), "ended": pa.float64(), "cost": pa.float64(), "latency_p50_s": pa.float64(),
+    types = {"started": pa.float64(), "ended": pa.float64(), "cost": pa.float64(), "cache_saved": pa.float64(),
+             "latency_p50_s": pa.float64(),
              "latency_p90_s": pa.float64(), "latency_p99_s": pa.float64(), "run_id": pa.string(), "fingerprint": pa.string(),
              "status": pa.string(), "models": pa.string()}
     arrays = {}

@@ -1,7 +1,8 @@
 """Run history: one row per job with AI calls, in a SQLite file next to the response cache.
 
 Each run records what it called (providers, models, prompt versions: never a key), its totals
-(rows, tokens, cost, retries, 429s, errors by kind, cache hits, truncated rows), latency
+(rows, tokens, cost, retries, 429s, errors by kind, cache hits, truncated rows, input tokens the
+provider's prompt cache served and the dollars they saved), latency
 percentiles and histogram, rows/s over time, the output distribution of each AI column, any
 drift against the earlier runs of the same pipeline, and a reproducible review sample of rows.
 Only what the user's data and counters already hold is stored.
@@ -25,23 +26,36 @@ from typing import Any, Callable
 
 FILE_NAME = "runs.sqlite"
 
+# The runs table's columns as the first schema made them; later migrations add to these.
+_V1_SCALARS = ("run_id", "started", "ended", "fingerprint", "status", "rows", "requests", "input_tokens", "output_tokens",
+               "cost", "retries", "rate_limited", "errors", "cache_hits", "truncated", "latency_p50_s", "latency_p90_s",
+               "latency_p99_s")
+# Added by _v2: the provider's prompt cache (input tokens it served, dollars saved).
+_V2_SCALARS = (("cached_tokens", "INTEGER"), ("cache_saved", "REAL"))
 # Columns of the runs table; nested values are stored as JSON text.
-SCALARS = ("run_id", "started", "ended", "fingerprint", "status", "rows", "requests", "input_tokens", "output_tokens",
-           "cost", "retries", "rate_limited", "errors", "cache_hits", "truncated", "latency_p50_s", "latency_p90_s",
-           "latency_p99_s")
+SCALARS = _V1_SCALARS + tuple(c for c, _ in _V2_SCALARS)
 NESTED = ("calls", "prompt_versions", "errors_by_kind", "latency_hist", "timeline", "distributions", "drift",
           "evaluation")
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    cols = ", ".join([f"{c} {'TEXT PRIMARY KEY' if c == 'run_id' else ''}" for c in SCALARS] + [f"{c} TEXT" for c in NESTED])
+    cols = ", ".join([f"{c} {'TEXT PRIMARY KEY' if c == 'run_id' else ''}" for c in _V1_SCALARS] +
+                     [f"{c} TEXT" for c in NESTED])
     db.execute(f"CREATE TABLE IF NOT EXISTS runs ({cols})")
     db.execute("CREATE INDEX IF NOT EXISTS runs_by_pipeline ON runs (fingerprint, started)")
     db.execute("CREATE TABLE IF NOT EXISTS samples (run_id TEXT, n INTEGER, row TEXT, PRIMARY KEY (run_id, n))")
 
 
+def _v2(db: sqlite3.Connection) -> None:
+    """Prompt-cache columns; a run stored before them reads as 0 cached tokens and $0 saved."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    for name, kind in _V2_SCALARS:
+        if name not in have:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind} DEFAULT 0")
+
+
 # Schema changes are appended here, one small function each; user_version records how many ran.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 
 
 class RunHistory:

@@ -1,7 +1,8 @@
 """A live progress line for AI work, and the totals of the last run.
 
 Shown on a terminal while a job with AI calls runs: rows done/total, rows/s,
-in flight, tokens, cost, retries, 429s, errors and ETA. Quiet when stdout is
+in flight, tokens, cost, the share of input the provider's prompt cache served
+and what it saved, retries, 429s, errors and ETA. Quiet when stdout is
 not a terminal, with ``progress=False``, or with INFERFRAME_PROGRESS=0.
 """
 
@@ -29,6 +30,9 @@ def set_progress(enabled: bool | None) -> None:
 
 def last_run() -> list[dict]:
     """Totals of each AI call in the last job that had AI calls: rows, requests, tokens, cost, retries, 429s, errors.
+
+    ``cached_tokens`` is the part of ``input_tokens`` the provider's prompt cache served and
+    ``cache_saved`` the dollars that saved against the full input rate.
 
     Example:
         >>> isinstance(last_run(), list)
@@ -68,7 +72,8 @@ def summary_html(runs: list[dict]) -> str:
     import html
 
     cols = [("label", "call"), ("rows_done", "rows"), ("requests", "requests"), ("cache_hits", "cache hits"),
-            ("input_tokens", "tokens in"), ("output_tokens", "tokens out"), ("cost", "cost $"), ("retries", "retries"),
+            ("input_tokens", "tokens in"), ("cached_tokens", "of which cached"), ("output_tokens", "tokens out"),
+            ("cost", "cost $"), ("cache_saved", "cache saved $"), ("retries", "retries"),
             ("rate_limited", "429s"), ("errors", "errors"), ("truncated", "truncated"), ("latency_p50_s", "p50 s"),
             ("elapsed_s", "seconds")]
     head = "".join(f"<th>{html.escape(title)}</th>" for _, title in cols)
@@ -88,8 +93,31 @@ def _fmt_tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else str(n)
 
 
+def prompt_cache_note(input_tokens: int, cached_tokens: int, saved: float) -> str:
+    """What the provider's prompt cache did: the share of input it served and the dollars saved ("" when none).
+
+    Example:
+        >>> prompt_cache_note(10_000, 6_100, 0.42)
+        '61% of input cached, saved $0.4200'
+        >>> prompt_cache_note(10_000, 20, 0.0), prompt_cache_note(10_000, 0, 0.0)
+        ('<1% of input cached', '')
+    """
+    if not cached_tokens or not input_tokens:
+        return ""
+    share = cached_tokens / input_tokens
+    note = f"{share:.0%} of input cached" if share >= 0.01 else "<1% of input cached"
+    return note + (f", saved ${saved:.4f}" if saved > 0 else "")
+
+
 def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
-    """One status line for one AI call."""
+    """One status line for one AI call.
+
+    Example:
+        >>> s = RunStats(label="prompt[gpt-5-mini]", rows_done=10, input_tokens=20_000, output_tokens=50, cost=0.0021)
+        >>> s.add_usage(0, 0, 0.0, cached_tokens=12_288, cache_saved=0.0027648)
+        >>> render_line(s, 10).split(" · ")[3:6]
+        ['20.1k tok', '$0.0021', '61% of input cached, saved $0.0028']
+    """
     elapsed = max(1e-9, time.monotonic() - stats.started)
     done = stats.rows_done
     rate = done / elapsed
@@ -105,8 +133,11 @@ def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
     parts = [
         head, f"{rate:.1f} rows/s", f"{stats.in_flight} in flight",
         f"{_fmt_tokens(stats.input_tokens + stats.output_tokens)} tok", f"${stats.cost:.4f}",
-        f"{stats.retries} retries", f"{stats.rate_limited}×429", f"{stats.errors} errors",
     ]
+    cache_note = prompt_cache_note(stats.input_tokens, stats.cached_tokens, stats.cache_saved)
+    if cache_note:
+        parts.append(cache_note)
+    parts += [f"{stats.retries} retries", f"{stats.rate_limited}×429", f"{stats.errors} errors"]
     if stats.cache_hits:
         parts.append(f"{stats.cache_hits} cached")
     if stats.truncated:

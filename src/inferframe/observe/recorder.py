@@ -225,7 +225,7 @@ class RunRecorder:
         hist = [sum(h) for h in zip(*[r.latency_hist for r in runs])] if runs else []
         total = {k: sum(getattr(r, k) for r in runs) for k in
                  ("requests", "input_tokens", "output_tokens", "cost", "retries", "rate_limited", "errors",
-                  "cache_hits", "truncated")}
+                  "cache_hits", "truncated", "cached_tokens", "cache_saved")}
         distributions = {name: col.summary() for name, col in self.columns.items()}
         versions = sorted({c.get("prompt_version") or "" for c in self.job.get("calls", [])})
         run = {

@@ -1,6 +1,7 @@
 """The HTML report of one run: a single self-contained file (inline CSS and SVG, no script, no fetch).
 
-Panels: totals, rows/s over time, latency histogram, tokens and cost, errors by kind, 429s and
+Panels: totals, rows/s over time, latency histogram, tokens and cost (with the input the provider's
+prompt cache served and what it saved), errors by kind, 429s and
 retries over time, each AI column's output against the earlier runs of the same pipeline (drift in
 red), the evaluation when one was stored, and the review sample. Every value from the data is escaped.
 
@@ -222,8 +223,10 @@ def _totals(run: dict) -> str:
     calls = run.get("calls") or []
     models = sorted({f"{c.get('provider')}:{c.get('model')}" for c in calls})
     versions = [v for v in run.get("prompt_versions") or [] if v]
+    cached = [("input from prompt cache", f"{_num(g('cached_tokens'))} ({_pct(g('cached_tokens') / g('input_tokens'))})"),
+              ("prompt cache saved", _cost(g("cache_saved")))] if g("cached_tokens") and g("input_tokens") else []
     tiles = _tiles([("rows", _num(g("rows"))), ("requests", _num(g("requests"))), ("input tokens", _num(g("input_tokens"))),
-                    ("output tokens", _num(g("output_tokens"))), ("cost", _cost(run.get("cost"))),
+                    ("output tokens", _num(g("output_tokens"))), ("cost", _cost(run.get("cost"))), *cached,
                     ("cache hits", _num(g("cache_hits"))), ("retries", _num(g("retries")), g("retries") > 0),
                     ("429s", _num(g("rate_limited")), g("rate_limited") > 0), ("errors", _num(g("errors")), g("errors") > 0),
                     ("truncated", _num(g("truncated")), g("truncated") > 0), ("duration", _secs(duration)),
@@ -273,9 +276,15 @@ def _tokens(run: dict, earlier: list[dict]) -> str:
     history = list(reversed(earlier[:5])) + [run]
     name = lambda r: "this run" if r is run else _date(r.get("started"), short=True)  # noqa: E731
     per_k = lambda r: _cost((r.get("cost") or 0) * 1000 / r["rows"] if r.get("rows") else None)  # noqa: E731
-    table = _table(["run", "rows", "tokens in", "tokens out", "cost", "per 1k rows"],
-                   [[_e(name(r)), _num(r.get("rows") or 0), _num(r.get("input_tokens") or 0), _num(r.get("output_tokens") or 0),
-                     _cost(r.get("cost")), per_k(r)] for r in history])
+    if any(r.get("cached_tokens") for r in history):  # the provider's prompt cache served part of the input
+        table = _table(["run", "rows", "tokens in", "of which cached", "tokens out", "cost", "cache saved", "per 1k rows"],
+                       [[_e(name(r)), _num(r.get("rows") or 0), _num(r.get("input_tokens") or 0),
+                         _num(r.get("cached_tokens") or 0), _num(r.get("output_tokens") or 0), _cost(r.get("cost")),
+                         _cost(r.get("cache_saved") or 0.0), per_k(r)] for r in history])
+    else:
+        table = _table(["run", "rows", "tokens in", "tokens out", "cost", "per 1k rows"],
+                       [[_e(name(r)), _num(r.get("rows") or 0), _num(r.get("input_tokens") or 0),
+                         _num(r.get("output_tokens") or 0), _cost(r.get("cost")), per_k(r)] for r in history])
     bars = bar_chart([(name(r), [r.get("input_tokens") or 0, r.get("output_tokens") or 0], False) for r in history],
                      [("input", BLUE), ("output", GREY)])
     head = "this run and up to 5 earlier runs of the pipeline" if earlier else "no earlier run of this pipeline"

@@ -21,7 +21,7 @@ import time
 
 # Counter fields summed across processes (everything but the label and the start time).
 _SUMMED = ("rows_done", "in_flight", "requests", "retries", "rate_limited", "errors", "not_run", "cache_hits",
-           "deduped", "truncated", "input_tokens", "output_tokens", "cost")
+           "deduped", "truncated", "input_tokens", "output_tokens", "cost", "cached_tokens", "cache_saved")
 
 
 # Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 min, 4 a decade; the last is open.
@@ -49,7 +49,12 @@ def latency_quantile(hist: list[int], q: float) -> float | None:
 
 @dataclasses.dataclass
 class RunStats:
-    """Counters for one AI call of one job; updated on the event loop, read from any thread."""
+    """Counters for one AI call of one job; updated on the event loop, read from any thread.
+
+    ``cache_hits`` are rows answered by inferframe's own response cache (nothing sent);
+    ``cached_tokens`` are input tokens the provider's prompt cache served (part of
+    ``input_tokens``), and ``cache_saved`` the dollars they saved against the full input rate.
+    """
 
     label: str = ""
     rows_total: int | None = None
@@ -66,6 +71,8 @@ class RunStats:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    cached_tokens: int = 0  # input tokens served by the provider's prompt cache (included in input_tokens)
+    cache_saved: float = 0.0  # dollars those tokens saved against the full input rate
     started: float = dataclasses.field(default_factory=time.monotonic)
     latency_hist: list = dataclasses.field(default_factory=lambda: [0] * len(LATENCY_BOUNDS))
 
@@ -73,10 +80,25 @@ class RunStats:
         """Count one answer's latency in the histogram (percentiles and the report's plot)."""
         self.latency_hist[bisect.bisect_left(LATENCY_BOUNDS, seconds)] += 1
 
-    def add_usage(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+    def add_usage(self, input_tokens: int, output_tokens: int, cost: float, cached_tokens: int = 0,
+                  cache_saved: float = 0.0) -> None:
+        """Count one answer's tokens and dollars (``cached_tokens``: the part of the input a prompt cache served).
+
+        Example:
+            >>> s = RunStats(); s.add_usage(2000, 10, 0.001, cached_tokens=1536, cache_saved=0.0003)
+            >>> s.input_tokens, s.cached_tokens, s.cached_share
+            (2000, 1536, 0.768)
+        """
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.cost += cost
+        self.cached_tokens += cached_tokens
+        self.cache_saved += cache_saved
+
+    @property
+    def cached_share(self) -> float:
+        """The share of input tokens the provider's prompt cache served (0 before any input)."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
     def snapshot(self) -> dict:
         """The counters as plain data, to send to the driver."""
