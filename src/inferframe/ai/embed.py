@@ -271,7 +271,7 @@ class EmbeddingOperator(AIOperator):
                 if inp.paid and key not in charged:
                     charged.add(key)
                     tokens, cost = tokens + inp.input_tokens, cost + inp.cost
-            usage[i] = {"input_tokens": tokens, "output_tokens": 0, "cost": cost}
+            usage[i] = {"input_tokens": tokens, "output_tokens": 0, "cost": cost, "cached_tokens": 0}  # no prompt cache
             failed = next((inputs[k].error for k, _ in row if inputs[k].error is not None), None)
             if failed is None and any(inputs[k].vector is None for k, _ in row):
                 failed = RowError(ErrorKind.MALFORMED, "the server sent no embedding", 200, 0)

@@ -155,7 +155,7 @@ class PromptOperator(AIOperator):
         zeros = pa.repeat(0, n).cast(pa.int64()) if n else pa.array([], pa.int64())
         usage = pa.StructArray.from_arrays(
             [zeros, zeros, pa.repeat(0.0, n).cast(pa.float64()) if n else pa.array([], pa.float64()),
-             pa.nulls(n, pa.string())],
+             pa.nulls(n, pa.string()), zeros],
             fields=list(USAGE_TYPE), mask=pa.array([h is None for h in hits]) if nulls else None)
         value = pa.array([h[0] if h is not None else None for h in hits], self.value_type)
         return pa.StructArray.from_arrays([value, pa.nulls(n, ERROR_TYPE), usage],
@@ -173,7 +173,8 @@ class PromptOperator(AIOperator):
             [pa.array([r.usage.input_tokens if r is not None else 0 for r in results], pa.int64()),
              pa.array([r.usage.output_tokens if r is not None else 0 for r in results], pa.int64()),
              pa.array([r.cost if r is not None else 0.0 for r in results], pa.float64()),
-             pa.array([r.finish_reason if r is not None else None for r in results], pa.string())],
+             pa.array([r.finish_reason if r is not None else None for r in results], pa.string()),
+             pa.array([r.usage.cached_tokens if r is not None else 0 for r in results], pa.int64())],
             fields=list(USAGE_TYPE), mask=pa.array([not p for p in present]) if not all(present) else None)
         error = pa.array(errors, ERROR_TYPE) if any(e is not None for e in errors) else pa.nulls(n, ERROR_TYPE)
         value = pa.array(values, self.value_type)
@@ -223,6 +224,7 @@ class PromptOperator(AIOperator):
                 merged = dataclasses.replace(result, attempts=result.attempts + retry.attempts)
                 merged.usage.input_tokens += retry.usage.input_tokens
                 merged.usage.output_tokens += retry.usage.output_tokens
+                merged.usage.cached_tokens += retry.usage.cached_tokens
                 merged.cost += retry.cost
                 if problem2 is None:
                     return dataclasses.replace(merged, value=value2)
