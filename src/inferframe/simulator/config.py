@@ -142,6 +142,15 @@ class SimulatorConfig:
         latency_lo_ms / latency_hi_ms: bounds of the uniform distribution.
         latency_sigma: sigma of the lognormal.
         latency_per_output_token_ms: extra time per generated token.
+    Prefix cache and prefill (chat and responses; see :mod:`.prefix_cache`):
+        prefix_cache_tokens: capacity of a vLLM-style automatic prefix cache in
+            tokens (LRU of hashed blocks); 0 = off.  Cached tokens are reported in
+            ``usage.prompt_tokens_details.cached_tokens`` /
+            ``usage.input_tokens_details.cached_tokens``.
+        prefix_block_tokens: tokens per cache block (only full blocks are cached).
+        prefill_tokens_per_second: throughput of ONE prefill engine that all
+            requests queue for (FIFO); each pays its uncached prompt tokens at this
+            rate, on top of the latency above.  None or 0 = no prefill cost.
     Rate limits (continuously refilled token buckets, like OpenAI):
         rpm / tpm: requests / tokens per minute; None = unlimited.
         ratelimit_burst_s: bucket capacity in seconds of refill (60 = a whole
@@ -188,6 +197,10 @@ class SimulatorConfig:
     latency_hi_ms: float = 0.0
     latency_sigma: float = 0.5
     latency_per_output_token_ms: float = 0.0
+    # prefix cache and prefill
+    prefix_cache_tokens: int = 0
+    prefix_block_tokens: int = 16
+    prefill_tokens_per_second: Optional[float] = None
     # rate limits
     rpm: Optional[int] = None
     tpm: Optional[int] = None
@@ -237,6 +250,13 @@ class SimulatorConfig:
                      "latency_per_output_token_ms", "timeout_hang_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        for name, least in (("prefix_cache_tokens", 0), ("prefix_block_tokens", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < least:
+                raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
+        tps = self.prefill_tokens_per_second
+        if tps is not None and (not isinstance(tps, (int, float)) or isinstance(tps, bool) or tps < 0):
+            raise ValueError(f"prefill_tokens_per_second must be None or a number >= 0, got {tps!r}")
         if self.latency_hi_ms < self.latency_lo_ms:
             raise ValueError("latency_hi_ms must be >= latency_lo_ms")
         if self.ratelimit_burst_s <= 0:

@@ -1,11 +1,13 @@
 """The request pipeline shared by every inference endpoint (HTTP plumbing, limits, faults, latency).
 
 An endpoint module supplies an object with ``name`` (stats key), ``path``,
-``text_faults`` (whether refusal/length faults apply), ``prepare(state, body)
+``text_faults`` (whether refusal/length faults apply), optionally
+``prefix_cached`` (its prompts go through the prefix cache), ``prepare(state, body)
 -> Prepared`` (validate + extract) and ``render(state, prep, result) -> dict``
 (the success body).  :func:`inference_handler` wraps it into an aiohttp
 handler that runs, in order: auth -> body hash/record -> JSON parse -> stream
-check -> prepare -> rate limit -> fail rules / random faults -> answer ->
+check -> prepare -> rate limit -> fail rules / random faults -> prefix cache
+and prefill queue (endpoints with ``prefix_cached = True``) -> answer ->
 latency -> response with OpenAI headers.
 
 Example (a new module registering its own route, answered here without HTTP):
@@ -56,11 +58,12 @@ class Prepared:
     Attributes: model, body, text (all prompt text, for fail rules), user_text
     (last user message), prompt_tokens, max_out (None = unlimited), cost
     (rate-limit tokens), fmt ('text' | 'json_schema' | 'json_object'), schema,
-    n (choices), stop (list of stop strings), extra (endpoint specific).
+    n (choices), stop (list of stop strings), extra (endpoint specific),
+    cached_tokens (part of prompt_tokens the prefix cache served; set by ``SimState.prefill``).
     """
 
     __slots__ = ("model", "body", "text", "user_text", "prompt_tokens", "max_out", "cost",
-                 "fmt", "schema", "n", "stop", "extra")
+                 "fmt", "schema", "n", "stop", "extra", "cached_tokens")
 
     def __init__(self, model: str, body: dict, text: str, user_text: str, prompt_tokens: int,
                  max_out: Optional[int] = None, cost: int = 0, fmt: str = "text", schema: Any = None,
@@ -77,6 +80,7 @@ class Prepared:
         self.n = n
         self.stop = stop
         self.extra = extra
+        self.cached_tokens = 0
 
 
 def json_response(payload: Any, status: int = 200, headers: Optional[dict] = None) -> web.Response:
@@ -149,6 +153,7 @@ def inference_handler(state: Any, ep: Any) -> Callable:
     state.endpoints[path] = ep
     path_key = path.encode() + b"\x00"
     text_faults = ep.text_faults
+    prefix_cached = getattr(ep, "prefix_cached", False)
 
     async def handle(request: web.Request) -> web.StreamResponse:
         st = state
@@ -249,6 +254,8 @@ def inference_handler(state: Any, ep: Any) -> Callable:
                 await asyncio.sleep(cfg.timeout_hang_s)
             raise _NoResponse(_drop_connection(request))  # connection_reset, or a timeout that ran out
 
+        if prefix_cached:
+            delay += st.prefill(prep, monotonic())
         payload, tokens = await answer(st, ep, prep, kind if kind == "refusal" or kind == "length" else None)
         if tokens:
             stats.completion_tokens += tokens * prep.n
@@ -305,7 +312,10 @@ async def execute(state: Any, path: str, body: dict) -> tuple[int, dict]:
         err = SimError(404, f"Invalid URL (POST {path})")
         return err.status, loads(err.body())
     try:
-        return 200, (await answer(state, ep, ep.prepare(state, body)))[0]
+        prep = ep.prepare(state, body)
+        if getattr(ep, "prefix_cached", False):
+            state.prefill(prep, None)
+        return 200, (await answer(state, ep, prep))[0]
     except SimError as err:
         return err.status, loads(err.body())
 

@@ -3,6 +3,7 @@
 Functions:
     chat_messages(messages) -> Extracted      (chat.completions ``messages``)
     responses_input(input, instructions) -> Extracted   (responses ``input``)
+    prompt_parts(body) -> list   (the prompt in server order, for the prefix cache)
 
 ``Extracted`` has ``text`` (all text, for token counts and fail rules),
 ``user_text`` (the last user message's text) and ``extra_tokens`` (fixed costs
@@ -16,16 +17,20 @@ Example:
 
 from __future__ import annotations
 
+from hashlib import blake2b
 from typing import Any
 
 from .errors import SimError, invalid_request
+from .jsonio import dumps
 
-__all__ = ["Extracted", "chat_messages", "responses_input", "type_name"]
+__all__ = ["Extracted", "chat_messages", "prompt_parts", "responses_input", "type_name"]
 
 _CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _IMAGE_TOKENS = {"low": 85}
 _IMAGE_TOKENS_DEFAULT = 765
 _FILE_TOKENS = 256
+_TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "summary_text": "text",
+               "reasoning_text": "text", "refusal": "refusal"}
 
 
 def type_name(v: Any) -> str:
@@ -220,3 +225,56 @@ def responses_input(inp: Any, instructions: Any) -> Extracted:
                 if isinstance(v, str):
                     texts.append(v)
     return Extracted("\n".join(texts), user_text, extra, len(inp))
+
+
+def prompt_parts(body: dict) -> list:
+    """The prompt of a validated chat or responses body, in the order a server reads it.
+
+    Instructions come first (as the system message a server makes of them), then
+    each message or input item.  A ``str`` is text
+    to tokenize; a ``tuple`` is one opaque token: ``('role', name)`` opens a
+    message (as a chat template's role marker does) and ``('media', digest)``
+    stands for an image / file / audio part, so two prompts share a prefix
+    through a media part only when its content is the same.
+
+    Params:
+        body: a request body its endpoint's ``prepare`` accepted.
+
+    Example:
+        >>> prompt_parts({"instructions": "Be brief.", "input": "Hi"})
+        [('role', 'system'), 'Be brief.', ('role', 'user'), 'Hi']
+        >>> prompt_parts({"messages": [{"role": "user", "content": [{"type": "text", "text": "Q"}]}]})
+        [('role', 'user'), 'Q']
+    """
+    out: list = []
+    instructions = body.get("instructions")
+    if isinstance(instructions, str):
+        out += (("role", "system"), instructions)
+    payload = body["messages"] if "messages" in body else body.get("input")
+    if isinstance(payload, str):
+        out += (("role", "user"), payload)
+        return out
+    for item in payload or ():
+        if not isinstance(item, dict):
+            continue
+        role = item.get("role")
+        out.append(("role", str(role if role is not None else item.get("type"))))
+        content = item.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            for p in content:
+                key = _TEXT_PARTS.get(p.get("type")) if isinstance(p, dict) else None
+                if key is not None:
+                    out.append(p.get(key) or "")
+                elif isinstance(p, dict):
+                    out.append(("media", blake2b(dumps(p), digest_size=16).digest()))
+        for tc in item.get("tool_calls") or ():
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if isinstance(fn, dict):
+                out.append(str(fn.get("arguments", "")))
+        if role is None:  # responses function-call items and the like
+            for key in ("output", "arguments", "text"):
+                if isinstance(item.get(key), str):
+                    out.append(item[key])
+    return out

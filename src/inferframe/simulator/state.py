@@ -5,6 +5,9 @@ the hot path needs from the config (fault thresholds, latency model, token
 counter, responder, auth header, model lookups) and rebuilds it on
 :meth:`configure`.  Only use it from the server's event loop thread.
 
+It also owns the prefix cache and the prefill engine; :meth:`SimState.prefill`
+runs a prepared chat/responses request through them.
+
 Example:
     >>> st = SimState(SimulatorConfig(rpm=60))
     >>> st.configure(rpm=120, p_500=0.1).rpm
@@ -27,6 +30,9 @@ from .config import FailRule, SimulatorConfig
 from .errors import SimError, invalid_request, model_not_found
 from .faults import FaultPicker, LatencyModel
 from .jsonio import loads
+from .prefill import PrefillEngine
+from .prefix_cache import PrefixCache, prompt_tokens
+from .prompts import prompt_parts
 from .ratelimit import RateLimiter
 from .stats import Stats
 from .tokens import TokenCounter
@@ -43,17 +49,28 @@ def _limiter(cfg: SimulatorConfig) -> Optional[RateLimiter]:
     return RateLimiter(cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_mode, cfg.ratelimit_window_s)
 
 
+def _prefix_cache(cfg: SimulatorConfig) -> Optional[PrefixCache]:
+    return PrefixCache(cfg.prefix_cache_tokens, cfg.prefix_block_tokens) if cfg.prefix_cache_tokens else None
+
+
+def _prefill_engine(cfg: SimulatorConfig) -> Optional[PrefillEngine]:
+    return PrefillEngine(cfg.prefill_tokens_per_second) if cfg.prefill_tokens_per_second else None
+
+
 class SimState:
     """Runtime state (see module docstring).
 
     Attributes used by routes: cfg, stats, limiter, faults, latency, counter,
-    responder, responder_async, seed_key, auth_header, records.
+    responder, responder_async, seed_key, auth_header, records, prefix_cache,
+    prefill_engine.
     """
 
     def __init__(self, config: Optional[SimulatorConfig] = None) -> None:
         self.stats = Stats()
         self.records: deque = deque(maxlen=1000)
         self.limiter: Optional[RateLimiter] = None
+        self.prefix_cache: Optional[PrefixCache] = None
+        self.prefill_engine: Optional[PrefillEngine] = None
         self.endpoints: dict[str, Any] = {}  # path -> endpoint object, filled by inference_handler
         self._id_base = os.urandom(6).hex()
         self._id_n = 0
@@ -81,6 +98,12 @@ class SimState:
         if old is None or limits != (old.rpm, old.tpm, old.ratelimit_burst_s, old.ratelimit_scope,
                                      old.ratelimit_mode, old.ratelimit_window_s):
             self.limiter = _limiter(cfg)
+        # rebuilt only when their own knobs change, so other changes keep what is cached
+        if old is None or (cfg.prefix_cache_tokens, cfg.prefix_block_tokens) != (old.prefix_cache_tokens,
+                                                                                  old.prefix_block_tokens):
+            self.prefix_cache = _prefix_cache(cfg)
+        if old is None or cfg.prefill_tokens_per_second != old.prefill_tokens_per_second:
+            self.prefill_engine = _prefill_engine(cfg)
         if self.records.maxlen != cfg.record_max:
             self.records = deque(self.records, maxlen=cfg.record_max)
 
@@ -91,10 +114,46 @@ class SimState:
         return cfg
 
     def reset(self) -> None:
-        """Zero the counters, empty the request log and refill the rate-limit buckets."""
+        """Zero the counters, empty the request log and the prefix cache, refill the rate-limit buckets."""
         self.stats.reset()
         self.records.clear()
         self.limiter = _limiter(self.cfg)
+        self.prefix_cache = _prefix_cache(self.cfg)
+        self.prefill_engine = _prefill_engine(self.cfg)
+
+    def prefill(self, prep: Any, now: Optional[float]) -> float:
+        """Serve a prepared request's prompt from the prefix cache and queue its prefill.
+
+        Sets ``prep.cached_tokens``, counts the prompt in the stats and returns the
+        seconds until its prefill is done (0 without an engine, or when ``now`` is
+        None: batch requests, which keep their own pace).
+
+        Params:
+            prep: a ``pipeline.Prepared`` of a chat or responses request.
+            now: ``time.monotonic()`` at arrival, or None.
+
+        Example:
+            >>> from inferframe.simulator.pipeline import Prepared
+            >>> st = SimState(SimulatorConfig(prefix_cache_tokens=4096, prefill_tokens_per_second=1000))
+            >>> body = {"model": "m", "messages": [{"role": "user", "content": "x" * 800}]}
+            >>> p1, p2 = Prepared("m", body, "", "", 210), Prepared("m", body, "", "", 210)
+            >>> round(st.prefill(p1, 0.0), 6), round(st.prefill(p2, 0.0), 6)  # p2 queues, then reuses p1
+            (0.21, 0.228)
+            >>> p1.cached_tokens, p2.cached_tokens
+            (0, 192)
+        """
+        cached = 0
+        cache = self.prefix_cache
+        if cache is not None:
+            tokens = prompt_tokens(prompt_parts(prep.body), self.counter, prep.model)
+            # prompt_tokens counts per-message overhead on top, so this min only guards odd inputs
+            cached = min(cache.serve(tokens, prep.model), prep.prompt_tokens)
+            prep.cached_tokens = cached
+        self.stats.prefilled(prep.prompt_tokens, cached, prep.body.get("prompt_cache_key"))
+        engine = self.prefill_engine
+        if engine is None or now is None:
+            return 0.0
+        return engine.reserve(prep.prompt_tokens - cached, now)
 
     # -- helpers for routes ----------------------------------------------------
 
@@ -172,5 +231,10 @@ class SimState:
         return out
 
     def stats_snapshot(self, include_hashes: bool = False) -> dict:
-        """Counters as a dict (see :class:`Stats`)."""
-        return self.stats.snapshot(include_hashes)
+        """Counters as a dict (see :class:`Stats`), with ``prefix_cache`` / ``prefill_busy_s`` when on."""
+        out = self.stats.snapshot(include_hashes)
+        if self.prefix_cache is not None:
+            out["prefix_cache"] = self.prefix_cache.snapshot()
+        if self.prefill_engine is not None:
+            out["prefill_busy_s"] = round(self.prefill_engine.busy_s, 6)
+        return out

@@ -2,7 +2,9 @@
 
 Counters: total requests, per endpoint, per HTTP status, 429s, faults injected
 per kind, fail-rule hits, responses never sent, tokens, in-flight (current and
-max), and per-request-hash counts (how often each distinct body was sent), so
+max), the input and prefix-cached tokens of the chat/responses requests that
+reached the model (``cached_token_share`` = cached / input) with the
+``prompt_cache_key`` values they carried, and per-request-hash counts (how often each distinct body was sent), so
 a test can assert that no request was sent twice.
 
 Example:
@@ -12,6 +14,9 @@ Example:
     (0, 1)
     >>> s.snapshot()["duplicate_requests"], s.snapshot()["by_endpoint"]
     (1, {'chat.completions': 1})
+    >>> s.prefilled(1200, 1024, cache_key="tenant-1")
+    >>> s.snapshot()["cached_token_share"], s.snapshot()["distinct_prompt_cache_keys"]
+    (0.8533, 1)
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ class Stats:
         self.max_in_flight = self.in_flight
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.input_tokens = 0
+        self.cached_tokens = 0
+        self.cache_keys: dict[str, int] = {}
         self.hash_counts: dict[bytes, int] = {}
         self.duplicates = 0
 
@@ -58,6 +66,13 @@ class Stats:
     def fault(self, kind: str) -> None:
         """Count an injected fault of ``kind``."""
         self.faults[kind] = self.faults.get(kind, 0) + 1
+
+    def prefilled(self, input_tokens: int, cached_tokens: int, cache_key: Any = None) -> None:
+        """Count a prompt the model read: its tokens, the part the prefix cache served, its prompt_cache_key."""
+        self.input_tokens += input_tokens
+        self.cached_tokens += cached_tokens
+        if isinstance(cache_key, str):
+            self.cache_keys[cache_key] = self.cache_keys.get(cache_key, 0) + 1
 
     def seen(self, h: bytes) -> int:
         """Record one more request with body hash ``h``; return how many came before it."""
@@ -85,6 +100,11 @@ class Stats:
             "max_in_flight": self.max_in_flight,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cached_token_share": round(self.cached_tokens / self.input_tokens, 4) if self.input_tokens else 0.0,
+            "prompt_cache_key_requests": sum(self.cache_keys.values()),
+            "distinct_prompt_cache_keys": len(self.cache_keys),
             "distinct_requests": len(counts),
             "duplicate_requests": self.duplicates,
             "max_requests_per_hash": max(counts.values(), default=0),

@@ -6,10 +6,16 @@ what rate-limit costs use.  ``tokenizer='tiktoken'`` uses the model's encoding
 encoding files cannot be loaded (offline machine) it warns once and falls
 back to the estimate.
 
+``pieces`` gives the tokens themselves, deterministically (tiktoken ids, or
+the estimate's 4-character chunks), as many as ``count`` says: what a prefix
+cache hashes.
+
 Example:
     >>> c = TokenCounter("estimate")
     >>> c.count("hello world"), c.truncate("hello world", 1), c.count("hel")
     (3, 'hel', 1)
+    >>> c.pieces("hello world")
+    ['hell', 'o wo', 'rld']
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class TokenCounter:
         kind: 'estimate' or 'tiktoken'.
     Methods:
         count(text, model='') -> int
+        pieces(text, model='') -> list of ``count(text)`` tokens (ids or str chunks)
         truncate(text, max_tokens, model='') -> str whose count is <= max_tokens
     """
 
@@ -83,6 +90,21 @@ class TokenCounter:
         if enc is None:
             return len(text) // 4 + 1
         return len(enc.encode(text, disallowed_special=()))  # type: ignore[attr-defined]
+
+    def pieces(self, text: str, model: str = "") -> list:
+        """The tokens of ``text``: tiktoken ids, or the estimate's 4-character chunks; ``len == count(text)``.
+
+        Example:
+            >>> TokenCounter().pieces("abcdefgh"), TokenCounter().pieces("")
+            (['abcd', 'efgh', ''], [])
+        """
+        if not text:
+            return []
+        enc = self._enc(model) if self.kind == "tiktoken" else None
+        if enc is None:
+            # to len(text) inclusive: a trailing '' chunk stands for the estimate's "+1" token
+            return [text[i:i + 4] for i in range(0, len(text) + 1, 4)]
+        return enc.encode(text, disallowed_special=())  # type: ignore[attr-defined]
 
     def truncate(self, text: str, max_tokens: int, model: str = "") -> str:
         """Prefix of ``text`` that has at most ``max_tokens`` tokens."""

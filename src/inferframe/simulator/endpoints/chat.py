@@ -37,8 +37,7 @@ KNOWN_PARAMS = frozenset(
     "prompt_cache_options prompt_cache_retention reasoning_effort response_format safety_identifier seed "
     "service_tier stop store stream stream_options temperature tool_choice tools top_logprobs top_p user "
     "verbosity web_search_options".split()
-)
-_USAGE_DETAILS_PROMPT = {"cached_tokens": 0, "audio_tokens": 0}
+) | {"id_slot", "cache_prompt"}  # llama.cpp server's prompt-cache fields: one body serves both servers
 _FINGERPRINT = "fp_sim0000001"
 
 
@@ -91,6 +90,7 @@ class ChatCompletions:
     name = "chat.completions"
     path = "/v1/chat/completions"
     text_faults = True
+    prefix_cached = True
 
     def prepare(self, st: Any, body: dict) -> Prepared:
         if st.cfg.reject_unknown_params:
@@ -133,7 +133,7 @@ class ChatCompletions:
                 "prompt_tokens": prep.prompt_tokens,
                 "completion_tokens": completion,
                 "total_tokens": prep.prompt_tokens + completion,
-                "prompt_tokens_details": dict(_USAGE_DETAILS_PROMPT),
+                "prompt_tokens_details": {"cached_tokens": prep.cached_tokens, "audio_tokens": 0},
                 "completion_tokens_details": {
                     "reasoning_tokens": 0,
                     "audio_tokens": 0,

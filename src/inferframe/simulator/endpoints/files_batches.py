@@ -339,7 +339,8 @@ def register(app: web.Application, state: Any) -> None:
                                               f"{stem}_error.jsonl", "batch_output")["id"]
         batch["usage"] = {
             "input_tokens": usage["in"], "output_tokens": usage["out"], "total_tokens": usage["in"] + usage["out"],
-            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0},
+            "input_tokens_details": {"cached_tokens": usage["cached"]},
+            "output_tokens_details": {"reasoning_tokens": 0},
         }
         batch["status"] = status
         batch[{"completed": "completed_at", "expired": "expired_at", "cancelled": "cancelled_at"}[status]] = now
@@ -381,7 +382,7 @@ def register(app: web.Application, state: Any) -> None:
         per = float(s["process_s"]) / max(1, total)
         ok: list[dict] = []
         bad: list[dict] = []
-        usage = {"in": 0, "out": 0}
+        usage = {"in": 0, "out": 0, "cached": 0}
         t0 = time.monotonic()
         ended = "completed"
         for i, item in enumerate(reqs):
@@ -409,6 +410,8 @@ def register(app: web.Application, state: Any) -> None:
                 u = out.get("usage") or {}
                 usage["in"] += int(u.get("prompt_tokens", u.get("input_tokens", 0)) or 0)
                 usage["out"] += int(u.get("completion_tokens", u.get("output_tokens", 0)) or 0)
+                details = u.get("prompt_tokens_details") or u.get("input_tokens_details") or {}
+                usage["cached"] += int(details.get("cached_tokens", 0) or 0)
                 ok.append(line)
                 counts["completed"] += 1
             else:

@@ -41,7 +41,7 @@ KNOWN_PARAMS = frozenset(
     "previous_response_id prompt prompt_cache_key prompt_cache_options prompt_cache_retention reasoning "
     "safety_identifier service_tier store stream stream_options temperature text tool_choice tools top_logprobs "
     "top_p truncation user".split()
-)
+) | {"id_slot", "cache_prompt"}  # llama.cpp server's prompt-cache fields: one body serves both servers
 _TEXT_FORMAT = {"type": "text"}
 #: Top-level keys the live API returns that the SDK's Response model does not declare.
 WIRE_ONLY_KEYS = frozenset({"store", "billing", "frequency_penalty", "presence_penalty"})
@@ -93,6 +93,7 @@ class Responses:
     name = "responses"
     path = "/v1/responses"
     text_faults = True
+    prefix_cached = True
 
     def prepare(self, st: Any, body: dict) -> Prepared:
         if st.cfg.reject_unknown_params:
@@ -157,7 +158,7 @@ class Responses:
             "truncation": body.get("truncation", "disabled"),
             "usage": {
                 "input_tokens": prep.prompt_tokens,
-                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "input_tokens_details": {"cached_tokens": prep.cached_tokens, "cache_write_tokens": 0},
                 "output_tokens": usage_out,
                 "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": prep.prompt_tokens + usage_out,
