@@ -465,9 +465,11 @@ def _totals(name: str) -> dict:
     from inferframe.observe import last_run
 
     runs = last_run()
-    keys = ("rows_done", "errors", "not_run", "cache_hits", "truncated", "input_tokens", "output_tokens", "retries")
+    keys = ("rows_done", "errors", "not_run", "cache_hits", "truncated", "input_tokens", "output_tokens", "retries",
+            "cached_tokens")
     total: dict[str, Any] = {k: sum(r.get(k) or 0 for r in runs) for k in keys}
     total["cost"] = sum(r.get("cost") or 0.0 for r in runs)
+    total["cache_saved"] = sum(r.get("cache_saved") or 0.0 for r in runs)
     total["elapsed_s"] = max([r.get("elapsed_s") or 0.0 for r in runs] or [0.0])
     return total
 
@@ -479,6 +481,12 @@ def _report_totals(total: dict, name: str, rows: Optional[int]) -> int:
         f"{rows if rows is not None else total['rows_done']:,} rows",
         f"{tokens:,} tokens ({total['input_tokens']:,} in, {total['output_tokens']:,} out)",
         _money(total["cost"]),
+    ]
+    if total.get("cached_tokens"):  # the provider's prompt cache served part of the input
+        from inferframe.observe.progress import prompt_cache_note
+
+        parts.append(prompt_cache_note(total["input_tokens"], total["cached_tokens"], total.get("cache_saved") or 0.0))
+    parts += [
         f"{total['errors']:,} errors",
         f"{total['cache_hits']:,} cached",
     ]
@@ -662,6 +670,14 @@ def _money(v: Optional[float]) -> str:
     return f"${v:,.6f}" if 0 < v < 0.01 else f"${v:,.4f}"
 
 
+def _cache_note(input_tokens: int, cached: Optional[int], saving: Optional[float]) -> str:
+    """What a provider's prompt cache could serve of an estimate's input, and save; "" when nothing."""
+    if not cached or not input_tokens:
+        return ""
+    saved = f", saving ~{_money(saving)}" if saving else ""
+    return f" (a prompt cache could serve ~{cached:,} input tokens, {cached / input_tokens:.0%}{saved})"
+
+
 def _print_estimate(result: dict) -> None:
     money = _money
 
@@ -673,9 +689,12 @@ def _print_estimate(result: dict) -> None:
         typer.echo(
             f"{call['call']} ({call.get('provider')}): {call['rows']:,} rows, {call['input_tokens']:,} input tokens, "
             f"{'at most ' + format(out, ',') if out else 'unbounded'} output tokens, {money(call.get('cost_usd'))}"
+            f"{_cache_note(call['input_tokens'], call.get('cached_tokens'), call.get('cache_saving_usd'))}"
         )
     typer.echo(f"total: {result['input_tokens']:,} input tokens, {money(result['cost_usd'])}"
-               f"{' at most' if result['cost_usd'] else ''}; nothing was sent")
+               f"{' at most' if result['cost_usd'] else ''}"
+               f"{_cache_note(result['input_tokens'], result.get('cached_tokens'), result.get('cache_saving_usd'))}"
+               "; nothing was sent")
 
 
 @app.command(short_help="Embed a text column; write Parquet.", help=(

@@ -21,7 +21,10 @@ import pyarrow as pa
 from inferframe.ai.config import AICallConfig
 from inferframe.datatype import DataType
 from inferframe.providers.interface import Provider, Request
+from inferframe.providers.openai_format import prompt_text
 from inferframe.providers.registry import capabilities, provider_class
+from inferframe.runtime.prefix import shared_prefix_chars
+from inferframe.runtime.pricing import cache_saving, cacheable_tokens, cost_of
 
 
 def column_kind(t: pa.DataType) -> str:
@@ -105,15 +108,27 @@ def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None,
 def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
     """Rows, input tokens, maximum output tokens and dollars for one AI call, before sending anything.
 
+    Also what the provider's prompt cache could serve when rows that share the start of their
+    prompt go out together (``cached_tokens``, see ``estimate_cached_tokens``) and the dollars that
+    would save at the model's cached-input rate (``cache_saving_usd``; None for an unknown price).
+    ``cost_usd`` is the price without any cache hit.
+
     Example:
         >>> from inferframe.providers.spec import ProviderSpec
         >>> from inferframe.runtime.config import RuntimeConfig
         >>> c = AICallConfig("chat", ProviderSpec("openai"), "m", None, (("max_tokens", 10),), RuntimeConfig(price=(1.0, 2.0)), 1, "p")
         >>> estimate_call(c, [("x" * 40,)])["max_output_tokens"]
         10
+        >>> c = AICallConfig("chat", ProviderSpec("openai"), "m", "Rules: " + "be kind. " * 900, (("max_tokens", 10),),
+        ...                  RuntimeConfig(price=(1.0, 2.0, 0.1)), 1, "p")
+        >>> est = estimate_call(c, [(f"question {i}",) for i in range(10)])
+        >>> est["cached_tokens"], round(est["cache_saving_usd"], 6)
+        (17280, 0.015552)
     """
     cls = provider_class(config.provider)
     n = inp = out = 0
+    texts: list[str] = []
+    tokens: list[int] = []
     for parts in rows:
         try:
             body = build_body(config, list(parts))
@@ -123,10 +138,42 @@ def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
             continue
         i, o = cls.estimate_tokens(body, config.model)
         n, inp, out = n + 1, inp + i, out + o
+        if config.endpoint != "embeddings":  # embeddings have no prompt cache
+            texts.append(prompt_text(body))
+            tokens.append(i)
+    cached = sum(estimate_cached_tokens(texts, tokens, config.provider.name))
     price = config.runtime.price
     free = capabilities(config.provider).local
-    cost = 0.0 if free else (inp * price[0] + out * price[1]) / 1_000_000 if price is not None else None
+    cost = 0.0 if free else cost_of(price, inp, out) if price is not None else None
+    saving = 0.0 if free else cache_saving(price, cached) if price is not None else None
     return {
         "call": config.label, "provider": config.provider.name, "model": config.model, "rows": n,
         "input_tokens": inp, "max_output_tokens": out if out else None, "cost_usd": cost,
+        "cached_tokens": cached, "cache_saving_usd": saving,
     }
+
+
+def estimate_cached_tokens(texts: list[str], tokens: list[int], provider: str | None = None) -> list[int]:
+    """Per prompt, the input tokens a prompt cache could serve when prompts that share a start go out together.
+
+    The characters each prompt shares with the one before it in sorted order
+    (``runtime.prefix.shared_prefix_chars``) become tokens in proportion to the prompt's estimated
+    tokens; the provider's rule (``runtime.pricing.cacheable_tokens``: OpenAI caches from 1,024
+    shared tokens, in steps of 128) says how many of those a hit serves.
+
+    Parameters:
+        texts: each prompt's text in the order the server reads it (``openai_format.prompt_text``).
+        tokens: each prompt's estimated input tokens.
+        provider: the provider's registered name (its caching rule), None: any shared prefix counts.
+
+    Example:
+        >>> long = "Shared instructions. " * 400   # 8,400 characters
+        >>> estimate_cached_tokens([long + "a?", long + "b?", "unrelated"], [2100, 2100, 5], "openai")
+        [0, 2048, 0]
+    """
+    shared = shared_prefix_chars(texts)
+    out = []
+    for text, n, chars in zip(texts, tokens, shared):
+        # The sort puts identical prompts side by side: a whole repeat is at most the prompt's tokens.
+        out.append(cacheable_tokens(provider, n * chars // len(text)) if chars and text else 0)
+    return out

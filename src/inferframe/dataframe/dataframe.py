@@ -302,6 +302,9 @@ class DataFrame:
 
         Reads the data and evaluates the prompts' inputs, but calls no model. Output tokens
         are bounded by max_tokens when set (None otherwise); cost is None for unknown prices.
+        ``cached_tokens`` are the input tokens the provider's prompt cache could serve when rows
+        that share the start of their prompt go out together, and ``cache_saving_usd`` what that
+        would save at the cached-input rate (``cost_usd`` is the price without any cache hit).
 
         Example:
             >>> import inferframe as ifr
@@ -325,10 +328,13 @@ class DataFrame:
             rows = [tuple(r.values()) for r in DataFrame(inputs).iter_rows(progress=False)]
             calls.append(estimate_call(config, rows))
         costs = [c.get("cost_usd") for c in calls]
+        savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
         return {
             "calls": calls,
             "input_tokens": sum(c.get("input_tokens") or 0 for c in calls),
             "cost_usd": None if any(c is None for c in costs) else sum(costs),
+            "cached_tokens": sum(c.get("cached_tokens") or 0 for c in calls),
+            "cache_saving_usd": None if any(s is None for s in savings) else sum(savings),
         }
 
     def __len__(self) -> int:
