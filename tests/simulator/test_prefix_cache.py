@@ -14,7 +14,7 @@ from inferframe.simulator import SimulatorConfig
 from inferframe.simulator.__main__ import parse_args
 from inferframe.simulator.endpoints.responses import WIRE_ONLY_KEYS
 from inferframe.simulator.prefill import PrefillEngine
-from inferframe.simulator.prefix_cache import PrefixCache, prompt_tokens
+from inferframe.simulator.prefix_cache import PrefixCache, prompt_blocks
 from inferframe.simulator.prompts import prompt_parts
 from inferframe.simulator.tokens import TokenCounter
 
@@ -93,22 +93,57 @@ def test_models_do_not_share_prefixes():
     assert c.serve(toks(0, 50), "gpt-4o") == 48
 
 
-def test_prompt_tokens_follow_server_order_and_media_content():
+def _flat(parts, counter):
+    out = []
+    for p in parts:
+        out += counter.pieces(p) if isinstance(p, str) else [p]
+    return out
+
+
+def _shared_blocks(a, b, counter, bt):
+    """Leading full blocks two prompts share, from plain token lists (the reference)."""
+    fa, fb = _flat(a, counter), _flat(b, counter)
+    n = 0
+    while len(fa) >= (n + 1) * bt and len(fb) >= (n + 1) * bt and fa[n * bt:(n + 1) * bt] == fb[n * bt:(n + 1) * bt]:
+        n += 1
+    return n
+
+
+def test_prompt_blocks_match_a_plain_token_reference():
     counter = TokenCounter()
-    text = "x" * 999
-    assert len(counter.pieces(text)) == counter.count(text)
+    assert all(len(counter.pieces("x" * n)) == counter.count("x" * n) for n in range(40))
+    role = ("role", "user")
+    pairs = []
+    for n in range(0, 70, 3):
+        head = "s" * n
+        pairs += [
+            ([("role", "system"), head, role, "question one"], [("role", "system"), head, role, "question two"]),
+            ([head + "abcdefgh", role], [head + "abcdefgh", ("role", "system")]),
+            ([head, "abcd", "efgh"], [head + "abcd", "efgh"]),  # split differently: different tokens
+            ([role, head, "tail" * 9], [role, head, "tail" * 9]),
+        ]
+    for bt in (1, 2, 4, 16):
+        for a, b in pairs:
+            ha = PrefixCache.block_hashes(prompt_blocks(a, counter, block_tokens=bt)[0])
+            hb = PrefixCache.block_hashes(prompt_blocks(b, counter, block_tokens=bt)[0])
+            shared = next((i for i, (x, y) in enumerate(zip(ha, hb)) if x != y), min(len(ha), len(hb)))
+            assert shared == _shared_blocks(a, b, counter, bt), (bt, a, b)
+            assert len(ha) == len(_flat(a, counter)) // bt
+            assert prompt_blocks(a, counter, block_tokens=bt)[1] == len(_flat(a, counter))
+
+
+def test_prompt_parts_follow_server_order_and_media_content():
+    counter = TokenCounter()
     img = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
     other = {"type": "image_url", "image_url": {"url": "data:image/png;base64,BBBB"}}
 
-    def body(part):
-        return {"messages": [{"role": "user", "content": [part, {"type": "text", "text": "q" * 200}]}]}
+    def blocks(part):
+        body = {"messages": [{"role": "user", "content": [part, {"type": "text", "text": "q" * 200}]}]}
+        return prompt_blocks(prompt_parts(body), counter)[0]
 
-    same = [prompt_tokens(prompt_parts(body(p)), counter) for p in (img, dict(img), other)]
-    assert same[0] == same[1] and same[0][:2] != same[2][:2]
-    chat = prompt_tokens(prompt_parts({"messages": [{"role": "system", "content": "S" * 80},
-                                                    {"role": "user", "content": "u"}]}), counter)
-    resp = prompt_tokens(prompt_parts({"instructions": "S" * 80, "input": "u"}), counter)
-    assert chat == resp  # instructions become the system message
+    assert blocks(img) == blocks(dict(img)) and blocks(img)[0] != blocks(other)[0]
+    chat = prompt_parts({"messages": [{"role": "system", "content": "S" * 80}, {"role": "user", "content": "u"}]})
+    assert chat == prompt_parts({"instructions": "S" * 80, "input": "u"})  # instructions become the system message
 
 
 def test_prefill_engine_is_fifo_and_shared():

@@ -21,39 +21,82 @@ Example:
     0
     >>> cache.serve(shared + [2000, 2001, 2002])        # 6 full blocks of the prefix are reused
     96
-    >>> prompt_tokens(["Be brief.", ("role", "user"), "Hi"], TokenCounter())
-    ['Be b', 'rief', '.', ('role', 'user'), 'Hi']
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable, Sequence
+from typing import Hashable, Iterable, Sequence
 
 from .tokens import TokenCounter
 
-__all__ = ["PrefixCache", "prompt_tokens"]
+__all__ = ["PrefixCache", "prompt_blocks"]
 
 
-def prompt_tokens(parts: Iterable, counter: TokenCounter, model: str = "") -> list:
-    """Token sequence of ``prompts.prompt_parts`` output: text is tokenized, tuples are one token each.
+def prompt_blocks(parts: Iterable, counter: TokenCounter, model: str = "",
+                  block_tokens: int = 16) -> tuple[list[Hashable], int]:
+    """The contents of a prompt's full token blocks, and its token count.
+
+    A block is the tuple of its tokens, except that a block lying wholly inside
+    one text of estimated tokens is that text's slice (one string instead of 16):
+    the same tokens always give the same contents, since an estimated text's
+    chunks are 4 characters but for its last one.  That keeps the work per
+    request to a few operations per block rather than per token.
 
     Params:
-        parts: ``str`` text and ``tuple`` opaque tokens, in prompt order.
-        counter: the simulator's :class:`TokenCounter` (the same tokens its usage counts).
+        parts: ``prompts.prompt_parts`` output: ``str`` text, ``tuple`` one opaque token each.
+        counter: the simulator's :class:`TokenCounter` (the tokens its usage counts).
         model: model id (selects the tiktoken encoding).
+        block_tokens: tokens per block.
 
     Example:
-        >>> prompt_tokens([("role", "system"), "abcdef"], TokenCounter())
-        [('role', 'system'), 'abcd', 'ef']
+        >>> prompt_blocks([("role", "user"), "abcdefgh" * 2], TokenCounter(), block_tokens=2)
+        ([(('role', 'user'), 'abcd'), 'efghabcd', 'efgh'], 6)
     """
-    out: list = []
+    bt = block_tokens
+    chars = counter.chunk_chars(model)
+    blocks: list[Hashable] = []
+    buf: list = []  # tokens of the block being filled
+    n = 0
     for p in parts:
-        if isinstance(p, str):
-            out += counter.pieces(p, model)
-        else:
-            out.append(p)
-    return out
+        if not isinstance(p, str):
+            buf.append(p)
+            n += 1
+        elif p:
+            if chars is None:
+                ids = counter.pieces(p, model)
+                k = len(ids)
+
+                def take(a: int, b: int, ids=ids) -> list:
+                    return ids[a:b]
+
+                def block(j: int, ids=ids) -> Hashable:
+                    return tuple(ids[j:j + bt])
+            else:
+                k = len(p) // chars + 1
+
+                def take(a: int, b: int, p=p) -> list:
+                    return [p[c * chars:(c + 1) * chars] for c in range(a, b)]
+
+                def block(j: int, p=p) -> Hashable:
+                    return p[j * chars:(j + bt) * chars]
+            j = 0
+            if buf:
+                j = min(bt - len(buf), k)
+                buf += take(0, j)
+                if len(buf) == bt:
+                    blocks.append(tuple(buf))
+                    buf = []
+            if not buf:
+                while k - j >= bt:
+                    blocks.append(block(j))
+                    j += bt
+                buf = take(j, k)
+            n += k
+        if len(buf) == bt:
+            blocks.append(tuple(buf))
+            buf = []
+    return blocks, n
 
 
 class PrefixCache:
@@ -87,17 +130,17 @@ class PrefixCache:
         self.hit_tokens = 0
         self.evicted_blocks = 0
 
-    def block_hashes(self, tokens: Sequence, namespace: str = "") -> list[int]:
-        """Chained keys of the full blocks of ``tokens``; ``namespace`` (the model) seeds the chain.
+    @staticmethod
+    def block_hashes(blocks: Iterable[Hashable], namespace: str = "") -> list[int]:
+        """Chained keys of block contents; ``namespace`` (the model) seeds the chain.
 
         Python's ``hash`` is enough: keys never leave this process, and a 64-bit
         collision among the blocks one simulator sees is vanishingly unlikely.
         """
-        bt = self.block_tokens
         h = hash(("prefix", namespace))
         out = []
-        for i in range(0, len(tokens) - bt + 1, bt):
-            h = hash((h, tuple(tokens[i:i + bt])))
+        for b in blocks:
+            h = hash((h, b))
             out.append(h)
         return out
 
@@ -130,22 +173,28 @@ class PrefixCache:
             lru[h] = None
             lru.move_to_end(h)
 
-    def serve(self, tokens: Sequence, namespace: str = "") -> int:
-        """Cached tokens of a prompt, then cache its full blocks (its prefill is done).
+    def serve_blocks(self, blocks: Sequence[Hashable], n_tokens: int, namespace: str = "") -> int:
+        """Cached tokens of a prompt given as :func:`prompt_blocks`, then cache its blocks (its prefill is done).
 
         Params:
-            tokens: the prompt's tokens (any hashable items).
+            blocks: contents of the prompt's full blocks, in order.
+            n_tokens: the prompt's token count (its last token is never served from the cache).
             namespace: cache partition, e.g. the model id (prefixes are never shared across it).
         """
-        hashes = self.block_hashes(tokens, namespace)
-        # the last prompt token is always recomputed, so only blocks within the first n-1 can hit
-        hit = self.lookup(hashes, (len(tokens) - 1) // self.block_tokens)
+        hashes = self.block_hashes(blocks, namespace)
+        hit = self.lookup(hashes, (n_tokens - 1) // self.block_tokens)
         self.insert(hashes)
         self.requests += 1
         if hit:
             self.hit_requests += 1
             self.hit_tokens += hit * self.block_tokens
         return hit * self.block_tokens
+
+    def serve(self, tokens: Sequence[Hashable], namespace: str = "") -> int:
+        """Like :meth:`serve_blocks` for a plain token sequence (any hashable tokens)."""
+        bt = self.block_tokens
+        blocks = [tuple(tokens[i:i + bt]) for i in range(0, len(tokens) - bt + 1, bt)]
+        return self.serve_blocks(blocks, len(tokens), namespace)
 
     def snapshot(self) -> dict:
         """Counters: blocks in use, capacity, requests served, requests and tokens hit, blocks evicted."""

@@ -31,7 +31,7 @@ from .errors import SimError, invalid_request, model_not_found
 from .faults import FaultPicker, LatencyModel
 from .jsonio import loads
 from .prefill import PrefillEngine
-from .prefix_cache import PrefixCache, prompt_tokens
+from .prefix_cache import PrefixCache, prompt_blocks
 from .prompts import prompt_parts
 from .ratelimit import RateLimiter
 from .stats import Stats
@@ -145,9 +145,9 @@ class SimState:
         cached = 0
         cache = self.prefix_cache
         if cache is not None:
-            tokens = prompt_tokens(prompt_parts(prep.body), self.counter, prep.model)
+            blocks, n = prompt_blocks(prompt_parts(prep.body), self.counter, prep.model, cache.block_tokens)
             # prompt_tokens counts per-message overhead on top, so this min only guards odd inputs
-            cached = min(cache.serve(tokens, prep.model), prep.prompt_tokens)
+            cached = min(cache.serve_blocks(blocks, n, prep.model), prep.prompt_tokens)
             prep.cached_tokens = cached
         self.stats.prefilled(prep.prompt_tokens, cached, prep.body.get("prompt_cache_key"))
         engine = self.prefill_engine

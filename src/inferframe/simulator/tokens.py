@@ -8,7 +8,8 @@ back to the estimate.
 
 ``pieces`` gives the tokens themselves, deterministically (tiktoken ids, or
 the estimate's 4-character chunks), as many as ``count`` says: what a prefix
-cache hashes.
+cache hashes.  ``chunk_chars`` tells whether tokens are such fixed chunks, so
+a caller can slice many at once instead of making one string per token.
 
 Example:
     >>> c = TokenCounter("estimate")
@@ -33,6 +34,7 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 1 if text else 0
 
 
+_CHUNK = 4  # characters per estimated token
 _ENCODINGS: dict[str, object] = {}
 _FAILED: set[str] = set()
 
@@ -69,6 +71,7 @@ class TokenCounter:
     Methods:
         count(text, model='') -> int
         pieces(text, model='') -> list of ``count(text)`` tokens (ids or str chunks)
+        chunk_chars(model='') -> 4 when tokens are the estimate's fixed chunks, else None
         truncate(text, max_tokens, model='') -> str whose count is <= max_tokens
     """
 
@@ -103,8 +106,17 @@ class TokenCounter:
         enc = self._enc(model) if self.kind == "tiktoken" else None
         if enc is None:
             # to len(text) inclusive: a trailing '' chunk stands for the estimate's "+1" token
-            return [text[i:i + 4] for i in range(0, len(text) + 1, 4)]
+            return [text[i:i + _CHUNK] for i in range(0, len(text) + 1, _CHUNK)]
         return enc.encode(text, disallowed_special=())  # type: ignore[attr-defined]
+
+    def chunk_chars(self, model: str = "") -> Optional[int]:
+        """Characters per token when tokens are the estimate's fixed chunks (see :meth:`pieces`); None for tiktoken.
+
+        Example:
+            >>> TokenCounter("estimate").chunk_chars()
+            4
+        """
+        return _CHUNK if self._enc(model) is None else None
 
     def truncate(self, text: str, max_tokens: int, model: str = "") -> str:
         """Prefix of ``text`` that has at most ``max_tokens`` tokens."""
