@@ -99,13 +99,13 @@ def prompt_cache_note(input_tokens: int, cached_tokens: int, saved: float) -> st
     Example:
         >>> prompt_cache_note(10_000, 6_100, 0.42)
         '61% of input cached, saved $0.4200'
-        >>> prompt_cache_note(10_000, 20, 0.0), prompt_cache_note(10_000, 0, 0.0)
-        ('<1% of input cached', '')
+        >>> prompt_cache_note(10_000, 20, 0.0), prompt_cache_note(10_000, 9_996, 0.0), prompt_cache_note(10_000, 0, 0.0)
+        ('<1% of input cached', '99% of input cached', '')
     """
     if not cached_tokens or not input_tokens:
         return ""
-    share = cached_tokens / input_tokens
-    note = f"{share:.0%} of input cached" if share >= 0.01 else "<1% of input cached"
+    percent = cached_tokens * 100 // input_tokens  # rounded down: "100%" only when every input token was cached
+    note = f"{percent}% of input cached" if percent else "<1% of input cached"
     return note + (f", saved ${saved:.4f}" if saved > 0 else "")
 
 
