@@ -59,7 +59,7 @@ RUNTIME = {
     "cache": _CACHE, "cache_dir": _PATH, "prompt_version": _TEXT, "batch": _BOOL,
     "batch_poll_interval": _number(True), "error_column": _BOOL, "usage_column": _BOOL,
 }
-PROMPT_ONLY = {"repair": _BOOL}
+PROMPT_ONLY = {"repair": _BOOL, "prefix_order": _BOOL, "prefix_window": whole_number(1)}
 MEDIA = {
     "max_image_size": whole_number(1), "image_format": _choice(None, "png", "jpeg", "webp"),
     "image_detail": _choice("auto", "low", "high"), "pdf_mode": _choice("file", "text"),

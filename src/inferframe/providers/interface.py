@@ -204,6 +204,20 @@ class Provider(abc.ABC):
         """(input tokens, most output tokens) of a body, before sending it."""
         return 0, 0
 
+    # --- prompt caches: what the runtime's prefix scheduler asks (runtime.scheduler) ---
+    @classmethod
+    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
+        """The prompt as the server reads it, to send rows sharing a prefix together (None: no order)."""
+        return None
+
+    async def prefix_lanes(self) -> int | None:
+        """Server slots that each keep their own prompt cache (llama.cpp); None: one shared cache."""
+        return None
+
+    def routed(self, body: dict, lane: int | None, group: str) -> dict:
+        """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints; default as is)."""
+        return body
+
     @abc.abstractmethod
     async def send(self, request: Request) -> Outcome:
         """Send one request; never raises for a failed request, reports it as an Outcome instead."""

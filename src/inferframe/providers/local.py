@@ -13,7 +13,7 @@ import os
 from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
 from inferframe.providers.interface import Capabilities
 from inferframe.providers.local_server import DEFAULT_N_PARALLEL
-from inferframe.providers.openai import OpenAIProvider
+from inferframe.providers.openai import LlamaCppProvider
 from inferframe.providers.spec import ProviderSpec
 
 DEFAULT_MODEL = "gemma-3-270m"
@@ -26,7 +26,7 @@ MAX_INPUT_TOKENS = 512
 MAX_BATCH_INPUTS = 8
 
 
-class LocalProvider(OpenAIProvider):
+class LocalProvider(LlamaCppProvider):
     """OpenAI-compatible calls to the process-wide local llama.cpp server (started on first use).
 
     A slot that still holds an earlier prompt reuses its shared start: the server reports those
@@ -54,6 +54,9 @@ class LocalProvider(OpenAIProvider):
         # The port changes every run; the answers depend on the model file, not on where it is served.
         self.cache_identity = f"local:{server.model}"
         self.n_parallel = server.n_parallel
+
+    async def prefix_lanes(self) -> int | None:
+        return self.n_parallel
 
     @classmethod
     def knows_model(cls, model: str) -> bool:

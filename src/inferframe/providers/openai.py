@@ -102,6 +102,10 @@ class OpenAIProvider(Provider):
     def estimate_tokens(cls, body: dict, model: str | None) -> tuple[int, int]:
         return wire.estimate_tokens(body, model)
 
+    @classmethod
+    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
+        return wire.prompt_text(body) if endpoint in ("chat", "responses") else None
+
     # --- sending --------------------------------------------------------------------------------
     async def _client(self):
         if self._session is None:
@@ -216,6 +220,39 @@ class HostedOpenAIProvider(OpenAIProvider):
     def embedding_max_input_tokens(cls, model: str) -> int | None:
         return EMBEDDING_MODELS.get(model, (None, None))[1]
 
+    def routed(self, body: dict, lane: int | None, group: str) -> dict:
+        # OpenAI routes requests with the same key and prefix to the same cache machine.
+        return body if "prompt_cache_key" in body else {**body, "prompt_cache_key": group}
+
+
+class LlamaCppProvider(OpenAIProvider):
+    """A llama.cpp ``llama-server``: each of its slots keeps the KV cache of its last prompt.
+
+    Rows of one prefix group go to one slot (``id_slot``) with ``cache_prompt``, so the slot
+    re-reads only what follows the shared prefix; the slots are read from ``/props`` once.
+    """
+
+    capabilities = Capabilities(default_endpoint="chat", batch_api=False)
+    _lanes: int | None = None
+
+    async def prefix_lanes(self) -> int | None:
+        if self._lanes is None:
+            self._lanes = 0
+            try:
+                session = await self._client()
+                root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+                async with session.get(root + "/props") as resp:
+                    if resp.status == 200:
+                        self._lanes = int((await resp.json()).get("total_slots") or 0)
+            except Exception:  # noqa: BLE001 - an older server without /props: no slot routing, nothing else changes
+                self._lanes = 0
+        return self._lanes or None
+
+    def routed(self, body: dict, lane: int | None, group: str) -> dict:
+        if lane is None or "id_slot" in body:
+            return body
+        return {**body, "id_slot": lane, "cache_prompt": True}
+
 
 class VLLMProvider(OpenAIProvider):
     """A vLLM server: its schema goes in ``structured_outputs`` through the request body."""
@@ -230,6 +267,8 @@ def register(registry) -> None:
     registry.register("lm_studio", OpenAIProvider, default_base_url="http://127.0.0.1:1234/v1")
     registry.register("vllm", VLLMProvider, key_env="VLLM_API_KEY", base_url_env="VLLM_BASE_URL",
                       default_base_url="http://127.0.0.1:8000/v1")
+    registry.register("llama_cpp", LlamaCppProvider, base_url_env="LLAMA_CPP_BASE_URL",
+                      default_base_url="http://127.0.0.1:8080/v1")
     registry.register("ollama", OpenAIProvider, default_base_url="http://127.0.0.1:11434/v1")
     registry.register("openrouter", OpenAIProvider, key_env="OPENROUTER_API_KEY",
                       default_base_url="https://openrouter.ai/api/v1", needs_key=True)

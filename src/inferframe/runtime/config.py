@@ -16,6 +16,8 @@ from inferframe.runtime.retry import RetryPolicy
 # The ceiling on requests in flight when the user sets none: twice what Little's law asks for at
 # 30,000 RPM and 1 s latency (500), rounded up to a power of two.
 DEFAULT_MAX_CONCURRENCY = 1024
+# Rows pending for prefix ordering: enough for many groups of a few hundred rows; a few MB of prompts.
+DEFAULT_PREFIX_WINDOW = 4096
 # The bound while the limits are unknown: what a server that says nothing about its limits gets.
 DEFAULT_BASE_CONCURRENCY = 64
 
@@ -44,6 +46,10 @@ class RuntimeConfig:
         batch: answer through the provider's Batch API.
         batch_poll_interval: first wait between polls of a batch, in seconds.
         price: dollars per million (input, output) tokens (None: free or unknown).
+        prefix_order: send rows that share a prompt prefix together, on one server slot where
+            the server has slots, so its prompt cache serves them (see runtime.scheduler); the
+            output order never changes.
+        prefix_window: rows kept pending for that ordering (memory grows with it).
     """
 
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
@@ -62,6 +68,8 @@ class RuntimeConfig:
     batch: bool = False
     batch_poll_interval: float = 5.0
     price: tuple[float, float] | None = None
+    prefix_order: bool = True
+    prefix_window: int = DEFAULT_PREFIX_WINDOW
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cache_policy", CachePolicy(self.cache_policy))

@@ -21,6 +21,7 @@ from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.config import RuntimeConfig
 from inferframe.runtime.coordinator import SharedLimits
 from inferframe.runtime.pricing import cost_of
+from inferframe.runtime.scheduler import PrefixScheduler
 from inferframe.runtime.types import Result, RowError
 
 __all__ = ["InferenceRuntime", "RowFailed", "RuntimeConfig", "ServiceError"]
@@ -61,6 +62,9 @@ class InferenceRuntime:
         self._writes = self.cache is not None and config.cache_policy.writes
         self.identity = provider.cache_identity
         self._in_flight: dict[str, asyncio.Future] = {}
+        # Made on first use: a llama.cpp server is asked for its slots then (False: rows go in arrival order).
+        self._scheduler: PrefixScheduler | bool | None = None if config.prefix_order else False
+        self._scheduler_made: asyncio.Future | None = None
 
     def _budget_left(self) -> bool:
         c = self.config
@@ -184,7 +188,42 @@ class InferenceRuntime:
         """
         return await self._send(request, None, rows=False)
 
+    async def _scheduled(self, request: Request) -> tuple[Request, int | None]:
+        """Wait for the row's turn in the prefix order: the request to send (with the server's cache
+        hints) and the scheduler's lane it holds (None: not ordered)."""
+        sched = self._scheduler
+        if sched is None:
+            if self._scheduler_made is None:
+                self._scheduler_made = asyncio.ensure_future(self.provider.prefix_lanes())
+            lanes = await asyncio.shield(self._scheduler_made)
+            if self._scheduler is None:
+                self._scheduler = PrefixScheduler(lanes, pinned=True) if lanes else PrefixScheduler(1)
+            sched = self._scheduler
+        if sched is False:
+            return request, None
+        text = self.provider.prompt_text(request.endpoint, request.body)
+        if text is None:
+            return request, None
+        turn = await sched.turn(text)
+        body = self.provider.routed(request.body, turn.lane if sched.pinned else None, turn.group)
+        if body is not request.body:
+            request = Request(request.endpoint, body, request.est_tokens)
+        return request, turn.lane
+
     async def _send(self, request: Request, key: str | None, rows: bool = True) -> Result:
+        # Parts of rows packed into one request (embeddings) are not ordered by prefix.
+        request, lane = await self._scheduled(request) if rows else (request, None)
+        if lane is None:
+            return await self._attempts(request, key, rows, None)
+        # The lane is held until the row has its place in flight (one stream), or until the server
+        # answered it (a llama.cpp slot holds one request at a time).
+        hold = _LaneHold(self._scheduler, lane)
+        try:
+            return await self._attempts(request, key, rows, hold)
+        finally:
+            hold.release()
+
+    async def _attempts(self, request: Request, key: str | None, rows: bool, hold: "_LaneHold | None") -> Result:
         attempt = 0
         last: Outcome | None = None
         while True:
@@ -200,6 +239,8 @@ class InferenceRuntime:
                 if not self._budget_left():
                     self.limiter.release(request.est_tokens, None, ticket)
                     return self._not_run(attempt - 1, rows)
+                if hold is not None and not hold.pinned:
+                    hold.release()
                 self.stats.in_flight += 1
                 self.stats.requests += 1
                 started = ticket.sent_at = self.clock.monotonic()
@@ -207,6 +248,8 @@ class InferenceRuntime:
                     outcome = await self.provider.send(request)
                 finally:
                     self.stats.in_flight -= 1
+                    if hold is not None:
+                        hold.release()
             latency = self.clock.monotonic() - started
             self.stats.add_latency(latency)
             last = outcome
@@ -327,3 +370,17 @@ class InferenceRuntime:
 
 
 BATCH_DISCOUNT = 0.5  # the Batch API costs half the synchronous price
+
+
+class _LaneHold:
+    """One row's hold on a prefix scheduler's lane, released once."""
+
+    __slots__ = ("scheduler", "lane", "pinned")
+
+    def __init__(self, scheduler: PrefixScheduler, lane: int) -> None:
+        self.scheduler, self.lane, self.pinned = scheduler, lane, scheduler.pinned
+
+    def release(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.release(self.lane)
+            self.scheduler = None

@@ -12,17 +12,28 @@ Example:
 
 from __future__ import annotations
 
-import os
-
 
 def common_prefix_len(a: str, b: str) -> int:
-    """The length of the longest common prefix of two strings (C speed via os.path.commonprefix).
+    """The length of the longest common prefix of two strings.
+
+    A binary search over slice equality: each step is one C comparison, so a shared prefix of
+    8,000 characters costs about 13 of them (os.path.commonprefix loops over characters in Python).
 
     Example:
-        >>> common_prefix_len("abcd", "abxy")
-        2
+        >>> common_prefix_len("abcd", "abxy"), common_prefix_len("ab", "abc"), common_prefix_len("", "a")
+        (2, 2, 0)
     """
-    return len(os.path.commonprefix((a, b)))
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def shared_prefix_chars(texts: list[str]) -> list[int]:

@@ -1,0 +1,268 @@
+"""Prefix-aware admission: rows that share a prompt prefix go out together, and to one server slot where the server has slots.
+
+Every row waits here once, before its first attempt, in a window of pending rows (the AI stage
+keeps ``prefix_window`` rows pending). When the runtime has room for another request, the
+scheduler releases the row that best reuses what a server's prompt cache already holds:
+
+- **Groups, by sorting.** The pending rows are sorted by prompt text; rows sharing the longest
+  prefixes become neighbours, and the longest common prefix (LCP) of neighbours splits the sorted
+  run into a tree (every row shares the root's prefix; a child shares more). Children go largest
+  first at every level, so the biggest groups go out first and a group's sub-groups stay together.
+  Sorting was chosen over a trie or block-hash bucketing because it needs no tuning (no block
+  size) and runs in C: per row it costs O(log n) string comparisons (memcmp over the shared
+  part), one LCP with its neighbour (a binary search over slice equality) and O(depth) integer
+  work to split the tree; ``bench/prefix_schedule_cost.py`` measures it.
+- **Rounds.** The rows pending when the previous round ran out are sorted into the next round;
+  a row that arrives meanwhile and continues a group being sent joins that group at once (its
+  prefix is warm), the rest wait for the next round. Every row is released within two rounds of
+  arriving, and rounds never hold back the row the output waits for longer than the window.
+- **Lanes.** A server with slots (llama.cpp) gets one lane per slot, each holding one request:
+  a lane keeps its group (so the slot's cache serves it, sent with ``id_slot``), a free lane takes
+  the largest group nobody holds, and only when none is left helps the largest group held. Other
+  servers (vLLM, SGLang, hosted APIs) get one lane whose groups go out in turn, a group's requests
+  in flight together; the first row of the next group goes out while the current one ends, so its
+  prefix is cached before the rest of its group arrives at the server.
+
+Output order is not this module's concern: the operator puts every answer back in its row.
+
+Example:
+    >>> import asyncio
+    >>> async def order():
+    ...     sched = PrefixScheduler(lanes=1)
+    ...     texts = ["doc A" + "a" * 80 + " q1", "doc B" + "b" * 80 + " q1", "doc A" + "a" * 80 + " q2"]
+    ...     turns = [asyncio.ensure_future(sched.turn(t)) for t in texts]
+    ...     sent = []
+    ...     for _ in texts:
+    ...         done, _ = await asyncio.wait([t for t in turns if t not in sent], return_when=asyncio.FIRST_COMPLETED)
+    ...         t = done.pop(); sent.append(t); sched.release(t.result().lane)
+    ...     return [turns.index(t) for t in sent]
+    >>> asyncio.run(order())
+    [0, 2, 1]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import hashlib
+from typing import NamedTuple
+
+from inferframe.runtime.prefix import common_prefix_len
+
+# A shared start shorter than this (about 16 tokens) is not worth keeping a group together for.
+MIN_SHARED_CHARS = 64
+# The tree is split this deep at most; below, rows stay in sorted order (which still keeps
+# neighbours sharing the most together). Bounds the cost on pathological texts (a, aa, aaa, ...).
+MAX_DEPTH = 8
+
+
+class Turn(NamedTuple):
+    """A released row: the lane it goes out on, and its group's cache-routing key."""
+
+    lane: int
+    group: str
+
+
+@dataclasses.dataclass(eq=False)
+class _Group:
+    prefix: str  # what every row of the group starts with
+    key: str  # a stable name of the shared prefix: the cache-routing hint
+    rows: collections.deque  # of (text, future), in sending order
+
+
+def _key(prefix: str) -> str:
+    return "ifr-" + hashlib.blake2b(prefix.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _order(texts: list[str], lcp: list[int], lo: int, hi: int, depth: int, out: list[int]) -> None:
+    """Indexes lo..hi-1 of the sorted texts, sub-groups together and largest first."""
+    if hi - lo <= 2 or depth >= MAX_DEPTH:
+        out.extend(range(lo, hi))
+        return
+    shared = min(lcp[lo + 1:hi])
+    children = []
+    start = lo
+    for i in range(lo + 1, hi):
+        if lcp[i] == shared:
+            children.append((start, i))
+            start = i
+    children.append((start, hi))
+    children.sort(key=lambda c: c[0] - c[1])  # largest first; a stable sort keeps ties in text order
+    for a, b in children:
+        _order(texts, lcp, a, b, depth + 1, out)
+
+
+def form_groups(texts: list[str]) -> list[tuple[str, list[int]]]:
+    """Split rows into groups by shared prompt prefix: [(shared prefix, row indexes in sending order)], largest first.
+
+    The groups are the children of the root of the sorted rows' LCP tree: every row shares the
+    root's prefix (a system message, say), and the rows of one group share more (a document).
+
+    Example:
+        >>> a, b = "A" * 70, "B" * 70
+        >>> [(p[:3], rows) for p, rows in form_groups([a + "1", b + "1", a + "2", a + "3"])]
+        [('AAA', [0, 2, 3]), ('BBB', [1])]
+    """
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    srt = [texts[i] for i in order]
+    lcp = [0] + [common_prefix_len(x, y) for x, y in zip(srt, srt[1:])]
+    n = len(srt)
+    if n == 0:
+        return []
+    shared = min(lcp[1:]) if n > 1 else len(srt[0])
+    bounds = [0] + [i for i in range(1, n) if lcp[i] == shared] + [n]
+    groups = []
+    for a, b in zip(bounds, bounds[1:]):
+        idx: list[int] = []
+        _order(srt, lcp, a, b, 1, idx)
+        prefix = srt[a][:min(lcp[a + 1:b])] if b - a > 1 else srt[a]
+        groups.append((prefix, [order[i] for i in idx]))
+    groups.sort(key=lambda g: -len(g[1]))
+    return groups
+
+
+class PrefixScheduler:
+    """Releases pending rows one at a time, in an order that keeps prompt caches warm.
+
+    Parameters:
+        lanes: server slots to keep apart (1: one stream, for servers without slots).
+        pinned: each lane is one server slot that holds one request at a time (llama.cpp);
+            otherwise the single lane releases a row whenever the previous one got its place
+            in flight (``release`` is then called when the request holds an in-flight slot).
+
+    ``turn(text)`` waits for the row's release and says its lane; the caller calls
+    ``release(lane)`` when the lane may take another row (see ``pinned``).
+    """
+
+    def __init__(self, lanes: int = 1, *, pinned: bool = False) -> None:
+        self.lanes = max(1, int(lanes))
+        self.pinned = pinned
+        self._arrivals: list[tuple[str, asyncio.Future]] = []
+        self._round: collections.deque[_Group] = collections.deque()
+        self._held: list[_Group | None] = [None] * self.lanes
+        self._busy = [0] * self.lanes
+        self._warmed: _Group | None = None  # the next group, looked at for warming (one lane)
+        self._warm_due: _Group | None = None  # its first row goes out next
+        self._root = ""  # the prefix all rows of the last round shared
+        self._pump_due = False
+        self.released = 0
+
+    async def turn(self, text: str) -> Turn:
+        """Wait until this row may be sent; returns its lane and its group's routing key."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._arrivals.append((text, fut))
+        if not self._pump_due:
+            # Run once the rows created in this tick have all arrived, so they are ordered together.
+            self._pump_due = True
+            loop.call_soon(self._pump)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release(fut.result().lane)  # released to us, but we are gone: pass it on
+            raise
+
+    def release(self, lane: int) -> None:
+        """The lane may take another row."""
+        self._busy[lane] -= 1
+        if not self._pump_due:
+            self._pump_due = True
+            asyncio.get_running_loop().call_soon(self._pump)
+
+    @property
+    def pending(self) -> int:
+        """Rows waiting for their turn."""
+        return len(self._arrivals) + sum(len(g.rows) for g in self._round) + sum(
+            len(g.rows) for g in {id(g): g for g in self._held if g is not None}.values())
+
+    def _pump(self) -> None:
+        self._pump_due = False
+        if self._arrivals:
+            self._absorb()
+        while True:
+            lane = next((i for i in range(self.lanes) if self._busy[i] == 0), None)
+            if lane is None:
+                return
+            picked = self._next(lane)
+            if picked is None:
+                return
+            fut, group = picked
+            self._busy[lane] += 1
+            self.released += 1
+            fut.set_result(Turn(lane, group.key))
+
+    def _absorb(self) -> None:
+        """Arrivals that continue a group being sent join it: the server holds its prefix now."""
+        held = [g for g in dict.fromkeys(self._held) if g is not None and len(g.prefix) >= MIN_SHARED_CHARS]
+        if self._warmed is not None:
+            held.append(self._warmed)
+        if not held:
+            return
+        rest = []
+        for text, fut in self._arrivals:
+            for g in held:
+                if text.startswith(g.prefix):
+                    g.rows.append((text, fut))
+                    break
+            else:
+                rest.append((text, fut))
+        self._arrivals = rest
+
+    def _next(self, lane: int) -> tuple[asyncio.Future, _Group] | None:
+        if self._warm_due is not None:
+            nxt, self._warm_due = self._warm_due, None
+            while nxt.rows:
+                _, fut = nxt.rows.popleft()
+                if not fut.done():
+                    return fut, nxt
+        group = self._held[lane]
+        while True:
+            if group is not None:
+                while group.rows:
+                    _, fut = group.rows.popleft()
+                    if not fut.done():  # a cancelled row is skipped
+                        if not self.pinned and self._warmed is None:
+                            self._warm(group)
+                        return fut, group
+            group = self._take_group()
+            self._held[lane] = group
+            if group is None:
+                return None
+
+    def _warm(self, group: _Group) -> None:
+        """One lane: the next group's first row goes out next, so its prefix is cached when the group starts."""
+        nxt = self._round[0] if self._round else None
+        self._warmed = nxt if nxt is not None else group  # look once per group
+        if nxt is not None and len(nxt.rows) > 1 and len(nxt.prefix) >= MIN_SHARED_CHARS:
+            self._warm_due = nxt
+
+    def _take_group(self) -> _Group | None:
+        self._warmed = None
+        if not self._round and self._arrivals:
+            self._form_round()
+        if self._round:
+            return self._round.popleft()
+        # Every group is held by a lane: help the one with the most rows left (its prefix is paid once more).
+        held = [g for g in self._held if g is not None and g.rows]
+        return max(held, key=lambda g: len(g.rows)) if held else None
+
+    def _form_round(self) -> None:
+        arrivals = [(t, f) for t, f in self._arrivals if not f.done()]
+        self._arrivals = []
+        if not arrivals:
+            return
+        texts = [t for t, _ in arrivals]
+        groups = form_groups(texts)
+        self._root = groups[0][0] if len(groups) == 1 else _shared(texts)
+        for prefix, idx in groups:
+            # A lone row's key is the round's shared prefix: rows that share only that still route together.
+            key = _key(prefix if len(idx) > 1 else self._root)
+            self._round.append(_Group(prefix, key, collections.deque(arrivals[i] for i in idx)))
+
+
+def _shared(texts: list[str]) -> str:
+    """The prefix every text starts with."""
+    lo, hi = min(texts), max(texts)
+    return lo[:common_prefix_len(lo, hi)]
