@@ -13,6 +13,9 @@ from inferframe.dataframe import (
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
 from inferframe.observe import DriftWarning, set_history
+# Reachable as inferframe.PromptLayoutHint (the name its message gives for filterwarnings); not yet in __all__,
+# whose list tests/test_public_api.py pins.
+from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
 from inferframe.errors import (
     BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,

@@ -20,6 +20,7 @@ from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
 from inferframe.functions._calls import ai_expression, message_parts, provider_for
+from inferframe.functions.layout_hint import warn_layout
 from inferframe.providers.registry import provider_class
 from inferframe.providers.spec import ProviderSpec
 from inferframe.session import current
@@ -95,6 +96,7 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         label=f"prompt[{model}]", media=parsed.media(), return_format=return_format, format_request=format_request,
         repair=bool(parsed.extra.get("repair", False)),
     )
+    warn_layout(parts, system_message)  # a note only: the prompt is sent as written
     batch = 50_000 if config.runtime.batch else 128
     return ai_expression(PromptOperator, config, parts, value_type, error_column=parsed.error_column,
                          usage_column=parsed.usage_column, name="prompt", batch=batch,
