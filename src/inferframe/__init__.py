@@ -31,7 +31,7 @@ from inferframe.udf import cls, func, method
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
+    "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
     "cls", "col", "from_arrow",

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from inferframe.functions._calls import ai_expression, message_parts, provider_f
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.providers.registry import provider_class
 from inferframe.providers.spec import ProviderSpec
+from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
 from inferframe.session import current
 
 
@@ -46,7 +48,9 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
             max_retries, max_cost, max_tokens_budget, timeout, on_error ("null" or "raise"),
             cache ("read_write" default, "read_only", "refresh", "off"), cache_dir, prompt_version,
             error_column (add "<name>_error", default True), usage_column (add "<name>_usage"),
-            repair (ask once more when an answer breaks return_format); batch=True (run through the
+            repair (ask once more when an answer breaks return_format); prefix_order (default True:
+            rows sharing a prompt prefix go out together so server prompt caches hit; the output
+            order never changes) and prefix_window (rows pending for it, default 4096); batch=True (run through the
             OpenAI Batch API: half price, answers within 24 h; batch_poll_interval seconds); media options:
             max_image_size, image_format, image_detail, pdf_mode ("file" or "text").
 
@@ -90,17 +94,21 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         bound = wire.default_max_tokens(schema)
         if bound is not None and not {"max_tokens", "max_output_tokens", "max_completion_tokens"} & set(parsed.request):
             parsed.request["max_tokens"] = bound
+    runtime = dataclasses.replace(parsed.runtime, prefix_order=parsed.extra.get("prefix_order", True),
+                                  prefix_window=parsed.extra.get("prefix_window", DEFAULT_PREFIX_WINDOW))
     config = AICallConfig(
         endpoint=endpoint, provider=spec, model=model, system_message=system_message,
-        options=tuple(sorted(parsed.request.items())), runtime=parsed.runtime, n_parts=len(parts),
+        options=tuple(sorted(parsed.request.items())), runtime=runtime, n_parts=len(parts),
         label=f"prompt[{model}]", media=parsed.media(), return_format=return_format, format_request=format_request,
         repair=bool(parsed.extra.get("repair", False)),
     )
     warn_layout(parts, system_message)  # a note only: the prompt is sent as written
     batch = 50_000 if config.runtime.batch else 128
+    # Rows pending at once: twice the in-flight ceiling keeps it full; prefix ordering wants its window.
+    pending = max(2 * runtime.max_concurrency, runtime.prefix_window if runtime.prefix_order else 0)
     return ai_expression(PromptOperator, config, parts, value_type, error_column=parsed.error_column,
                          usage_column=parsed.usage_column, name="prompt", batch=batch,
-                         window=max(2, -(-2 * config.runtime.max_concurrency // batch) + 1))
+                         window=max(2, -(-pending // batch) + 1))
 
 
 def _choices_of(schema: dict) -> list[str] | None:
