@@ -86,7 +86,7 @@ def test_the_next_groups_first_row_goes_out_early_to_warm_its_prefix():
 
 def test_pinned_lanes_keep_a_group_each_and_hold_one_request_at_a_time():
     async def run():
-        sched = PrefixScheduler(2, pinned=True)
+        sched = PrefixScheduler(2, pinned=True, depth=1)
         rows = _interleaved(4, 6)
         turns = [asyncio.ensure_future(sched.turn(t)) for _, t in rows]
         lane_docs: dict[int, list[int]] = {0: [], 1: []}
@@ -120,7 +120,7 @@ def test_rows_that_share_nothing_go_out_one_by_one_and_all_of_them():
 
 def test_a_cancelled_row_gives_its_lane_back():
     async def run():
-        sched = PrefixScheduler(1, pinned=True)
+        sched = PrefixScheduler(1, pinned=True, depth=1)
         first = asyncio.ensure_future(sched.turn("a" * 100))
         second = asyncio.ensure_future(sched.turn("b" * 100))
         await asyncio.sleep(0)
@@ -149,7 +149,7 @@ class _Chat(MockProvider):
             slot = request.body.get("id_slot")
             if slot is not None:
                 self.busy[slot] = self.busy.get(slot, 0) + 1
-                assert self.busy[slot] == 1, "two requests on one slot"
+                assert self.busy[slot] <= 2, "more than two requests on one slot"
             await asyncio.sleep(0.001)
             if slot is not None:
                 self.busy[slot] -= 1

@@ -272,6 +272,11 @@ class LocalServer:
             # prompt. Measured 2026-11-22 (bench/local_model.py, 64 reviews, 16 slots): 5.79 -> 20.28
             # rows/s, same answers on 63/64 rows, no measurable memory growth.
             "--swa-full",
+            # The client sends each prompt prefix's rows to one slot (id_slot): an idle slot must keep
+            # its KV cache, not be saved to RAM and cleared when another request arrives. Measured
+            # 2026-11-23, 4 slots, 8 passages of 250 words, 32 rows pinned one at a time per slot:
+            # 11.8 s with most rows missing the slot's cache; 5.3 s with 28 of 32 hits.
+            "--no-cache-idle-slots",
         ]
         if self.temperature is not None:
             cmd += ["--temp", repr(float(self.temperature))]

@@ -16,7 +16,7 @@ scheduler releases the row that best reuses what a server's prompt cache already
   a row that arrives meanwhile and continues a group being sent joins that group at once (its
   prefix is warm), the rest wait for the next round. Every row is released within two rounds of
   arriving, and rounds never hold back the row the output waits for longer than the window.
-- **Lanes.** A server with slots (llama.cpp) gets one lane per slot, each holding one request:
+- **Lanes.** A server with slots (llama.cpp) gets one lane per slot, each holding two requests:
   a lane keeps its group (so the slot's cache serves it, sent with ``id_slot``), a free lane takes
   the largest group nobody holds, and only when none is left helps the largest group held. Other
   servers (vLLM, SGLang, hosted APIs) get one lane whose groups go out in turn, a group's requests
@@ -127,17 +127,25 @@ class PrefixScheduler:
 
     Parameters:
         lanes: server slots to keep apart (1: one stream, for servers without slots).
-        pinned: each lane is one server slot that holds one request at a time (llama.cpp);
+        pinned: each lane is one server slot (llama.cpp), released when its request is answered;
             otherwise the single lane releases a row whenever the previous one got its place
             in flight (``release`` is then called when the request holds an in-flight slot).
+        depth: requests a pinned lane holds at once. Two keep the slot's next row waiting at
+            the server, so the slot is never idle between rows: llama.cpp saves an idle slot
+            to its RAM cache and clears it when another request arrives (``--cache-idle-slots``,
+            on by default), and a request pinned to a cleared slot finds nothing cached.
+            Measured on the embedded server, 4 slots, 8 passages of 250 words, 32 rows: one
+            request per slot 11.8 s with most rows missing the slot's cache, two 7.9 s with 28
+            of 32 hits.
 
     ``turn(text)`` waits for the row's release and says its lane; the caller calls
     ``release(lane)`` when the lane may take another row (see ``pinned``).
     """
 
-    def __init__(self, lanes: int = 1, *, pinned: bool = False) -> None:
+    def __init__(self, lanes: int = 1, *, pinned: bool = False, depth: int = 2) -> None:
         self.lanes = max(1, int(lanes))
         self.pinned = pinned
+        self.depth = max(1, int(depth)) if pinned else 1
         self._arrivals: list[tuple[str, asyncio.Future]] = []
         self._round: collections.deque[_Group] = collections.deque()
         self._held: list[_Group | None] = [None] * self.lanes
@@ -181,17 +189,23 @@ class PrefixScheduler:
         self._pump_due = False
         if self._arrivals:
             self._absorb()
-        while True:
-            lane = next((i for i in range(self.lanes) if self._busy[i] == 0), None)
-            if lane is None:
-                return
+        while self._release_one():
+            pass
+
+    def _release_one(self) -> bool:
+        # The least busy lane first: every slot gets a row before any gets a second. A lane with
+        # nothing to take leaves the row to the next one.
+        for lane in sorted(range(self.lanes), key=self._busy.__getitem__):
+            if self._busy[lane] >= self.depth:
+                return False
             picked = self._next(lane)
-            if picked is None:
-                return
-            fut, group = picked
-            self._busy[lane] += 1
-            self.released += 1
-            fut.set_result(Turn(lane, group.key))
+            if picked is not None:
+                fut, group = picked
+                self._busy[lane] += 1
+                self.released += 1
+                fut.set_result(Turn(lane, group.key))
+                return True
+        return False
 
     def _absorb(self) -> None:
         """Arrivals that continue a group being sent join it: the server holds its prefix now."""
@@ -244,8 +258,10 @@ class PrefixScheduler:
             self._form_round()
         if self._round:
             return self._round.popleft()
-        # Every group is held by a lane: help the one with the most rows left (its prefix is paid once more).
-        held = [g for g in self._held if g is not None and g.rows]
+        # Every group is held by a lane: help the one with the most rows left, when the helper's cost
+        # (its slot reads the prefix once more) buys parallel work: more rows left than its holder
+        # has places for. The tail of a group stays with its slot.
+        held = [g for g in self._held if g is not None and len(g.rows) > 2 * self.depth]
         return max(held, key=lambda g: len(g.rows)) if held else None
 
     def _form_round(self) -> None:
