@@ -51,15 +51,17 @@ def test_shared_prefix_chars_counts_what_a_cache_could_serve():
 
 
 async def _release_in_order(sched: PrefixScheduler, texts: list[str]) -> list[int]:
-    """Release rows one by one as a one-stream runtime does; the order they went out in."""
-    turns = [asyncio.ensure_future(sched.turn(t)) for t in texts]
+    """Release rows as a one-stream runtime does; the order they were handed out in."""
     sent: list[int] = []
-    while len(sent) < len(texts):
-        await asyncio.sleep(0)
-        for i, t in enumerate(turns):
-            if t.done() and i not in sent:
-                sent.append(i)
-                sched.release(t.result().lane)
+
+    def done(i: int, t: asyncio.Task) -> None:
+        sent.append(i)  # tasks finish in the order the scheduler woke them
+        sched.release(t.result().lane)
+
+    turns = [asyncio.ensure_future(sched.turn(t)) for t in texts]
+    for i, t in enumerate(turns):
+        t.add_done_callback(lambda t, i=i: done(i, t))
+    await asyncio.gather(*turns)
     return sent
 
 
