@@ -261,11 +261,16 @@ class PrefixScheduler:
             self._form_round()
         if self._round:
             return self._round.popleft()
-        # Every group is held by a lane: help the one with the most rows left, when the helper's cost
-        # (its slot reads the prefix once more) buys parallel work: more rows left than its holder
-        # has places for. The tail of a group stays with its slot.
-        held = [g for g in self._held if g is not None and len(g.rows) > 2 * self.depth]
-        return max(held, key=lambda g: len(g.rows)) if held else None
+        # Every group is held by a lane: help the one with the most rows left per lane holding it, when
+        # the helper's cost (its slot reads the prefix once more) buys parallel work: more than two
+        # rounds of its holders' places each. The tail of a group stays with its slots.
+        holders = collections.Counter(id(g) for g in self._held if g is not None)
+        best, most = None, 2 * self.depth
+        for g in {id(g): g for g in self._held if g is not None}.values():
+            per_lane = len(g.rows) / holders[id(g)]
+            if per_lane > most:
+                best, most = g, per_lane
+        return best
 
     def _form_round(self) -> None:
         arrivals = [(t, f) for t, f in self._arrivals if not f.done()]
