@@ -61,7 +61,46 @@ class ServiceError(ExecutionError, RuntimeError):
 
 
 class RowFailed(ExecutionError, RuntimeError):
-    """A row failed and the user asked for on_error="raise"."""
+    """A row failed and the user asked for on_error="raise": the job stops with that row's error.
+
+    Every AI function raises this one shape, whatever failed (an HTTP error, a malformed answer, a
+    vector of the wrong size, an answer off the schema, an input that cannot be sent):
+    "A row failed (kind, status S, N attempts): message", status and attempts only when known.
+
+    Attributes:
+        error: the row's error record, as ``<name>_error`` holds it with on_error="null"
+            (kind, message, status, attempts, raw).
+
+    Example:
+        >>> e = RowFailed.of({"kind": "input", "message": "an empty text has no embedding", "status": None,
+        ...                   "attempts": 0, "raw": None})
+        >>> str(e), e.kind
+        ('A row failed (input): an empty text has no embedding', 'input')
+    """
+
+    def __init__(self, message: str, error: dict | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+    @classmethod
+    def of(cls, error: dict) -> "RowFailed":
+        """The exception for one row's error record (``RowError.as_dict()``)."""
+        said = [str(error["kind"])]
+        if error.get("status") is not None:
+            said.append(f"status {error['status']}")
+        attempts = error.get("attempts") or 0
+        if attempts:  # 0: the row failed before anything was sent
+            said.append(f"{attempts} attempt{'s' if attempts != 1 else ''}")
+        return cls(f"A row failed ({', '.join(said)}): {error['message']}", dict(error))
+
+    @property
+    def kind(self) -> str | None:
+        """The row's error kind (an :class:`ErrorKind` value)."""
+        return None if self.error is None else str(self.error["kind"])
+
+    def __reduce__(self):
+        # The record would be lost by the default pickling; workers ship errors across processes.
+        return (RowFailed, (self.args[0] if self.args else "", self.error))
 
 
 class BatchAPIError(ExecutionError, RuntimeError):

@@ -300,7 +300,7 @@ class InferenceRuntime:
         self.stats.errors += rows
         self.breaker.row(False, outcome.error_kind, outcome.message)
         if self.config.on_error == "raise":
-            raise RowFailed(f"A row failed ({err.kind}, status {err.status}, {attempts} attempts): {err.message}")
+            raise RowFailed.of(err.as_dict())  # the shape every AI function raises (see RowFailed)
         return Result(value=None, error=err, usage=usage, cost=cost, attempts=attempts)
 
     async def run_many(self, requests: list[Request | None]) -> list[Result | None]:
