@@ -188,16 +188,26 @@ class PromptOperator(AIOperator):
             values = [c[i] for c in cols]
             bad = next((v for v in values if isinstance(v, BaseException)), None)
             if bad is not None:
-                early[i] = RowError(ErrorKind.INPUT, f"{type(bad).__name__}: {bad}", None, 0)
+                early[i] = self._input_error(bad)
                 requests.append(None)
                 continue
             try:
                 requests.append(build_request(self.config, values, kinds, [n_[i] if n_ else None for n_ in names],
                                               self.wire))
             except (ValueError, TypeError) as e:  # MediaError is a ValueError: a bad image or file in this row
-                early[i] = RowError(ErrorKind.INPUT, f"{type(e).__name__}: {e}", None, 0)
+                early[i] = self._input_error(e)
                 requests.append(None)
         return requests, early
+
+    def _input_error(self, e: BaseException) -> RowError:
+        """A row whose input cannot be sent: its error (or, with on_error="raise", the end of the job)."""
+        err = RowError(ErrorKind.INPUT, f"{type(e).__name__}: {e}", None, 0)
+        if self.config.runtime.on_error == "raise":
+            # Raised while the batch's requests are built: no row of it has been sent yet.
+            self.stats.errors += 1
+            self.stats.rows_done += 1
+            raise RowFailed.of(err.as_dict())
+        return err
 
     async def _validated(self, request: Callable[[], Request], result: Result) -> Result:
         """Check a structured answer; optionally ask once more with the validation error (``request()``: its request)."""
@@ -236,7 +246,7 @@ class PromptOperator(AIOperator):
         """A row whose answer cannot be used: an error (or, with on_error="raise", the end of the job)."""
         self.stats.errors += 1
         if self.config.runtime.on_error == "raise":
-            raise RowFailed(f"A row failed ({err.kind}): {err.message}")
+            raise RowFailed.of(err.as_dict())
         return dataclasses.replace(result, value=None, error=err)
 
     def _repair_request(self, request: Request, raw: str, problem: str) -> Request:
