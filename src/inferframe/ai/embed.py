@@ -26,7 +26,7 @@ from inferframe.ai.config import EmbedCallConfig
 from inferframe.ai.operator import AIOperator
 from inferframe.ai.requests import build_body
 from inferframe.ai.run import RunServices
-from inferframe.errors import ErrorKind
+from inferframe.errors import ErrorKind, RowFailed
 from inferframe.ai.vectors import combine_chunks, to_vectors
 from inferframe.providers.interface import Provider, Request
 from inferframe.providers.tokens import count_text
@@ -49,6 +49,7 @@ class _Input:
 
 
 _RECENT = 2048  # answers kept in memory per call for in-run dedupe across batches
+EMPTY_TEXT = "an empty text has no embedding"
 
 
 def vector_text(vector: np.ndarray) -> str:
@@ -99,12 +100,12 @@ class EmbeddingOperator(AIOperator):
                 continue
             bad = next((v for v in values if isinstance(v, BaseException)), None)
             if bad is not None:
-                early[i] = RowError(ErrorKind.INPUT, f"{type(bad).__name__}: {bad}", None, 0)
+                early[i] = self._failed(RowError(ErrorKind.INPUT, f"{type(bad).__name__}: {bad}", None, 0))
                 continue
             text = "".join(str(v) for v in values)
             if not text:
                 # The API refuses the whole request for one empty input; it has no vector anyway.
-                early[i] = RowError(ErrorKind.INPUT, "an empty text has no embedding", None, 0)
+                early[i] = self._failed(RowError(ErrorKind.INPUT, EMPTY_TEXT, None, 0))
                 continue
             texts[i] = text
         # Together: a long text may wait on the server's tokenizer.
@@ -230,6 +231,10 @@ class EmbeddingOperator(AIOperator):
                     self._recent[key] = (inp.vector, None)
             while len(self._recent) > _RECENT:
                 self._recent.popitem(last=False)
+        # After the pack's answers are shared and its good vectors stored: they are paid for.
+        for _, inp in pack:
+            if inp.error is not None:
+                self._failed(inp.error)
 
     async def _through_batch_api(self, inputs: dict[str, _Input]) -> None:
         """One line per input through the Batch API (no packing); the runtime caches and dedupes."""
@@ -241,11 +246,25 @@ class EmbeddingOperator(AIOperator):
                 vector = as_vector(r.value[0])
                 inp.error = self._wrong_size(vector, r.attempts)
                 inp.vector = vector if inp.error is None else None
+            if inp.error is not None:
+                self._failed(inp.error)
 
     def _wrong_size(self, vector: np.ndarray, attempts: int) -> RowError | None:
         if vector.ndim == 1 and len(vector) == self.config.size:
             return None
         return RowError(ErrorKind.MALFORMED, f"the embedding has {vector.size} dimensions, not {self.config.size}", 200, attempts)
+
+    def _failed(self, err: RowError) -> RowError:
+        """A row's error (or, with on_error="raise", the end of the job with it).
+
+        The runtime raises for the answers it judges (HTTP, malformed bodies); these are the
+        failures found here: bad inputs before sending, wrong-size or missing vectors after. A
+        row not run for the budget is no failure: it runs on the next start.
+        """
+        if self.config.runtime.on_error == "raise" and err.kind != ErrorKind.BUDGET:
+            self.stats.errors += 1
+            raise RowFailed.of(err.as_dict())
+        return err
 
     # -- rows -----------------------------------------------------------------------------------
 
@@ -276,6 +295,7 @@ class EmbeddingOperator(AIOperator):
             if failed is None and any(inputs[k].vector is None for k, _ in row):
                 failed = RowError(ErrorKind.MALFORMED, "the server sent no embedding", 200, 0)
             if failed is not None:
+                self._failed(failed)  # not raised yet: a text another call sent, or no vector at all
                 if failed.kind == ErrorKind.BUDGET:
                     self.stats.not_run += 1
                 else:
