@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 import cloudpickle
 
-from inferframe.errors import UDFError
+from inferframe.errors import RowFailed, UDFError
 from inferframe.execution.context import Cancelled
 from inferframe.observe.stats import CURRENT_RUN, RunCounters
 
@@ -146,6 +146,8 @@ class ProcessInstance:
             return reply[1]
         if reply[0] == "arrow":
             return unpack_arrays(reply[1])[0]
+        if reply[0] == "row_failed":
+            raise reply[1]
         raise UDFError(reply[1])
 
     def close_process(self) -> None:
@@ -230,6 +232,8 @@ def _serve() -> None:
                 _send(proto_out, ("arrow", pack_arrays([values]), CURRENT_RUN.snapshot()))
             else:
                 _send(proto_out, ("ok", values, CURRENT_RUN.snapshot()))
+        except RowFailed as e:  # on_error="raise" in a model class: the row's own error, as in this process
+            _send(proto_out, ("row_failed", e, CURRENT_RUN.snapshot()))
         except _RowFailure as e:
             _send(proto_out, ("error", str(e), CURRENT_RUN.snapshot()))
         except BaseException as e:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
-from inferframe.errors import InferframeError, UDFError
+from inferframe.errors import InferframeError, RowFailed, UDFError
 from inferframe.execution.context import Cancelled, ExecContext
 from inferframe.execution.instances import pool_for
 from inferframe.execution.operators import rebatch, split_morsels
@@ -112,6 +112,8 @@ def _batch_call(spec, instance, series: list, offset: int, n: int):
     args, kwargs = spec.call_args(series)
     try:
         return spec.fn(instance, *args, **kwargs) if instance is not None else spec.fn(*args, **kwargs)
+    except RowFailed:
+        raise  # an in-process model's row with on_error="raise": the same error as over an API
     except Exception as e:
         raise UDFError(f"UDF {spec.name!r} failed on the batch of rows {offset}..{offset + n - 1}: {type(e).__name__}: {e}") from e
 
