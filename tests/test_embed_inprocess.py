@@ -113,7 +113,7 @@ def test_gpus_reach_the_worker_spec_and_run_on_cpu_with_a_warning_here():
     import torch
 
     expr = embed_text(col("t"), use_process=True, gpus=1, batch_size=8)
-    udf = expr._node.child.udf
+    udf = expr._node.child.args[0].udf  # the value of struct{value, error, usage}
     assert udf.gpus == 1 and udf.owner.gpus == 1 and udf.use_process
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.ai.columns import result_type
+from inferframe.ai.options import RUNTIME, check
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
@@ -48,8 +49,15 @@ class ModelUDFSpec(AISpec):
 
 
 _TEXT_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "encode_batch_size",
-            "long_inputs"}
-_IMAGE_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "error_column"}
+            "long_inputs", "on_error", "error_column"}
+_IMAGE_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_process", "gpus", "error_column",
+                  "on_error"}
+
+
+def _errors(fn: str, options: dict) -> tuple[str, bool]:
+    """on_error and error_column, checked as for every AI function."""
+    return (check(fn, "on_error", options.get("on_error"), RUNTIME["on_error"]) or "null",
+            check(fn, "error_column", options.get("error_column"), RUNTIME["error_column"]) is not False)
 
 
 def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensions: int | None,
@@ -68,6 +76,7 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
             raise PlanError(f"dimensions={dimensions} is out of range: {model or 'all-MiniLM-L6-v2'} gives {native}-dimensional "
                             f"vectors, which can be shortened (first N values, then re-normalised) but not lengthened.")
         size = int(dimensions)
+    on_error, error_column = _errors("embed_text", options)
     long_inputs = options.get("long_inputs", "chunk")
     if long_inputs not in ("chunk", "truncate"):
         raise PlanError(f"long_inputs must be 'chunk' or 'truncate', got {long_inputs!r}.")
@@ -78,16 +87,16 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
     owner = ClassSpec(owner_cls, (str(path),), {
         "device": options.get("device"), "normalize": bool(options.get("normalize", True)), "dimensions": size,
         "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": long_inputs,
-        "label": f"embed[{model or 'all-MiniLM-L6-v2'}]",
+        "label": f"embed[{model or 'all-MiniLM-L6-v2'}]", "on_error": on_error,
     }, max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
         gpus=float(options.get("gpus") or 0))
     node = to_node(text)
     spec = ModelUDFSpec(
-        name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=pa.list_(pa.float32(), size),
+        name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=result_type(pa.list_(pa.float32(), size)),
         is_batch=True, batch_size=batch, max_concurrency=options.get("max_concurrency") or 1,
-        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=False,
+        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=error_column,
     )
-    return Expression(Alias(UDFCall(spec, (node,)), node.name()))
+    return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))
 
 
 def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dimensions: int | None,
@@ -106,14 +115,16 @@ def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dime
     size = image_dimensions(path)
     if dimensions is not None and int(dimensions) != size:
         raise PlanError(f"dimensions={dimensions} does not match the model: {model} gives {size}-dimensional image vectors.")
+    on_error, error_column = _errors("embed_image", options)
     batch = int(options.get("batch_size") or 64)
     owner = ClassSpec(ClipImageEmbedder, (str(path),), {"device": options.get("device"),
-                                                        "normalize": bool(options.get("normalize", True))},
+                                                        "normalize": bool(options.get("normalize", True)),
+                                                        "on_error": on_error},
                       max_concurrency=options.get("max_concurrency"), use_process=bool(options.get("use_process", False)),
                       gpus=float(options.get("gpus") or 0))
     out_type = result_type(pa.list_(pa.float32(), size))
     spec = ModelUDFSpec(name="embed_image", accepts=("text", "binary"), fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
                   batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process, gpus=owner.gpus,
-                  owner=owner, layout=(("expr", 0),), error_column=options.get("error_column", True))
+                  owner=owner, layout=(("expr", 0),), error_column=error_column)
     node = to_node(images)
     return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))

@@ -1,6 +1,7 @@
 """Image embeddings computed in this process by a CLIP-style model (transformers), loaded once per worker.
 
-A row whose image cannot be read or decoded gets a null vector and its error in ``<name>_error``.
+A row whose image cannot be read or decoded gets a null vector and its error (kind "image") in
+``<name>_error``; with on_error="raise" it stops the job before the batch runs through the model.
 
 Example:
     >>> import inferframe as ifr
@@ -17,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE
-from inferframe.errors import ErrorKind, PlanError
+from inferframe.errors import ErrorKind, PlanError, RowFailed
 from inferframe.models.loading import _read_json, offline, pick_device
 from inferframe.ai.vectors import to_vectors
 from inferframe.series import Series
@@ -45,12 +46,13 @@ class ClipImageEmbedder:
         path: the model's directory (or a name already in the local Hugging Face cache).
         device: "cpu", "cuda", "mps" or None to pick the best one present.
         normalize: L2-normalise the vectors (so a dot product is the cosine similarity).
+        on_error: "null" keeps an unreadable image as its row's error; "raise" stops at the first one.
 
     Example:
         >>> e = ClipImageEmbedder("/models/clip-vit-base-patch32")  # doctest: +SKIP
     """
 
-    def __init__(self, path: str, *, device: str | None = None, normalize: bool = True) -> None:
+    def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, on_error: str = "null") -> None:
         with offline():
             from transformers import AutoImageProcessor, AutoModel
 
@@ -59,6 +61,7 @@ class ClipImageEmbedder:
             self.model = AutoModel.from_pretrained(path).to(self.device).eval()
         self.size = image_dimensions(Path(path))
         self.normalize = normalize
+        self.on_error = on_error
 
     def embed(self, images: Series) -> pa.Array:
         import torch
@@ -76,6 +79,8 @@ class ClipImageEmbedder:
                 rows.append(i)
             except Exception as e:  # one unreadable image is data for its row, not the end of the query
                 errors[i] = {"kind": ErrorKind.IMAGE.value, "message": f"{type(e).__name__}: {e}", "status": None, "attempts": 0, "raw": None}
+                if self.on_error == "raise":
+                    raise RowFailed.of(errors[i]) from e
         vectors = np.zeros((0, self.size), dtype=np.float32)
         if pics:
             with torch.inference_mode():

@@ -1,14 +1,17 @@
 """Text embeddings computed in this process by sentence-transformers or transformers models.
 
 The model is loaded once per worker instance and fed batches of rows; the vector size is read from
-the model's files at plan time, so the column type is exact before anything runs.
+the model's files at plan time, so the column type is exact before anything runs. Each batch comes
+back as struct{value, error, usage}: an empty text has no vector and is an error of kind "input"
+for its row, as over an API (with on_error="raise", the end of the job).
 
 Example:
     >>> import inferframe as ifr
     >>> from inferframe.models.loading import model_files
     >>> e = SentenceTransformerEmbedder(str(model_files(None)))
-    >>> e.embed(ifr.Series.from_pylist(["a cat"])).type
-    FixedSizeListType(fixed_size_list<item: float>[384])
+    >>> out = e.embed(ifr.Series.from_pylist(["a cat", ""]))
+    >>> out.field("value").type, out.field("error").to_pylist()[1]["kind"]
+    (FixedSizeListType(fixed_size_list<item: float>[384]), 'input')
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE
+from inferframe.ai.embed import EMPTY_TEXT
+from inferframe.errors import ErrorKind, RowFailed
 from inferframe.models.loading import offline, pick_device
 from inferframe.observe.stats import CURRENT_RUN, RunCounters, RunStats
 from inferframe.ai.vectors import combine_chunks, to_vectors, unit_rows
@@ -43,7 +49,7 @@ class _Embedder:
     max_tokens: int
 
     def __init__(self, *, normalize: bool, dimensions: int, encode_batch_size: int, long_inputs: str,
-                 label: str, counters: RunCounters | None = None) -> None:
+                 label: str, counters: RunCounters | None = None, on_error: str = "null") -> None:
         self.stats = RunStats(label=label)  # the job's progress line and last_run() count these rows too
         # In a worker process these are this process's counters, sent to the driver with every result.
         (counters or CURRENT_RUN).add(self.stats)
@@ -51,23 +57,38 @@ class _Embedder:
         self.dimensions = dimensions
         self.encode_batch_size = encode_batch_size
         self.long_inputs = long_inputs
+        self.on_error = on_error
 
     @classmethod
     def for_run(cls, services: Any, *args: Any, **kwargs: Any) -> "_Embedder":
         """Build for one run: count rows in the run's counters."""
         return cls(*args, counters=services.counters if services is not None else None, **kwargs)
 
-    def embed(self, texts: Series) -> pa.Array:
-        self.stats.in_flight += len(texts)
-        try:
-            out = self._embed(texts)
-        finally:
-            self.stats.in_flight -= len(texts)
-        self.stats.rows_done += len(texts)
-        return out
-
-    def _embed(self, texts: Series) -> pa.Array:
+    def embed(self, texts: Series) -> pa.StructArray:
+        """struct{value, error, usage} per row: the vector, or null and the row's error (no usage: nothing is billed)."""
         values = texts.to_pylist()
+        errors: list[dict | None] = [None] * len(values)
+        for i in (range(len(values)) if "" in values else ()):  # the scan in C first: most batches have none
+            if values[i] == "":
+                errors[i] = {"kind": ErrorKind.INPUT.value, "message": EMPTY_TEXT, "status": None, "attempts": 0,
+                             "raw": None}
+                if self.on_error == "raise":  # before the batch is encoded: the job stops anyway
+                    self.stats.errors += 1
+                    raise RowFailed.of(errors[i])
+                values[i] = None
+        self.stats.in_flight += len(values)
+        try:
+            vectors = self._embed(values)
+        finally:
+            self.stats.in_flight -= len(values)
+        self.stats.rows_done += len(values)
+        failed = len(values) - errors.count(None)
+        self.stats.errors += failed
+        error = pa.array(errors, type=ERROR_TYPE) if failed else pa.nulls(len(values), ERROR_TYPE)
+        return pa.StructArray.from_arrays([vectors, error, pa.nulls(len(values), USAGE_TYPE)],
+                                          names=["value", "error", "usage"])
+
+    def _embed(self, values: list) -> pa.Array:
         nulls = np.array([v is None for v in values], dtype=bool)
         present = [str(v) for v in values if v is not None]
         if not present:
@@ -110,6 +131,7 @@ class SentenceTransformerEmbedder(_Embedder):
     Parameters:
         path: the model's directory (or a name already in the local Hugging Face cache).
         device: "cpu", "cuda", "mps" or None to pick the best one present.
+        on_error: "null" keeps a failed row (an empty text) as data; "raise" stops at the first one.
 
     Example:
         >>> from inferframe.models.loading import model_files
@@ -120,7 +142,7 @@ class SentenceTransformerEmbedder(_Embedder):
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
                  encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed",
-                 counters: RunCounters | None = None) -> None:
+                 counters: RunCounters | None = None, on_error: str = "null") -> None:
         def load():
             with offline():
                 from sentence_transformers import SentenceTransformer
@@ -133,7 +155,7 @@ class SentenceTransformerEmbedder(_Embedder):
         size = dimensions or int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                                  else self.model.get_sentence_embedding_dimension())
         super().__init__(normalize=normalize, dimensions=size, encode_batch_size=encode_batch_size, long_inputs=long_inputs,
-                         label=label, counters=counters)
+                         label=label, counters=counters, on_error=on_error)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.encode_batch_size, convert_to_numpy=True,
@@ -146,6 +168,7 @@ class TransformersEmbedder(_Embedder):
     Parameters:
         path: the model's directory (or a name already in the local Hugging Face cache).
         device: "cpu", "cuda", "mps" or None to pick the best one present.
+        on_error: "null" keeps a failed row (an empty text) as data; "raise" stops at the first one.
 
     Example:
         >>> from inferframe.models.loading import model_files
@@ -156,7 +179,7 @@ class TransformersEmbedder(_Embedder):
 
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
                  encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed",
-                 counters: RunCounters | None = None) -> None:
+                 counters: RunCounters | None = None, on_error: str = "null") -> None:
         self.device = pick_device(device)
 
         def load():
@@ -175,7 +198,7 @@ class TransformersEmbedder(_Embedder):
         self.width = int(cfg.projection_dim if self.clip else cfg.hidden_size)
         super().__init__(normalize=normalize, dimensions=dimensions or self.width,
                          encode_batch_size=encode_batch_size, long_inputs=long_inputs,
-                         label=label, counters=counters)
+                         label=label, counters=counters, on_error=on_error)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         import torch
