@@ -177,8 +177,10 @@ CASES = {
     "embed_api-malformed": Case(_embed_api, _fail(kind="malformed"), "malformed", "", ALONE),
     "embed_api-wrong_size": Case(_embed_api, _wrong_size, "malformed", "12 dimensions, not 1536"),
     "embed_api-input": Case(_embed_api, _empty_text, "input", "empty text", sends=False),
+    "embed_api_batch-wrong_size": Case(_embed_api, _wrong_size, "malformed", "12 dimensions, not 1536",
+                                       {"batch": True, "batch_poll_interval": 0.02}),
     "embed_local-input": Case(_embed_local, _empty_text, "input", "empty text", sends=False),
-    "embed_image-undecodable": Case(_embed_image, _bad_image_file, "image", "BAD.png"),
+    "embed_image-undecodable": Case(_embed_image, _bad_image_file, "image", "Could not decode image"),
     "embed_image-missing": Case(_embed_image, _missing_image_file, "image", "no-such-BAD.png"),
 }
 
@@ -239,3 +241,33 @@ def test_the_error_survives_a_worker_process():
     again = pickle.loads(pickle.dumps(e))
     assert str(again) == str(e) == "A row failed (malformed, status 200, 1 attempt): the embedding has 12 dimensions, not 1536"
     assert again.kind == "malformed" and again.error == e.error
+
+
+def test_a_wrong_size_vector_raises_as_a_502_does(server, monkeypatch):
+    """The report behind this file: a vector of the wrong size came back as data under on_error="raise"."""
+    _wrong_size(Context(server, monkeypatch, Path(), None, {}))
+    df = ifr.from_pydict({"t": TEXTS}).with_column("e", embed_text(col("t"), **_api(server), on_error="raise"))
+    with pytest.raises(RowFailed, match=r"^A row failed \(malformed, status 200, 1 attempt\): "
+                                        r"the embedding has 12 dimensions, not 1536$"):
+        df.to_pydict()
+    server.configure(fail_rules=[{"match": "BAD", "status": 502}])
+    with pytest.raises(RowFailed, match=r"^A row failed \(server, status 502, 1 attempt\): HTTP 502"):
+        df.to_pydict()
+
+
+def test_an_in_process_model_in_a_worker_process_raises_the_same_error():
+    texts = list(TEXTS)
+    texts[BAD] = ""
+    df = ifr.from_pydict({"t": texts}).with_column("v", embed_text(col("t"), use_process=True, on_error="raise"))
+    with pytest.raises(RowFailed, match=r"^A row failed \(input\): an empty text has no embedding$") as info:
+        df.to_pydict()
+    assert info.value.kind == "input"
+
+
+def test_on_error_is_checked_when_the_call_is_built(clip_dir):
+    with pytest.raises(ifr.PlanError, match="on_error='stop' is not accepted; on_error must be one of 'null', 'raise'"):
+        embed_text(col("t"), on_error="stop")
+    with pytest.raises(ifr.PlanError, match="on_error='stop' is not accepted"):
+        embed_image(col("p"), model=str(clip_dir), on_error="stop")
+    df = ifr.from_pydict({"t": ["a", ""]}).with_column("v", embed_text(col("t"), error_column=False))
+    assert df.column_names == ["t", "v"] and df.to_pydict()["v"][1] is None
