@@ -41,7 +41,9 @@ def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, mod
     stays per text, keyed as if each row were sent alone, so a rerun grouped differently (or an
     older one-row-per-request run) is answered from it; identical texts are sent once per run. If a
     packed request is refused as bad (400), it is split in halves until the bad input stands alone;
-    after other lasting failures every row in the request gets the error.
+    after other lasting failures every row in the request gets the error. A vector of another size
+    than the column's is an error of kind "malformed" for its row; with ``on_error="raise"`` that,
+    like any failed row, stops the job with ``RowFailed`` (a refused pack raises before it is split).
 
     A text over ``max_input_tokens`` is split into chunks of at most that many tokens; each chunk
     is embedded (and cached) on its own, and the row's vector is their mean weighted by token

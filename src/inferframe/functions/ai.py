@@ -45,7 +45,7 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         use_chat_completions: use /chat/completions instead of /responses (default: the provider's choice).
         **options: request options passed through (temperature, max_tokens / max_output_tokens, seed,
             stop, reasoning, tools, extra_body, ...); runtime options: max_concurrency, rpm, tpm,
-            max_retries, max_cost, max_tokens_budget, timeout, on_error ("null" or "raise"),
+            max_retries, max_cost, max_tokens_budget, timeout, on_error ("null" or "raise", below),
             cache ("read_write" default, "read_only", "refresh", "off"), cache_dir, prompt_version,
             error_column (add "<name>_error", default True), usage_column (add "<name>_usage"),
             repair (ask once more when an answer breaks return_format); prefix_order (default True:
@@ -56,7 +56,11 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
 
     Every option is checked here, before any request: a bad value is a PlanError naming it.
     With ``df.with_column("label", prompt(...))`` a failed row gets a null label and its
-    error in ``label_error``: struct{kind, message, status, attempts, raw}.
+    error in ``label_error``: struct{kind, message, status, attempts, raw}. With
+    ``on_error="raise"`` the first row that fails, whatever failed (an HTTP error, a malformed
+    or refused answer, one that breaks return_format, an input that cannot be sent), stops the
+    job with ``RowFailed`` naming that row's error kind and message; the same rule holds for
+    every AI function.
 
     Example:
         >>> from inferframe import col
@@ -129,7 +133,8 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         text: the text column to classify.
         labels: the allowed labels (at least two, distinct).
         system_message: instructions; by default a short instruction naming the labels.
-        **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency, ...).
+        **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency,
+            on_error, ...); with on_error="raise" an answer outside the labels stops the job.
 
     Example:
         >>> from inferframe import col

@@ -58,15 +58,23 @@ def embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: 
         dimensions: the vector size; over an API, asks the server to shorten the vectors.
         **options: in-process: batch_size, device ("cpu", "cuda", ...), normalize (default True),
             max_concurrency (instances), use_process, gpus (per instance; each worker process sees
-            only its own), long_inputs ("chunk" or "truncate"). Over an API: the runtime options of
-            ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, ...).
+            only its own), long_inputs ("chunk" or "truncate"), on_error, error_column. Over an
+            API: the runtime options of ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, on_error, ...).
+
+    A row that fails (an empty text; over an API also an HTTP error, a malformed answer or a
+    vector of the wrong size) gets a null vector and its error in ``<name>_error``; with
+    ``on_error="raise"`` the first one stops the job with ``RowFailed`` naming its kind and message.
 
     Example:
         >>> import inferframe as ifr
-        >>> df = ifr.from_pydict({"doc": ["a cat", "a dog"]})
-        >>> v = df.with_column("v", embed_text(ifr.col("doc"))).to_pydict()["v"]
-        >>> len(v), len(v[0])
-        (2, 384)
+        >>> df = ifr.from_pydict({"doc": ["a cat", "a dog", ""]})
+        >>> out = df.with_column("v", embed_text(ifr.col("doc"))).to_pydict()
+        >>> len(out["v"][0]), out["v"][2], out["v_error"][2]["kind"]
+        (384, None, 'input')
+        >>> df.with_column("v", embed_text(ifr.col("doc"), on_error="raise")).to_pydict()
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.RowFailed: A row failed (input): an empty text has no embedding
     """
     _check_column("embed_text", text)
     if provider is None:
@@ -81,7 +89,8 @@ def embed_image(images: Any, *, provider: str | None = None, model: str | None =
                 dimensions: int | None = None, **options: Any) -> Expression:
     """Embed every row's image with a CLIP-style model run in this process.
 
-    A row whose image cannot be read or decoded gets a null vector and its error in ``<name>_error``.
+    A row whose image cannot be read or decoded gets a null vector and its error (kind "image") in
+    ``<name>_error``; with ``on_error="raise"`` the first one stops the job with ``RowFailed``.
     No image model ships with inferframe: download one once, then name it or its directory.
 
     Parameters:
@@ -90,7 +99,8 @@ def embed_image(images: Any, *, provider: str | None = None, model: str | None =
         model: a CLIP-style model directory, or a name in the local Hugging Face cache
             (e.g. "openai/clip-vit-base-patch32").
         dimensions: optional; checked against the model's vector size at plan time.
-        **options: batch_size, device, normalize (default True), max_concurrency, use_process, gpus, error_column.
+        **options: batch_size, device, normalize (default True), max_concurrency, use_process, gpus,
+            on_error ("null" or "raise"), error_column.
 
     Example:
         >>> import inferframe as ifr
