@@ -1,9 +1,10 @@
 """A live progress line for AI work, and the totals of the last run.
 
 Shown on a terminal while a job with AI calls runs: rows done/total, rows/s,
-in flight, tokens, cost, the share of input the provider's prompt cache served
-and what it saved, retries, 429s, errors and ETA. Quiet when stdout is
-not a terminal, with ``progress=False``, or with INFERFRAME_PROGRESS=0.
+in flight and what the other rows wait for (a rate-limit pause, a retry), tokens,
+cost, the share of input the provider's prompt cache served and what it saved,
+retries, 429s, errors and ETA. Quiet when stdout is not a terminal, with
+``progress=False``, or with INFERFRAME_PROGRESS=0.
 """
 
 from __future__ import annotations
@@ -130,10 +131,8 @@ def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
     else:
         eta_s = "--:--:--"
         head = f"{stats.label} {done} rows"
-    parts = [
-        head, f"{rate:.1f} rows/s", f"{stats.in_flight} in flight",
-        f"{_fmt_tokens(stats.input_tokens + stats.output_tokens)} tok", f"${stats.cost:.4f}",
-    ]
+    parts = [head, f"{rate:.1f} rows/s", *waiting_notes(stats),
+             f"{_fmt_tokens(stats.input_tokens + stats.output_tokens)} tok", f"${stats.cost:.4f}"]
     cache_note = prompt_cache_note(stats.input_tokens, stats.cached_tokens, stats.cache_saved)
     if cache_note:
         parts.append(cache_note)
@@ -146,6 +145,29 @@ def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
         parts.append(f"{stats.not_run} not run (budget)")
     parts.append(f"ETA {eta_s}")
     return " · ".join(parts)
+
+
+def waiting_notes(stats: RunStats) -> list[str]:
+    """What the rows of a call are doing: in flight, and what the others wait for ("0 in flight" alone reads as a hang).
+
+    Example:
+        >>> waiting_notes(RunStats(in_flight=40, retrying=3))
+        ['40 in flight', 'retrying 3 rows']
+        >>> s = RunStats(retrying=1); s.pause_for(0.5)
+        >>> waiting_notes(s)
+        ['paused 0.5 s: rate limit', 'retrying 1 row']
+        >>> waiting_notes(RunStats())
+        ['0 in flight']
+    """
+    notes = []
+    paused = stats.paused_for
+    if paused > 0:
+        notes.append(f"paused {paused:.1f} s: rate limit")
+    if stats.retrying:
+        notes.append(f"retrying {stats.retrying} row{'s' if stats.retrying != 1 else ''}")
+    if stats.in_flight or not notes:
+        notes.insert(0, f"{stats.in_flight} in flight")
+    return notes
 
 
 @contextlib.contextmanager

@@ -20,8 +20,8 @@ import threading
 import time
 
 # Counter fields summed across processes (everything but the label and the start time).
-_SUMMED = ("rows_done", "in_flight", "requests", "retries", "rate_limited", "errors", "not_run", "cache_hits",
-           "deduped", "truncated", "input_tokens", "output_tokens", "cost", "cached_tokens", "cache_saved")
+_SUMMED = ("rows_done", "in_flight", "retrying", "requests", "retries", "rate_limited", "pauses", "errors", "not_run",
+           "cache_hits", "deduped", "truncated", "input_tokens", "output_tokens", "cost", "cached_tokens", "cache_saved")
 
 
 # Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 min, 4 a decade; the last is open.
@@ -54,15 +54,20 @@ class RunStats:
     ``cache_hits`` are rows answered by inferframe's own response cache (nothing sent);
     ``cached_tokens`` are input tokens the provider's prompt cache served (part of
     ``input_tokens``), and ``cache_saved`` the dollars they saved against the full input rate.
+    What rows wait for when none is in flight: ``retrying`` rows sleep before their next attempt,
+    and admission is paused for a spent rate limit until ``paused_until`` (``paused_for`` seconds
+    from now); ``rate_limited`` counts every 429, ``pauses`` the 429s that paused everyone.
     """
 
     label: str = ""
     rows_total: int | None = None
     rows_done: int = 0
     in_flight: int = 0
+    retrying: int = 0  # rows waiting out a backoff or a Retry-After before their next attempt
     requests: int = 0
     retries: int = 0
     rate_limited: int = 0
+    pauses: int = 0  # 429s that paused admission for every row (a spent budget)
     errors: int = 0
     not_run: int = 0
     cache_hits: int = 0
@@ -75,6 +80,22 @@ class RunStats:
     cache_saved: float = 0.0  # dollars those tokens saved against the full input rate
     started: float = dataclasses.field(default_factory=time.monotonic)
     latency_hist: list = dataclasses.field(default_factory=lambda: [0] * len(LATENCY_BOUNDS))
+    paused_until: float = 0.0  # time.monotonic() at which admission resumes (a gauge; merged by max)
+
+    def pause_for(self, seconds: float) -> None:
+        """Admission is paused for ``seconds`` from now (a spent rate limit); shown on the progress line.
+
+        Example:
+            >>> s = RunStats(); s.pause_for(30.0)
+            >>> 29.0 < s.paused_for <= 30.0
+            True
+        """
+        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+
+    @property
+    def paused_for(self) -> float:
+        """Seconds until admission resumes (0: not paused)."""
+        return max(0.0, self.paused_until - time.monotonic())
 
     def add_latency(self, seconds: float) -> None:
         """Count one answer's latency in the histogram (percentiles and the report's plot)."""
@@ -103,11 +124,12 @@ class RunStats:
     def snapshot(self) -> dict:
         """The counters as plain data, to send to the driver."""
         return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED},
-                "latency_hist": list(self.latency_hist)}
+                "paused_for": self.paused_for, "latency_hist": list(self.latency_hist)}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["elapsed_s"] = round(time.monotonic() - d.pop("started"), 3)
+        d.pop("paused_until")  # a moment of this process's clock, nothing to report
         hist = d.pop("latency_hist")
         for q in (50, 90, 99):
             d[f"latency_p{q}_s"] = latency_quantile(hist, q / 100)
@@ -151,6 +173,7 @@ class RunCounters:
             total.started = min(total.started, s.started)
             for k in _SUMMED:
                 setattr(total, k, getattr(total, k) + getattr(s, k))
+            total.paused_until = max(total.paused_until, s.paused_until)
             total.latency_hist = [a + b for a, b in zip(total.latency_hist, s.latency_hist)]
         for snap in remote:
             label = snap.get("label", "")
@@ -158,6 +181,8 @@ class RunCounters:
             total.started = min(total.started, now - snap.get("age_s", 0.0))
             for k in _SUMMED:
                 setattr(total, k, getattr(total, k) + snap.get(k, 0))
+            if snap.get("paused_for"):  # sent as seconds left: the processes' clocks differ
+                total.paused_until = max(total.paused_until, now + snap["paused_for"])
             if snap.get("latency_hist"):
                 total.latency_hist = [a + b for a, b in zip(total.latency_hist, snap["latency_hist"])]
         return list(out.values())
