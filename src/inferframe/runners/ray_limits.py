@@ -19,7 +19,10 @@ free admission.
 
 What travels with the next lease call (batched, not one call per event): the newest limit hints,
 token corrections (usage beyond the estimate), and the worker's in-flight count. What goes at once
-(its own call): a 429's pause, a tripped breaker, the probe's answer. Every reply carries the
+(its own call): a 429's pause, a tripped breaker, the probe's answer. Only a 429 that shows the
+budget spent pauses (its headers say nothing is left, or a storm of them without headers: the
+local runtime's rule, ``RateLimiter.on_429``, decided in the worker that got it); an isolated 429
+retries its own row after its Retry-After and is not sent. Every reply carries the
 paused-until time, the breaker's state and the worker's in-flight share, so a 429 or a trip anywhere
 reaches every other worker within about one chunk's time: a worker waiting for budget is answered
 at once, a worker with budget left learns it at its next lease (at most one chunk later), and drops
@@ -552,6 +555,7 @@ class LeasedLimiter(RateLimiter):
 
     def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
         """A request got its answer (or failed): its hints go with the next lease call."""
+        self.answers += 1  # this worker's answers: on_429 tells a storm of 429s from isolated ones by them
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.observe(hints, ticket)
@@ -575,7 +579,12 @@ class LeasedLimiter(RateLimiter):
             self._pending.hint = (dataclasses.astuple(hints), ticket.requests, ticket.tokens, ticket.sent_at)
 
     def pause(self, seconds: float) -> None:
-        """A 429: stop admitting here now, drop the lease, and tell the coordinator at once (it pauses everyone)."""
+        """A spent budget (``on_429``): stop admitting here now, drop the lease, and tell the coordinator at once.
+
+        The coordinator pauses every worker. Isolated 429s never get here: the local rule
+        (``RateLimiter.on_429``, inherited) decides in the worker that got the 429, so a 429 with
+        budget left retries only its row in every process, as in one.
+        """
         until = self.clock.monotonic() + seconds
         self.paused_until = max(self.paused_until, until)
         self._drop_lease()

@@ -5,8 +5,19 @@ Little's law: requests in flight = rate x latency, times ``HEADROOM`` for the sp
 and the first burst, never below the bound used while nothing is known and never above the hard
 ceiling. A fixed bound either starves a fast limit at a long latency (30,000 RPM at 1 s needs
 about 500 in flight) or floods a server that has no limit to speak of. AIMD still moves the bound
-below that size: cut multiplicatively on 429s, timeouts and rising latency; grow additively (about
-one slot per round trip) while healthy.
+below that size: grow additively (about one slot per round trip) while healthy; cut
+multiplicatively (at most once a second) on the signals that say the server has more than it can
+take, and only on those:
+
+* a spent rate budget (a 429 that paused admission, see ``RateLimiter.on_429``): ``on_rate_limited(spent=True)``;
+* latency rising well above the best seen (queueing at the server): ``on_congestion`` from ``on_success``;
+* an isolated 429 (budget left): one milder cut (``ISOLATED_CUT``) per episode (``on_rate_limited``).
+  A steady trickle of such 429s says little about how many requests are in flight, and a cut for
+  each one kept the bound near its floor (issue 15); the first of an episode still backs off
+  once, in case it was a concurrency cap;
+* failures that persist: ``FAILURE_SHARE`` or more of the last ``FAILURE_WINDOW`` answers were 5xx,
+  reset connections, timeouts, malformed bodies or 429s (``on_fault``). One such failure is the
+  row's problem (its retry handles it); a share that high is a server falling over.
 """
 
 from __future__ import annotations
@@ -19,6 +30,18 @@ from inferframe.runtime.clock import REAL, Clock
 
 # In flight = rate x mean latency (Little's law) times this, for the spread of latencies and bursts.
 HEADROOM = 2.0
+# The multiplicative cut of AIMD on congestion.
+CUT = 0.7
+# The cut for the first isolated 429 of an episode: a weaker signal (the budget is not spent). A 0.7 cut
+# took about 20 round trips to grow back at 64 in flight, 10% of the throughput of a 2,000-row run.
+ISOLATED_CUT = 0.9
+# Isolated 429s belong to one episode until none came for this many seconds; an episode cuts the bound once.
+EPISODE_QUIET_S = 30.0
+# Failures persist when at least this share of the last FAILURE_WINDOW answers failed (judged from
+# FAILURE_MIN answers on). A 10% fault mix reaches 25% of 50 in about one window in 5,000.
+FAILURE_SHARE = 0.25
+FAILURE_WINDOW = 50
+FAILURE_MIN = 20
 
 
 class AdaptiveLimit:
@@ -52,23 +75,21 @@ class AdaptiveLimit:
         self.in_flight = 0
         self.peak = 0
         self._waiters: collections.deque[asyncio.Future] = collections.deque()
+        self._ahead: collections.deque[asyncio.Future] = collections.deque()  # retries: served first
         self._last_cut = -math.inf
         self._base_latency: float | None = None
         self._latency = 0.0
         self._mean_latency: float | None = None
         self._sized: tuple[float, bool] | None = None
+        self._last_429 = -math.inf
+        self._recent: collections.deque[bool] = collections.deque(maxlen=FAILURE_WINDOW)  # True: failed
+        self._failed = 0  # failures in _recent
+        self.cuts = 0  # multiplicative cuts so far
 
     async def __aenter__(self):
         # Single-threaded asyncio: no await between the check and the increment, so no lock is needed.
-        while self.in_flight >= int(self.limit):
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            try:
-                await fut
-            except asyncio.CancelledError:
-                if fut.done() and not fut.cancelled():
-                    self._wake(1)  # pass on the slot we were handed
-                raise
+        if self.in_flight >= int(self.limit):
+            await self._wait(self._waiters)
         self.in_flight += 1
         if self.in_flight > self.peak:
             self.peak = self.in_flight
@@ -76,15 +97,48 @@ class AdaptiveLimit:
 
     async def __aexit__(self, *exc):
         self.in_flight -= 1
-        if self._waiters:
+        if self._waiters or self._ahead:
             self._wake(1)
 
+    def ahead(self) -> "_Ahead":
+        """The same bound, entered before the rows waiting for a first attempt: for a row's retry.
+
+        Every row of a job waits here at once, so a retry queued behind them went out last and
+        made the tail of a run under faults (its rows waited for the whole queue, then for a
+        backoff again if the retry failed); a row already started is finished first.
+
+        Example:
+            >>> import asyncio
+            >>> async def order():
+            ...     lim, seen = AdaptiveLimit(initial=1, maximum=1), []
+            ...     async def row(name, slot):
+            ...         async with slot:
+            ...             seen.append(name); await asyncio.sleep(0)
+            ...     await asyncio.gather(row("a", lim), row("b", lim), row("retry", lim.ahead()))
+            ...     return seen
+            >>> asyncio.run(order())
+            ['a', 'retry', 'b']
+        """
+        return _Ahead(self)
+
+    async def _wait(self, queue: collections.deque) -> None:
+        while self.in_flight >= int(self.limit):
+            fut = asyncio.get_running_loop().create_future()
+            queue.append(fut)
+            try:
+                await fut
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._wake(1)  # pass on the slot we were handed
+                raise
+
     def _wake(self, n: int) -> None:
-        while n > 0 and self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                n -= 1
+        for queue in (self._ahead, self._waiters):
+            while n > 0 and queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_result(None)
+                    n -= 1
 
     def _set_limit(self, limit: float) -> None:
         grew = int(self.limit)
@@ -118,6 +172,7 @@ class AdaptiveLimit:
         """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow."""
         if not self.adaptive:
             return
+        self._record(False)
         self._mean_latency = latency if self._mean_latency is None else 0.95 * self._mean_latency + 0.05 * latency
         self.size(rate)
         base = self._base_latency
@@ -130,12 +185,87 @@ class AdaptiveLimit:
         if self.limit < self.target:
             self._set_limit(min(self.target, self.limit + 1.0 / max(1.0, self.limit)))
 
-    def on_congestion(self) -> None:
+    def on_congestion(self, factor: float = CUT) -> None:
+        """The server has more than it can take (a spent budget, queueing): cut the bound, once a second at most."""
         if not self.adaptive:
             return
         now = self.clock.monotonic()
         if now - self._last_cut < 1.0:  # one cut per round of feedback, not one per failed row
             return
         self._last_cut = now
-        self.limit = max(self.minimum, self.limit * 0.7)
+        self.cuts += 1
+        self.limit = max(self.minimum, self.limit * factor)
         self._latency = 0.0
+
+    def on_rate_limited(self, spent: bool = False) -> None:
+        """A 429: cut the bound; for an isolated one (``spent`` False) once per episode of them, not once per 429.
+
+        ``spent``: the 429 showed the rate budget spent (it paused admission): an ordinary cut.
+
+        Example:
+            >>> from inferframe.runtime.clock import FakeClock
+            >>> clock = FakeClock()
+            >>> lim = AdaptiveLimit(initial=100, maximum=100, clock=clock)
+            >>> for _ in range(3):
+            ...     lim.on_rate_limited(); clock.now += 5.0
+            >>> lim.limit, lim.cuts
+            (90.0, 1)
+            >>> lim.on_rate_limited(spent=True); round(lim.limit, 3)     # a spent budget: an ordinary cut
+            63.0
+        """
+        if not self.adaptive:
+            return
+        now = self.clock.monotonic()
+        first = now - self._last_429 > EPISODE_QUIET_S
+        self._last_429 = now
+        if spent:
+            self.on_congestion()
+        elif first:
+            self.on_congestion(ISOLATED_CUT)
+        self._record(True)
+
+    def on_fault(self) -> None:
+        """A retryable failure that is not a 429 (5xx, reset, timeout, malformed): cut only when failures persist.
+
+        Example:
+            >>> lim = AdaptiveLimit(initial=100, maximum=100)
+            >>> for i in range(40):
+            ...     lim.on_fault() if i % 10 == 0 else lim.on_success(0.1)    # 10%: each row's own problem
+            >>> lim.limit
+            100.0
+            >>> for i in range(20):
+            ...     lim.on_fault() if i % 2 == 0 else lim.on_success(0.1)     # half: the server is failing
+            >>> lim.limit < 100
+            True
+        """
+        if not self.adaptive:
+            return
+        self._record(True)
+
+    def _record(self, failed: bool) -> None:
+        recent = self._recent
+        if len(recent) == recent.maxlen and recent[0]:
+            self._failed -= 1
+        recent.append(failed)
+        if failed:
+            self._failed += 1
+            if len(recent) >= FAILURE_MIN and self._failed >= FAILURE_SHARE * len(recent):
+                self.on_congestion()
+
+
+class _Ahead:
+    """Enter an AdaptiveLimit ahead of its other waiters (``AdaptiveLimit.ahead``)."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, limit: AdaptiveLimit) -> None:
+        self.limit = limit
+
+    async def __aenter__(self) -> AdaptiveLimit:
+        lim = self.limit
+        if lim.in_flight >= int(lim.limit):
+            await lim._wait(lim._ahead)
+        return await lim.__aenter__()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.limit.__aexit__(*exc)
