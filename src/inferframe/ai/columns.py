@@ -3,6 +3,8 @@
 Example:
     >>> result_type(pa.string()).names
     ['value', 'error', 'usage']
+    >>> result_type(pa.string(), confidence=True).names
+    ['value', 'error', 'usage', 'confidence']
     >>> [f.name for f in USAGE_TYPE]
     ['input_tokens', 'output_tokens', 'cost', 'finish_reason', 'cached_tokens']
 """
@@ -19,6 +21,14 @@ USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64
                         ("finish_reason", pa.string()), ("cached_tokens", pa.int64())])
 
 
-def result_type(value_type: pa.DataType) -> pa.DataType:
-    """struct{value, error, usage}: what an AI operator returns per row."""
-    return pa.struct([("value", value_type), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)])
+def result_type(value_type: pa.DataType, confidence: bool = False) -> pa.DataType:
+    """struct{value, error, usage[, confidence]}: what an AI operator returns per row.
+
+    Parameters:
+        value_type: the Arrow type of the answer.
+        confidence: add a float64 "confidence" field (the answer's probability; null where the row failed).
+    """
+    fields = [("value", value_type), ("error", ERROR_TYPE), ("usage", USAGE_TYPE)]
+    if confidence:
+        fields.append(("confidence", pa.float64()))
+    return pa.struct(fields)

@@ -97,10 +97,11 @@ USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class AISpec(UDFSpec):
-    """A UDF spec for AI functions: also says which side columns (error, usage) to add."""
+    """A UDF spec for AI functions: also says which side columns (error, usage, confidence) to add."""
 
     error_column: bool = True
     usage_column: bool = False
+    confidence_column: bool = False
 
 
 def resolve_return_dtype(fn: Callable, return_dtype: Any, *, skip_self: bool = False) -> pa.DataType | None:

@@ -55,7 +55,8 @@ def provider_for(provider: Any, model: str | None, options: dict) -> tuple[Provi
 
 
 def ai_expression(owner: type, config: Any, parts: list[Node], value_type: pa.DataType, *, error_column: bool,
-                  usage_column: bool, name: str, batch: int, window: int) -> Expression:
+                  usage_column: bool, name: str, batch: int, window: int,
+                  confidence_column: bool = False) -> Expression:
     """The column expression of one AI call: its value, with error and usage side columns split off by the planner.
 
     Parameters:
@@ -67,11 +68,14 @@ def ai_expression(owner: type, config: Any, parts: list[Node], value_type: pa.Da
         name: the function's name, for messages.
         batch: rows per call of the operator.
         window: calls in flight at once.
+        confidence_column: the operator also returns a "confidence" field, split off as "<name>_confidence".
     """
     spec = AISpec(
-        name=name, fn=owner.__call__, return_dtype=result_type(value_type), is_batch=True, is_async=True,
+        name=name, fn=owner.__call__, return_dtype=result_type(value_type, confidence=confidence_column),
+        is_batch=True, is_async=True,
         max_concurrency=window, batch_size=batch, owner=ClassSpec(owner, (config,), {}),
         layout=tuple(("expr", i) for i in range(len(parts))), error_column=error_column, usage_column=usage_column,
+        confidence_column=confidence_column,
     )
     call = UDFCall(spec, tuple(parts))
     return Expression(Alias(Call("struct.get", (call,), (("field", "value"),)), parts[0].name()))

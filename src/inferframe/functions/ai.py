@@ -15,11 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from inferframe.ai.classify import ClassifyConfig, ClassifyOperator
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.options import MEDIA, PROMPT_ONLY, parse_options
 from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
-from inferframe.expressions.expression import Expression
+from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.functions._calls import ai_expression, message_parts, provider_for
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.providers.registry import provider_class
@@ -70,17 +71,25 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         ...
         inferframe.errors.PlanError: prompt(): max_concurrency=0 is not accepted; max_concurrency must be a whole number >= 1.
     """
-    parts = message_parts(messages, "prompt")
+    call = _prompt_call(messages, return_format, system_message, provider, model, use_chat_completions, options)
+    return ai_expression(PromptOperator, *call[:3], error_column=call[3].error_column,
+                         usage_column=call[3].usage_column, name="prompt", batch=call[4], window=call[5])
+
+
+def _prompt_call(messages: Any, return_format: Any, system_message: str | None, provider: Any, model: str | None,
+                 use_chat_completions: bool | None, options: dict, fn: str = "prompt"):
+    """What ``prompt()`` resolves at plan time: (config, parts, value type, parsed options, batch, window)."""
+    parts = message_parts(messages, fn)
     spec, caps = provider_for(provider, model, options)
     model = model or caps.default_model
     if model is None:
-        raise PlanError(f"prompt() needs model=... for provider {spec.name!r}, e.g. model='gpt-5-mini'.")
+        raise PlanError(f"{fn}() needs model=... for provider {spec.name!r}, e.g. model='gpt-5-mini'.")
     choices = options.pop("choices", None)
     if choices is not None:
         if return_format is not None:
             raise PlanError("Pass either return_format=... or choices=[...], not both.")
         return_format = list(choices)
-    parsed = parse_options("prompt", options, caps, current(), model=model, own={**PROMPT_ONLY, **MEDIA})
+    parsed = parse_options(fn, options, caps, current(), model=model, own={**PROMPT_ONLY, **MEDIA})
     if parsed.timeout is not None:
         spec = spec.with_option("timeout", parsed.timeout)
     if use_chat_completions is None:
@@ -110,9 +119,7 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     batch = 50_000 if config.runtime.batch else 128
     # Rows pending at once: twice the in-flight ceiling keeps it full; prefix ordering wants its window.
     pending = max(2 * runtime.max_concurrency, runtime.prefix_window if runtime.prefix_order else 0)
-    return ai_expression(PromptOperator, config, parts, value_type, error_column=parsed.error_column,
-                         usage_column=parsed.usage_column, name="prompt", batch=batch,
-                         window=max(2, -(-pending // batch) + 1))
+    return config, parts, value_type, parsed, batch, max(2, -(-pending // batch) + 1)
 
 
 def _choices_of(schema: dict) -> list[str] | None:
@@ -123,28 +130,88 @@ def _choices_of(schema: dict) -> list[str] | None:
     return None
 
 
-def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, **options: Any) -> Expression:
+METHODS = ("auto", "generate", "score", "embedding")
+
+
+def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
+                  examples: Any = None, confidence_column: bool = True, label_descriptions: Any = None,
+                  **options: Any) -> Expression:
     """Put every row into exactly one of ``labels``; the column is a dictionary-encoded string.
 
-    The labels are enforced by the server where it can (JSON schema / grammar) and checked on
-    every answer; anything else is an error of kind "schema" for that row.
-
     Parameters:
-        text: the text column to classify.
+        text: the text column to classify (or a list of expressions joined into one message).
         labels: the allowed labels (at least two, distinct).
         system_message: instructions; by default a short instruction naming the labels.
+        method: "generate": constrained generation (the server enforces the labels where it can, every
+            answer is checked; anything else is an error of kind "schema"); "score": every label is
+            scored as a continuation of the prompt by the model's log-probabilities, calibrated on
+            content-free inputs, and the most probable one wins; "embedding": a classifier on
+            embeddings of ``examples`` (or similarity to ``label_descriptions``); "auto" (default):
+            "score" where the provider returns log-probabilities, else "generate".
+        examples: labelled rows (a DataFrame, a list of (text, label) pairs, or a file), balanced per
+            label and shown as demonstrations after the instructions and before the row.
+        confidence_column: add "<name>_confidence" (float64): the label's calibrated probability;
+            null where the row failed, and with method="generate", which gives no probability.
+        label_descriptions: for method="embedding": a text per label to compare rows with.
         **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency,
             on_error, ...); with on_error="raise" an answer outside the labels stops the job.
 
     Example:
-        >>> from inferframe import col
-        >>> expr = classify_text(col("review"), ["positive", "negative"], model="gemma-3-270m")
+        >>> import inferframe as ifr
+        >>> df = ifr.from_pydict({"review": ["Loved it."]})
+        >>> df = df.with_column("label", classify_text(ifr.col("review"), ["positive", "negative"],
+        ...                                            model="gemma-3-270m", method="generate"))
+        >>> df.column_names, df.schema()["label_confidence"]
+        (['review', 'label', 'label_error', 'label_confidence'], DataType(double))
     """
     labels = list(labels)
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(isinstance(x, str) and x for x in labels):
         raise PlanError(f"classify_text() needs at least two distinct, non-empty string labels, got {labels!r}.")
+    if method not in METHODS:
+        raise PlanError(f"classify_text(): method={method!r} is not one of {', '.join(map(repr, METHODS))}.")
+    if method == "embedding":
+        try:
+            from inferframe.functions.classify_embedding import embedding_classify
+        except ModuleNotFoundError as e:
+            if e.name != "inferframe.functions.classify_embedding":
+                raise
+            raise PlanError("classify_text(method='embedding') is not available in this version of inferframe; "
+                            "use method='score' or 'generate'.") from None
+        return embedding_classify(text, labels, examples=examples, label_descriptions=label_descriptions,
+                                  **options)
+    if label_descriptions is not None:
+        raise PlanError("classify_text(): label_descriptions= is used by method='embedding' only.")
+    pairs = None
+    if examples is not None:
+        from inferframe.ai.examples import load_examples
+
+        pairs = load_examples(examples, labels)
     if system_message is None:
         system_message = ("Classify the text into exactly one of these labels: " + ", ".join(labels)
                           + ". Answer with the label only.")
-    return prompt(text, return_format=labels, system_message=system_message, **options)
+    parts = message_parts(text, "classify_text")
+    prefix, suffix = demonstrations(pairs)
+    if pairs:
+        parts = [to_node(lit(prefix)), *parts, to_node(lit(suffix))]
+    call = _prompt_call([Expression(p) for p in parts], labels, system_message, options.pop("provider", None),
+                        options.pop("model", None), options.pop("use_chat_completions", None), options)
+    config = ClassifyConfig(**{f.name: getattr(call[0], f.name) for f in dataclasses.fields(call[0])},
+                            labels=tuple(labels), method="generate", prefix=prefix if pairs else "",
+                            suffix=suffix if pairs else "", confidence=confidence_column)
+    return ai_expression(ClassifyOperator, config, call[1], call[2], error_column=call[3].error_column,
+                         usage_column=call[3].usage_column, confidence_column=confidence_column,
+                         name="classify_text", batch=call[4], window=call[5])
 
+
+def demonstrations(pairs: list[tuple[str, str]] | None) -> tuple[str, str]:
+    """The text before and after each row: the labelled examples, then the row in the same layout.
+
+    Parameters:
+        pairs: (text, label) demonstrations, or None.
+
+    Example:
+        >>> demonstrations([("Loved it.", "positive"), ("Dull.", "negative")])
+        ('Text: Loved it.\\nLabel: positive\\n\\nText: Dull.\\nLabel: negative\\n\\nText: ', '\\nLabel:')
+    """
+    shown = "".join(f"Text: {t}\nLabel: {lab}\n\n" for t, lab in pairs or ())
+    return shown + "Text: ", "\nLabel:"

@@ -1,4 +1,4 @@
-"""Build a projection: stage AI calls into struct columns with their ``_error``/``_usage`` side columns, and expand ``unnest()``.
+"""Build a projection: stage AI calls into struct columns with their ``_error``/``_usage``/``_confidence`` side columns, and expand ``unnest()``.
 
 An AI call returns a struct (value, error, usage). Projecting ``<name>`` from it would
 call the model once per field, so the call is computed once into a temporary column
@@ -74,8 +74,9 @@ def project_nodes(plan: lp.LogicalPlan, nodes: list[Node]) -> lp.LogicalPlan:
 
     Parameters:
         plan: the input plan.
-        nodes: the output expressions, in order; an AI call with ``error_column``/``usage_column``
-            also adds ``<name>_error``/``<name>_usage`` (replacing a column of that name).
+        nodes: the output expressions, in order; an AI call with ``error_column``/``usage_column``/
+            ``confidence_column`` also adds ``<name>_error``/``<name>_usage``/``<name>_confidence``
+            (replacing a column of that name).
 
     Example:
         >>> import inferframe as ifr
@@ -89,8 +90,8 @@ def project_nodes(plan: lp.LogicalPlan, nodes: list[Node]) -> lp.LogicalPlan:
     side: dict[str, Node] = {}
     for n in nodes:
         call = ai_call_of(n)
-        if call is not None and (call.udf.error_column or call.udf.usage_column):
-            # Run the AI call once into a struct, then split value, error and usage out of it.
+        if call is not None and (call.udf.error_column or call.udf.usage_column or call.udf.confidence_column):
+            # Run the AI call once into a struct, then split value, error, usage and confidence out of it.
             tmp, errors = stages.hoist(call)
             name = n.name()
             out.append(Alias(struct_field(Col(tmp), "value"), name))
@@ -99,6 +100,8 @@ def project_nodes(plan: lp.LogicalPlan, nodes: list[Node]) -> lp.LogicalPlan:
                 side[f"{name}_error"] = Alias(err, f"{name}_error")
             if call.udf.usage_column:
                 side[f"{name}_usage"] = Alias(struct_field(Col(tmp), "usage"), f"{name}_usage")
+            if call.udf.confidence_column:
+                side[f"{name}_confidence"] = Alias(struct_field(Col(tmp), "confidence"), f"{name}_confidence")
         elif isinstance(n, Unnest) and contains_udf(n.child):
             # Compute a struct with a UDF once, then split it, instead of calling the UDF per field.
             out.append(Unnest(Col(stages.stage(n.child))))
