@@ -244,8 +244,11 @@ class InferenceRuntime:
             async with self.slots.ahead() if attempt > 1 else self.slots:
                 # A pause that began while this row waited for its slot holds it too: rows admitted before
                 # a spent budget was seen would otherwise all go out into it (with no known rate, every row is).
-                await self._sit_out_pause()
-                self._check_breaker()
+                if self.limiter.paused_until > self.clock.monotonic():
+                    await self._sit_out_pause()
+                    if self.breaker.tripped:
+                        self.limiter.release(request.est_tokens, None, ticket)  # its ticket was never used
+                        self._check_breaker()
                 # Checked again with a slot held: rows queued behind the cap must not all slip through.
                 if not self._budget_left():
                     self.limiter.release(request.est_tokens, None, ticket)
