@@ -18,13 +18,18 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pyarrow as pa
 
 from inferframe.ai.columns import result_type
 from inferframe.ai.config import AICallConfig
+from inferframe.ai.label_scoring import calibrate, content_free_prior, decide, label_probabilities
 from inferframe.ai.prompt import PromptOperator
+from inferframe.errors import ErrorKind
+from inferframe.providers.interface import Usage
+from inferframe.runtime import Result, RowError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,14 +55,93 @@ class ClassifyConfig(AICallConfig):
 class ClassifyOperator(PromptOperator):
     """A label per row, and with ``config.confidence`` the label's calibrated probability.
 
-    Generation gives no probability: its confidence is null; label scoring gives it.
+    Generation gives no probability: its confidence is null. Label scoring sends, per row, the
+    requests of the provider's scorer (``Provider.label_scorer``) through the runtime (cache,
+    retries, limits, prefix order: a row's label requests share its whole prompt), and once per
+    call the same for the content-free inputs that calibrate it.
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._scorer = None
+        self._prior: list[float] | None = None
+        self._lock = asyncio.Lock()
+
     async def __call__(self, *columns) -> pa.StructArray:
+        if self.config.method == "score":
+            return await self._scored(columns)
         out = await super().__call__(*columns)
         if not self.config.confidence:
             return out
         return with_confidence(out, [None] * len(out))
+
+    def _prompt(self, text: str) -> str:
+        return self.config.prefix + text + self.config.suffix
+
+    async def _score(self, prompts: list[str]) -> list[tuple[Result, list[float] | None]]:
+        """Each prompt's label probabilities (uncalibrated; None where it failed) and its Result for the columns."""
+        c = self.config
+        per = [self._scorer.requests(c.model, c.system_message, p) for p in prompts]
+        flat = [r for reqs in per for r in reqs]
+        results = await self.runtime.run_many(flat)
+        out, at = [], 0
+        for reqs in per:
+            mine, at = results[at:at + len(reqs)], at + len(reqs)
+            usage = Usage(sum(r.usage.input_tokens for r in mine), sum(r.usage.output_tokens for r in mine),
+                          sum(r.usage.cached_tokens for r in mine))
+            cost, attempts = sum(r.cost for r in mine), max(r.attempts for r in mine)
+            failed = next((r.error for r in mine if r.error is not None), None)
+            probs = None
+            if failed is None:
+                try:
+                    probs = label_probabilities(self._scorer.label_logprobs([r.value for r in mine]))
+                except (ValueError, TypeError, IndexError, KeyError) as e:
+                    failed = RowError(ErrorKind.MALFORMED, f"The label scores cannot be read: {e}", 200, attempts,
+                                      str([r.value for r in mine])[:2000])
+            out.append((Result(error=failed, usage=usage, cost=cost, attempts=attempts), probs))
+        # The runtime counted every label's request as a row: count rows instead.
+        self.stats.rows_done -= len(flat) - len(per)
+        self.stats.errors -= sum(r.error is not None for r in results) - sum(res.error is not None for res, _ in out)
+        return out
+
+    async def _calibration(self) -> tuple[list[float] | None, RowError | None]:
+        """The content-free label probabilities, scored once per call (a rerun reads them from the cache)."""
+        async with self._lock:
+            if self._scorer is None:
+                self._scorer = await self.provider.label_scorer(self.config.labels)
+            if self._prior is not None or not self.config.content_free:
+                return self._prior, None
+            scored = await self._score([self._prompt(t) for t in self.config.content_free])
+            self.stats.rows_done -= len(scored)  # not rows of the user's data
+            failed = next((res.error for res, _ in scored if res.error is not None), None)
+            if failed is not None:
+                self.stats.errors -= sum(res.error is not None for res, _ in scored)
+                return None, RowError(failed.kind, "Calibrating on content-free inputs failed: " + failed.message,
+                                      failed.status, failed.attempts, failed.raw)
+            self._prior = content_free_prior([p for _, p in scored])
+            return self._prior, None
+
+    async def _scored(self, columns) -> pa.StructArray:
+        cols = [s.to_pylist() for s in columns]
+        n = len(cols[0]) if cols else 0
+        texts = [None if any(v is None for v in vals) else "".join(map(str, vals)) for vals in zip(*cols)]
+        rows = [i for i, t in enumerate(texts) if t is not None]
+        prior, failed = await self._calibration()
+        results: list[Result | None] = [None] * n
+        confidence: list[float | None] = [None] * n
+        if failed is not None:
+            for i in rows:
+                results[i] = Result(error=failed)
+            self.stats.errors += len(rows)
+        else:
+            labels = self.config.labels
+            for i, (res, probs) in zip(rows, await self._score([self._prompt(texts[i]) for i in rows])):
+                if probs is not None:
+                    res.value, confidence[i] = decide(labels, calibrate(probs, prior))
+                results[i] = res
+        self.stats.rows_done += n - len(rows) + (len(rows) if failed is not None else 0)
+        out = self._columns(results, {})
+        return with_confidence(out, confidence) if self.config.confidence else out
 
 
 def with_confidence(out: pa.StructArray, confidence: list) -> pa.StructArray:

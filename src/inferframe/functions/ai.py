@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.ai.classify import ClassifyConfig, ClassifyOperator
+from inferframe.ai.label_scoring import CONTENT_FREE
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.options import MEDIA, PROMPT_ONLY, parse_options
 from inferframe.ai.prompt import PromptOperator
@@ -23,7 +24,7 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.functions._calls import ai_expression, message_parts, provider_for
 from inferframe.functions.layout_hint import warn_layout
-from inferframe.providers.registry import provider_class
+from inferframe.providers.registry import capabilities, provider_class, resolve
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
 from inferframe.session import current
@@ -134,8 +135,8 @@ METHODS = ("auto", "generate", "score", "embedding")
 
 
 def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
-                  examples: Any = None, confidence_column: bool = True, label_descriptions: Any = None,
-                  **options: Any) -> Expression:
+                  examples: Any = None, confidence_column: bool = True, calibrate: bool | str = "auto",
+                  label_descriptions: Any = None, **options: Any) -> Expression:
     """Put every row into exactly one of ``labels``; the column is a dictionary-encoded string.
 
     Parameters:
@@ -152,6 +153,11 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             label and shown as demonstrations after the instructions and before the row.
         confidence_column: add "<name>_confidence" (float64): the label's calibrated probability;
             null where the row failed, and with method="generate", which gives no probability.
+        calibrate: with method="score", divide by the labels' probabilities for content-free inputs
+            ("N/A", "", "[MASK]"; scored once per call) and renormalise (Zhao et al. 2021). "auto"
+            (default): with ``examples`` only; measured on the embedded model (80 IMDB sentences
+            outside the held-out set) it raised balanced accuracy with 20 examples per label
+            (0.87 to 0.93) and lowered it zero-shot (0.83 to 0.62).
         label_descriptions: for method="embedding": a text per label to compare rows with.
         **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency,
             on_error, ...); with on_error="raise" an answer outside the labels stops the job.
@@ -181,6 +187,8 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
                                   **options)
     if label_descriptions is not None:
         raise PlanError("classify_text(): label_descriptions= is used by method='embedding' only.")
+    if calibrate not in (True, False, "auto"):
+        raise PlanError(f"classify_text(): calibrate={calibrate!r} is not True, False or 'auto'.")
     pairs = None
     if examples is not None:
         from inferframe.ai.examples import load_examples
@@ -191,16 +199,36 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
                           + ". Answer with the label only.")
     parts = message_parts(text, "classify_text")
     prefix, suffix = demonstrations(pairs)
-    if pairs:
+    method = _scoring_method(method, options)
+    if method == "generate" and pairs:
         parts = [to_node(lit(prefix)), *parts, to_node(lit(suffix))]
     call = _prompt_call([Expression(p) for p in parts], labels, system_message, options.pop("provider", None),
                         options.pop("model", None), options.pop("use_chat_completions", None), options)
+    scored = method == "score"
     config = ClassifyConfig(**{f.name: getattr(call[0], f.name) for f in dataclasses.fields(call[0])},
-                            labels=tuple(labels), method="generate", prefix=prefix if pairs else "",
-                            suffix=suffix if pairs else "", confidence=confidence_column)
+                            labels=tuple(labels), method=method, prefix=prefix if scored or pairs else "",
+                            suffix=suffix if scored or pairs else "", confidence=confidence_column,
+                            content_free=CONTENT_FREE if calibrate is True or (calibrate == "auto" and pairs) else ())
+    if scored:
+        config = dataclasses.replace(config, label=f"classify_text[{config.model}]")
     return ai_expression(ClassifyOperator, config, call[1], call[2], error_column=call[3].error_column,
                          usage_column=call[3].usage_column, confidence_column=confidence_column,
                          name="classify_text", batch=call[4], window=call[5])
+
+
+def _scoring_method(method: str, options: dict) -> str:
+    """"score" or "generate": what the provider's log-probabilities allow (checked before any request)."""
+    spec = resolve(options.get("provider"), default=current().provider, model=options.get("model"),
+                   base_url=options.get("base_url"), api_key=None)
+    logprobs = capabilities(spec).logprobs
+    if method == "auto":
+        # Only full-label scores are a safe default: first-token scores (OpenAI) need labels that
+        # differ in their first word, and reasoning models refuse logprobs.
+        return "score" if logprobs == "tokens" else "generate"
+    if method == "score" and logprobs == "none":
+        raise PlanError(f"classify_text(method='score'): provider {spec.name!r} returns no log-probabilities; "
+                        "use method='generate'.")
+    return method
 
 
 def demonstrations(pairs: list[tuple[str, str]] | None) -> tuple[str, str]:

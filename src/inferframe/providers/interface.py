@@ -126,6 +126,9 @@ class Capabilities:
         embedding_max_input_tokens: longest input of one embedding (None: the model table decides).
         embedding_max_batch_inputs: inputs per ``/embeddings`` request when the user sets none.
         in_process: the model runs inside this process (no HTTP, no runtime).
+        logprobs: what label scoring can read: "tokens" (every token's raw log-probability, e.g.
+            llama.cpp: labels scored in full), "top" (the first token's top log-probabilities,
+            OpenAI chat), or "none" (classification falls back to constrained generation).
     """
 
     default_endpoint: str = "chat"
@@ -141,6 +144,7 @@ class Capabilities:
     embedding_max_input_tokens: int | None = None
     embedding_max_batch_inputs: int = 2048
     in_process: bool = False
+    logprobs: str = "none"
 
 
 class Provider(abc.ABC):
@@ -217,6 +221,10 @@ class Provider(abc.ABC):
     def routed(self, body: dict, lane: int | None, group: str) -> dict:
         """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints; default as is)."""
         return body
+
+    async def label_scorer(self, labels: tuple) -> Any:
+        """How this server scores ``labels`` by log-probability (``providers.label_scores``); None: it cannot."""
+        return None
 
     @abc.abstractmethod
     async def send(self, request: Request) -> Outcome:

@@ -56,7 +56,7 @@ class OpenAIProvider(Provider):
         base_url / api_key: resolved by the registry in this process; the key goes into a header only.
     """
 
-    capabilities = Capabilities(default_endpoint="chat", batch_api=True)
+    capabilities = Capabilities(default_endpoint="chat", batch_api=True, logprobs="top")
 
     def __init__(self, spec: ProviderSpec, *, base_url: str | None = None, api_key: str | None = None,
                  capabilities: Capabilities | None = None) -> None:
@@ -104,7 +104,7 @@ class OpenAIProvider(Provider):
 
     @classmethod
     def prompt_text(cls, endpoint: str, body: dict) -> str | None:
-        return wire.prompt_text(body) if endpoint in ("chat", "responses") else None
+        return wire.prompt_text(body) if endpoint != "embeddings" else None
 
     # --- sending --------------------------------------------------------------------------------
     async def _client(self):
@@ -122,7 +122,7 @@ class OpenAIProvider(Provider):
         import aiohttp
 
         session = await self._client()
-        url = self.base_url + wire.PATHS[request.endpoint]
+        url = self._url(request.endpoint)
         try:
             async with session.post(url, data=_dumps(request.body), headers=_JSON) as resp:
                 raw = await resp.read()
@@ -143,6 +143,14 @@ class OpenAIProvider(Provider):
             return Outcome(status=status, error_kind=ErrorKind.MALFORMED, limits=wire.limit_hints(headers),
                            message=f"The server's answer is not valid JSON: {raw[:120]!r}")
         return wire.parse_answer(request.endpoint, status, body, headers)
+
+    def _url(self, endpoint: str) -> str:
+        return self.base_url + wire.PATHS[endpoint]
+
+    async def label_scorer(self, labels: tuple):
+        from inferframe.providers.label_scores import TopLogprobsScorer
+
+        return TopLogprobsScorer(labels)
 
     # --- the Batch API: files and batches --------------------------------------------------------
     def batch_lines(self, endpoint: str, items: list[tuple[str, dict]]) -> list[bytes]:
@@ -206,7 +214,7 @@ class OpenAIProvider(Provider):
 class HostedOpenAIProvider(OpenAIProvider):
     """OpenAI's own API: /responses by default, its model names and embedding sizes known."""
 
-    capabilities = Capabilities(default_endpoint="responses", batch_api=True)
+    capabilities = Capabilities(default_endpoint="responses", batch_api=True, logprobs="top")
 
     @classmethod
     def knows_model(cls, model: str) -> bool:
@@ -232,16 +240,36 @@ class LlamaCppProvider(OpenAIProvider):
     re-reads only what follows the shared prefix; the slots are read from ``/props`` once.
     """
 
-    capabilities = Capabilities(default_endpoint="chat", batch_api=False)
+    capabilities = Capabilities(default_endpoint="chat", batch_api=False, logprobs="tokens")
     _lanes: int | None = None
+
+    @property
+    def root_url(self) -> str:
+        """The server's own routes (/completion, /tokenize, /props) sit at the root, not under /v1."""
+        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+
+    def _url(self, endpoint: str) -> str:
+        return self.root_url + wire.PATHS[endpoint] if endpoint == "completion" else super()._url(endpoint)
+
+    async def token_ids(self, text: str) -> list[int]:
+        """The model's token ids of ``text`` (llama.cpp's /tokenize; no BOS)."""
+        session = await self._client()
+        async with session.post(self.root_url + "/tokenize", json={"content": text}) as resp:
+            resp.raise_for_status()
+            return [t if isinstance(t, int) else t["id"] for t in (await resp.json())["tokens"]]
+
+    async def label_scorer(self, labels: tuple):
+        from inferframe.providers.label_scores import LlamaCppScorer
+
+        # Each label as it follows "Label:" in the prompt: after a space.
+        return LlamaCppScorer(labels, tuple([tuple(await self.token_ids(" " + label)) for label in labels]))
 
     async def prefix_lanes(self) -> int | None:
         if self._lanes is None:
             self._lanes = 0
             try:
                 session = await self._client()
-                root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
-                async with session.get(root + "/props") as resp:
+                async with session.get(self.root_url + "/props") as resp:
                     if resp.status == 200:
                         self._lanes = int((await resp.json()).get("total_slots") or 0)
             except Exception:  # noqa: BLE001 - an older server without /props: no slot routing, nothing else changes
@@ -257,7 +285,7 @@ class LlamaCppProvider(OpenAIProvider):
 class VLLMProvider(OpenAIProvider):
     """A vLLM server: its schema goes in ``structured_outputs`` through the request body."""
 
-    capabilities = Capabilities(default_endpoint="chat", batch_api=True, structured_outputs="vllm")
+    capabilities = Capabilities(default_endpoint="chat", batch_api=True, structured_outputs="vllm", logprobs="top")
 
 
 def register(registry) -> None:

@@ -23,7 +23,10 @@ from inferframe.errors import ErrorKind
 from inferframe.providers.interface import LimitHints, Outcome, Usage
 from inferframe.providers.tokens import count_text
 
-PATHS = {"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings"}
+# "chat_logprobs": chat completions read for the first token's top log-probabilities (label scoring);
+# "completion": llama.cpp's native /completion (served at the root, not under /v1).
+PATHS = {"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings",
+         "chat_logprobs": "/chat/completions", "completion": "/completion"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +167,7 @@ def prompt_text(body: dict) -> str:
         out.append(str(body["instructions"]))
     payload = body.get("messages")
     if payload is None:
-        payload = body.get("input", "")
+        payload = body.get("input", body.get("prompt", ""))
     if isinstance(payload, str):
         out.append(payload)
     else:
@@ -196,12 +199,13 @@ def estimate_tokens(body: dict, model: str | None) -> tuple[int, int]:
         >>> estimate_tokens({"messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 7}, None)
         (106, 7)
     """
-    payload = body.get("messages") or body.get("input") or body.get("instructions") or ""
+    payload = body.get("messages") or body.get("input") or body.get("prompt") or body.get("instructions") or ""
     text = "\n".join(_texts(payload))
     if body.get("instructions"):
         text += "\n" + str(body["instructions"])
     inp = count_text(text, model) + 4
-    out = body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    out = (body.get("max_output_tokens") or body.get("max_completion_tokens") or body.get("max_tokens")
+           or body.get("n_predict") or 0)
     return inp, int(out)
 
 
@@ -400,7 +404,42 @@ def _vector(v: Any) -> Any:
         raise TypeError("an embedding in base64 float32") from None
 
 
-PARSERS = {"chat": parse_chat, "responses": parse_responses, "embeddings": parse_embeddings}
+def parse_chat_logprobs(body: dict) -> Outcome:
+    """A /chat/completions answer asked with ``logprobs``: the first token's top (token, logprob) pairs.
+
+    Example:
+        >>> o = parse_chat_logprobs({"choices": [{"message": {"content": "yes"}, "finish_reason": "length",
+        ...     "logprobs": {"content": [{"token": "yes", "logprob": -0.1,
+        ...                               "top_logprobs": [{"token": "yes", "logprob": -0.1}, {"token": "no", "logprob": -2.4}]}]}}]})
+        >>> o.value
+        [['yes', -0.1], ['no', -2.4]]
+    """
+    out = parse_chat(body)
+    if out.ok:
+        content = (body["choices"][0].get("logprobs") or {}).get("content") or []
+        top = (content[0].get("top_logprobs") or [content[0]]) if content else []
+        out.value = [[t["token"], float(t["logprob"])] for t in top]
+    return out
+
+
+def parse_completion(body: dict) -> Outcome:
+    """A llama.cpp native /completion answer: each generated token's [id, logprob] (as asked, before sampling).
+
+    Example:
+        >>> o = parse_completion({"content": " yes", "completion_probabilities": [{"id": 9259, "token": " yes",
+        ...     "logprob": -0.5}], "tokens_evaluated": 20, "tokens_predicted": 1, "timings": {"cache_n": 19}})
+        >>> o.value, o.usage
+        ([[9259, -0.5]], Usage(input_tokens=20, output_tokens=1, cached_tokens=19))
+    """
+    timings = body.get("timings") if isinstance(body.get("timings"), dict) else {}
+    inp = int(body.get("tokens_evaluated") or 0)
+    u = Usage(inp, int(body.get("tokens_predicted") or 0), min(inp, int(timings.get("cache_n") or 0)))
+    tokens = [[int(t["id"]), float(t["logprob"])] for t in body["completion_probabilities"]]
+    return Outcome(value=tokens, usage=u, status=200, finish_reason=body.get("stop_type"))
+
+
+PARSERS = {"chat": parse_chat, "responses": parse_responses, "embeddings": parse_embeddings,
+           "chat_logprobs": parse_chat_logprobs, "completion": parse_completion}
 
 
 def parse_answer(endpoint: str, status: int, body: Any, headers: Mapping[str, str] | None) -> Outcome:
