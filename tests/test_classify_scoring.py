@@ -241,3 +241,14 @@ def test_auto_generates_where_only_first_token_scores_exist():
     expr = classify_text(col("t"), LABELS, provider="openai", base_url="http://127.0.0.1:9/v1", api_key="k",
                          model="gpt-4o-mini")
     assert ai_call_of(expr._node).udf.owner.args[0].method == "generate"
+
+
+def test_examples_are_balanced_and_capped_per_label():
+    from inferframe.plan.ai_nodes import ai_call_of
+
+    pairs = [(f"good {i}", "positive") for i in range(30)] + [(f"bad {i}", "negative") for i in range(25)]
+    expr = classify_text(col("t"), LABELS, examples=pairs, examples_per_label=3, model="gemma-3-270m")
+    prefix = ai_call_of(expr._node).udf.owner.args[0].prefix
+    assert prefix.count("Label: positive\n") == 3 and prefix.count("Label: negative\n") == 3
+    with pytest.raises(PlanError, match="examples_per_label"):
+        classify_text(col("t"), LABELS, examples=pairs, examples_per_label=0, model="gemma-3-270m")

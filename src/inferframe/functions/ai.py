@@ -135,7 +135,8 @@ METHODS = ("auto", "generate", "score", "embedding")
 
 
 def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
-                  examples: Any = None, confidence_column: bool = True, calibrate: bool | str = "auto",
+                  examples: Any = None, examples_per_label: int = 20, confidence_column: bool = True,
+                  calibrate: bool | str = "auto",
                   label_descriptions: Any = None, **options: Any) -> Expression:
     """Put every row into exactly one of ``labels``; the column is a dictionary-encoded string.
 
@@ -151,6 +152,7 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             "score" where the provider returns log-probabilities, else "generate".
         examples: labelled rows (a DataFrame, a list of (text, label) pairs, or a file), balanced per
             label and shown as demonstrations after the instructions and before the row.
+        examples_per_label: at most this many examples per label are shown (a seeded balanced sample).
         confidence_column: add "<name>_confidence" (float64): the label's calibrated probability;
             null where the row failed, and with method="generate", which gives no probability.
         calibrate: with method="score", divide by the labels' probabilities for content-free inputs
@@ -187,6 +189,8 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
                                   **options)
     if label_descriptions is not None:
         raise PlanError("classify_text(): label_descriptions= is used by method='embedding' only.")
+    if not isinstance(examples_per_label, int) or isinstance(examples_per_label, bool) or examples_per_label < 1:
+        raise PlanError(f"classify_text(): examples_per_label={examples_per_label!r} must be a whole number >= 1.")
     if calibrate not in (True, False, "auto"):
         raise PlanError(f"classify_text(): calibrate={calibrate!r} is not True, False or 'auto'.")
     pairs = None
@@ -194,6 +198,9 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         from inferframe.ai.examples import load_examples
 
         pairs = load_examples(examples, labels)
+        if len(pairs) > examples_per_label * len(labels):
+            # A long prompt is slower for every row and can outgrow a slot's context: a balanced sample.
+            pairs = load_examples(examples, labels, per_label=examples_per_label)
     if system_message is None:
         system_message = ("Classify the text into exactly one of these labels: " + ", ".join(labels)
                           + ". Answer with the label only.")
