@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import csv
 import inspect
+import os
 import sys
 import time
 from pathlib import Path
@@ -142,6 +143,8 @@ def main() -> None:
     examples = load_examples(pool, LABELS, per_label=args.per_label, seed=0)
     texts, gold = [t for t, _ in held], [g for _, g in held]
     warm = [t for t, _ in pool[-2:]]  # never held out
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
+          f"Python {sys.version.split()[0]}")
     print(f"{len(held)} held-out rows ({sum(g == 'positive' for g in gold)} positive), "
           f"{args.per_label} examples per label from {DATA.relative_to(ROOT)}/imdb_examples.csv", flush=True)
 
@@ -155,12 +158,12 @@ def main() -> None:
         try:
             expr = build()
         except NotImplementedError:
-            rows.append([name, model, NOT_BUILT, NOT_BUILT, ""])
+            rows.append([name, model, NOT_BUILT, NOT_BUILT, "", ""])
             rates.append(None)
             continue
         except PlanError as e:
             if "not available" in str(e) or "not built" in str(e) or "not supported" in str(e):
-                rows.append([name, model, NOT_BUILT, NOT_BUILT, ""])
+                rows.append([name, model, NOT_BUILT, NOT_BUILT, "", ""])
                 rates.append(None)
                 continue
             raise
@@ -171,14 +174,16 @@ def main() -> None:
         rates.append(rate)
         if name.startswith("demo"):
             demo_rates.append(rate)
-        rows.append([name, model, f"{balanced_accuracy(predicted, gold):.1%}", f"{rate:.1f}", missing])
+        rows.append([name, model, f"{balanced_accuracy(predicted, gold):.1%}", f"{rate:.1f}", missing,
+                     f"{os.getloadavg()[0]:.1f}"])
         print(f"  {name}: {rows[-1][2]} balanced accuracy, {rows[-1][3]} rows/s ({elapsed:.1f} s)", flush=True)
 
     demo_rate = sum(demo_rates) / len(demo_rates) if demo_rates else None
     for r, rate in zip(rows, rates):
         r.append(f"{rate / demo_rate:.2f}x" if demo_rate and rate is not None else "")
     print()
-    print(table(["method", "model", "balanced acc", "rows/s", "no label", "speed vs demo"], rows, "llrrrr"))
+    print(table(["method", "model", "balanced acc", "rows/s", "no label", "load 1 min", "speed vs demo"], rows,
+                "llrrrrr"))
     print("\nTarget (issue 16): >= 80% balanced accuracy offline with 20 examples per label, "
           "at no less than 0.5x the demo's rows/s.")
 
