@@ -251,7 +251,7 @@ def test_a_high_failure_share_cuts_but_a_low_one_does_not():
         clock.now += 0.01
         lim.on_fault() if i % 10 == 0 else lim.on_success(0.1)
     assert lim.limit == 100
-    for i in range(40):  # then half of them fail
+    for i in range(80):  # then half of them fail
         clock.now += 0.01
         lim.on_fault() if i % 2 == 0 else lim.on_success(0.1)
     assert lim.limit < 100

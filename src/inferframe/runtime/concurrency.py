@@ -15,7 +15,7 @@ take, and only on those:
   A steady trickle of such 429s says little about how many requests are in flight, and a cut for
   each one kept the bound near its floor (issue 15); the first of an episode still backs off
   once, in case it was a concurrency cap;
-* failures that persist: ``FAILURE_SHARE`` or more of the last ``FAILURE_WINDOW`` answers were 5xx,
+* failures that persist: a ``FAILURE_SHARE`` or more of the last ``FAILURE_WINDOW`` answers were 5xx,
   reset connections, timeouts, malformed bodies or 429s (``on_fault``). One such failure is the
   row's problem (its retry handles it); a share that high is a server falling over.
 """
@@ -38,10 +38,11 @@ ISOLATED_CUT = 0.9
 # Isolated 429s belong to one episode until none came for this many seconds; an episode cuts the bound once.
 EPISODE_QUIET_S = 30.0
 # Failures persist when at least this share of the last FAILURE_WINDOW answers failed (judged from
-# FAILURE_MIN answers on). A 10% fault mix reaches 25% of 50 in about one window in 5,000.
+# FAILURE_MIN answers on). A 10% fault mix reaches 25% of 100 in about one window in 75,000 (one
+# 2,000-row run in 400, simulated); of 50 in one in 1,000, which cut the bound in one run in five.
 FAILURE_SHARE = 0.25
-FAILURE_WINDOW = 50
-FAILURE_MIN = 20
+FAILURE_WINDOW = 100
+FAILURE_MIN = 50
 
 
 class AdaptiveLimit:
@@ -229,11 +230,11 @@ class AdaptiveLimit:
 
         Example:
             >>> lim = AdaptiveLimit(initial=100, maximum=100)
-            >>> for i in range(40):
+            >>> for i in range(100):
             ...     lim.on_fault() if i % 10 == 0 else lim.on_success(0.1)    # 10%: each row's own problem
             >>> lim.limit
             100.0
-            >>> for i in range(20):
+            >>> for i in range(40):
             ...     lim.on_fault() if i % 2 == 0 else lim.on_success(0.1)     # half: the server is failing
             >>> lim.limit < 100
             True

@@ -53,7 +53,7 @@ RESERVE_SECONDS = 0.05
 SEND_SECONDS = 0.002
 # A 429 is part of a storm (a spent budget on a server that sends no headers) when at least STORM_429S of
 # the last STORM_ANSWERS answers were 429s within STORM_SECONDS. Half of ten: a 3% share of isolated
-# 429s gets there about once in 10^5 windows, a spent budget within one round trip (its 429s come back at once).
+# 429s gets there in about one window in 200,000, a spent budget within one round trip (its 429s come back at once).
 STORM_429S = 5
 STORM_ANSWERS = 10
 STORM_SECONDS = 10.0
