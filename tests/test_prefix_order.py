@@ -9,6 +9,7 @@ from inferframe import col
 from inferframe.functions import prompt
 from inferframe.observe import last_run
 from inferframe.providers import openai as openai_providers
+from inferframe.providers.local_server import get_local_server, stop_local_server
 from inferframe.simulator import Simulator, SimulatorConfig
 
 KEY = "sk-test-prefix"
@@ -86,10 +87,16 @@ def test_groups_go_to_one_slot_each_on_the_real_local_server(monkeypatch):
         return out
 
     monkeypatch.setattr(openai_providers.LlamaCppProvider, "routed", spy)
+    # A server with 4 slots (another test may have started one with fewer): 3 documents, one slot each.
+    stop_local_server()
+    get_local_server(4)
     texts = [DOCS[i % 3][:900] + f"\nQuestion {i}: yes or no?" for i in range(24)]
     df = ifr.from_pydict({"q": texts}).with_column(
         "a", prompt(col("q"), provider="local", max_tokens=2, temperature=0, cache="off", usage_column=True))
-    out = df.to_pydict()
+    try:
+        out = df.to_pydict()
+    finally:
+        stop_local_server()  # the next test starts the default server again
     assert len(routed) == 24 and all(cp is True and slot is not None for slot, cp, _ in routed)
     slots_of: dict[str, set] = {}
     groups_of: dict[int, set] = {}

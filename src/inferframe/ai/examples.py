@@ -141,11 +141,11 @@ def nearest(row_vectors: Any, example_vectors: Any, k: int, *,
 def _pairs(examples: Any) -> list[tuple[Any, Any]]:
     if isinstance(examples, (str, os.PathLike)):
         return _table_pairs(_read_file(os.fspath(examples)))
-    from inferframe.dataframe import DataFrame
-
-    if isinstance(examples, DataFrame):
-        return _table_pairs(examples.to_arrow())
     import pyarrow as pa
+
+    # An inferframe DataFrame, known by its method: this layer sits below the DataFrame's.
+    if callable(getattr(examples, "to_arrow", None)) and hasattr(examples, "schema"):
+        return _table_pairs(examples.to_arrow())
 
     if isinstance(examples, pa.Table):
         return _table_pairs(examples)
