@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pyarrow as pa
 import pytest
 
@@ -32,13 +30,6 @@ def test_confidence_column_can_be_left_out():
 def test_bad_method_is_a_plan_error():
     with pytest.raises(PlanError, match="method='best'"):
         classify_text(col("t"), LABELS, model="gemma-3-270m", method="best")
-
-
-@pytest.mark.skipif(importlib.util.find_spec("inferframe.functions.classify_embedding") is not None,
-                    reason="the embedding head exists")
-def test_embedding_method_without_its_module_is_a_plan_error():
-    with pytest.raises(PlanError, match="method='embedding'"):
-        classify_text(col("t"), LABELS, method="embedding", examples=[("a", "positive"), ("b", "negative")])
 
 
 # --- calibration, on a server built to be biased ----------------------------------------------
