@@ -199,6 +199,18 @@ def test_persistent_faults_shrink_the_bound():
     assert server.cuts() >= 1
 
 
+def test_a_row_failing_again_among_healthy_rows_is_not_backed_off_further():
+    server = Server(lambda row, a: Outcome(status=500, error_kind=ErrorKind.SERVER, message="HTTP 500")
+                    if row == 5 and a < 4 else None)
+    vt = VirtualTimeLoop()
+    rt = runtime(server, vt)
+    assert answered(vt.run(rt.run_many(rows(2000))))
+    sent = [t for t, row, _ in server.sends if row == 5]
+    assert len(sent) == 5
+    # Each wait is the answer's latency plus a backoff of at most the policy's base: no doubling.
+    assert all(b - a <= server.latency + rt.config.retry.base + 1e-9 for a, b in zip(sent, sent[1:]))
+
+
 def test_a_dead_service_still_stops_the_job_with_one_service_error():
     server = Server(lambda row, a: Outcome(status=503, error_kind=ErrorKind.SERVER, message="HTTP 503: down"))
     vt = VirtualTimeLoop()

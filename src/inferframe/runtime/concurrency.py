@@ -171,9 +171,9 @@ class AdaptiveLimit:
 
     def on_success(self, latency: float, rate: float | None = None) -> None:
         """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow."""
+        self._record(False)
         if not self.adaptive:
             return
-        self._record(False)
         self._mean_latency = latency if self._mean_latency is None else 0.95 * self._mean_latency + 0.05 * latency
         self.size(rate)
         base = self._base_latency
@@ -214,6 +214,7 @@ class AdaptiveLimit:
             >>> lim.on_rate_limited(spent=True); round(lim.limit, 3)     # a spent budget: an ordinary cut
             63.0
         """
+        self._record(True)
         if not self.adaptive:
             return
         now = self.clock.monotonic()
@@ -223,7 +224,6 @@ class AdaptiveLimit:
             self.on_congestion()
         elif first:
             self.on_congestion(ISOLATED_CUT)
-        self._record(True)
 
     def on_fault(self) -> None:
         """A retryable failure that is not a 429 (5xx, reset, timeout, malformed): cut only when failures persist.
@@ -239,9 +239,21 @@ class AdaptiveLimit:
             >>> lim.limit < 100
             True
         """
-        if not self.adaptive:
-            return
         self._record(True)
+
+    @property
+    def failing(self) -> bool:
+        """Failures persist: a ``FAILURE_SHARE`` or more of the recent answers failed (kept with a fixed bound too).
+
+        Example:
+            >>> lim = AdaptiveLimit(initial=8, maximum=8, adaptive=False)
+            >>> for i in range(60):
+            ...     lim.on_fault() if i % 3 == 0 else lim.on_success(0.1)
+            >>> lim.failing, lim.limit
+            (True, 8.0)
+        """
+        recent = self._recent
+        return len(recent) >= FAILURE_MIN and self._failed >= FAILURE_SHARE * len(recent)
 
     def _record(self, failed: bool) -> None:
         recent = self._recent
@@ -250,7 +262,7 @@ class AdaptiveLimit:
         recent.append(failed)
         if failed:
             self._failed += 1
-            if len(recent) >= FAILURE_MIN and self._failed >= FAILURE_SHARE * len(recent):
+            if self.failing:
                 self.on_congestion()
 
 

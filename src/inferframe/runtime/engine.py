@@ -285,7 +285,7 @@ class InferenceRuntime:
             self.stats.retries += 1
             self.stats.retrying += 1  # the progress line says why nothing is in flight
             try:
-                await self.clock.sleep(self.config.retry.delay(attempt, wait, self.rng))
+                await self.clock.sleep(self.config.retry.delay(attempt, wait, self.rng, self.slots.failing))
             finally:
                 self.stats.retrying -= 1
 
@@ -303,7 +303,8 @@ class InferenceRuntime:
           is what cost the throughput.
         * 5xx, reset connections, timeouts and malformed bodies retry their row after a backoff
           and leave the bound alone unless they persist (a high failure share of the recent
-          answers: ``AdaptiveLimit.on_fault``): one such answer says nothing about load.
+          answers: ``AdaptiveLimit.on_fault``): one such answer says nothing about load. The
+          backoff doubles with each attempt only while they persist (``RetryPolicy.delay``).
         * Auth, quota and unreachable trip the breaker (the job stops with one ServiceError), as
           does every recent row failing after its retries; other kinds (bad request, schema...)
           are the row's own: no retry, nothing moves.
