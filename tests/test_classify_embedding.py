@@ -14,8 +14,6 @@ from inferframe.functions import classify_embedding as ce
 from inferframe.functions.classify_embedding import EmbeddingHead, embedding_classify, fit_head
 from inferframe.models.loading import model_files
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("sklearn")
 
 LABELS = ["sport", "food", "weather"]
 TRAIN = [
