@@ -60,6 +60,18 @@ def _errors(fn: str, options: dict) -> tuple[str, bool]:
             check(fn, "error_column", options.get("error_column"), RUNTIME["error_column"]) is not False)
 
 
+def _text_run_options(fn: str, options: dict) -> tuple[str, bool, str, int]:
+    """(on_error, error_column, long_inputs, batch_size) of an in-process text model, checked."""
+    on_error, error_column = _errors(fn, options)
+    long_inputs = options.get("long_inputs", "chunk")
+    if long_inputs not in ("chunk", "truncate"):
+        raise PlanError(f"long_inputs must be 'chunk' or 'truncate', got {long_inputs!r}.")
+    batch = int(options.get("batch_size") or 1024)
+    if batch < 1:
+        raise PlanError(f"batch_size must be at least 1, got {batch}.")
+    return on_error, error_column, long_inputs, batch
+
+
 def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensions: int | None,
                          **options: Any) -> Expression:
     """Plan an in-process embedding column; see ``inferframe.functions.embed_text``."""
@@ -76,13 +88,7 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
             raise PlanError(f"dimensions={dimensions} is out of range: {model or 'all-MiniLM-L6-v2'} gives {native}-dimensional "
                             f"vectors, which can be shortened (first N values, then re-normalised) but not lengthened.")
         size = int(dimensions)
-    on_error, error_column = _errors("embed_text", options)
-    long_inputs = options.get("long_inputs", "chunk")
-    if long_inputs not in ("chunk", "truncate"):
-        raise PlanError(f"long_inputs must be 'chunk' or 'truncate', got {long_inputs!r}.")
-    batch = int(options.get("batch_size") or 1024)
-    if batch < 1:
-        raise PlanError(f"batch_size must be at least 1, got {batch}.")
+    on_error, error_column, long_inputs, batch = _text_run_options("embed_text", options)
     owner_cls = SentenceTransformerEmbedder if provider == "sentence_transformers" else TransformersEmbedder
     owner = ClassSpec(owner_cls, (str(path),), {
         "device": options.get("device"), "normalize": bool(options.get("normalize", True)), "dimensions": size,

@@ -30,7 +30,7 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
 from inferframe.expressions.udf import ClassSpec
-from inferframe.functions._embed_models import ModelUDFSpec, _errors
+from inferframe.functions._embed_models import ModelUDFSpec, _text_run_options
 from inferframe.models.loading import model_files, require
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
 from inferframe.observe.stats import RunCounters
@@ -124,14 +124,8 @@ def embedding_classify(text: Any, labels: list[str], *, examples: Any = None, la
         raise PlanError('classify_text(method="embedding", examples=...) trains a scikit-learn logistic regression, '
                         'and scikit-learn is not installed. Install it with: pip install "inferframe[embed]"')
     path = model_files(model)
-    on_error, error_column = _errors("classify_text", options)
+    on_error, error_column, long_inputs, batch = _text_run_options("classify_text", options)
     confidence = bool(options.get("confidence_column", True))
-    long_inputs = options.get("long_inputs", "chunk")
-    if long_inputs not in ("chunk", "truncate"):
-        raise PlanError(f"long_inputs must be 'chunk' or 'truncate', got {long_inputs!r}.")
-    batch = int(options.get("batch_size") or 1024)
-    if batch < 1:
-        raise PlanError(f"batch_size must be at least 1, got {batch}.")
     name = model or "all-MiniLM-L6-v2"
     owner = ClassSpec(EmbeddingHead, (str(path),), {
         "labels": tuple(labels), "examples": pairs, "descriptions": descriptions, "provider": provider,
