@@ -19,42 +19,10 @@ from inferframe.observe.stats import RunCounters, RunStats
 from inferframe.providers.interface import LimitHints, MockProvider, Outcome, Request
 from inferframe.runners.ray_limits import LeasedLimiter, SharedBreaker, SharedSlots
 from inferframe.runtime import InferenceRuntime, RuntimeConfig
-from inferframe.runtime.clock import Clock, FakeClock
+from inferframe.runtime.clock import FakeClock
 from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.runtime.ratelimit import RateLimiter
-
-
-class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    """An event loop whose time moves to the next timer at once when nothing else is ready."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-        select = self._selector.select
-
-        def jump(timeout=None):
-            if timeout:
-                self.now += timeout
-            return select(0)
-
-        self._selector.select = jump
-
-    def time(self) -> float:
-        return self.now
-
-    def run(self, coro):
-        try:
-            return self.run_until_complete(coro)
-        finally:
-            self.close()
-
-
-class LoopClock(Clock):
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-
-    def monotonic(self) -> float:
-        return self.loop.time()
+from virtual_time import LoopClock, VirtualTimeLoop
 
 
 class Server:
