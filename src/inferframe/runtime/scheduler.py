@@ -155,7 +155,6 @@ class PrefixScheduler:
         self._busy = [0] * self.lanes
         self._warmed: _Group | None = None  # the next group, looked at for warming (one lane)
         self._warm_due: _Group | None = None  # its first row goes out next
-        self._root = ""  # the prefix all rows of the last round shared
         self._pump_due = False
         self.released = 0
 
@@ -181,12 +180,6 @@ class PrefixScheduler:
         if not self._pump_due:
             self._pump_due = True
             asyncio.get_running_loop().call_soon(self._pump)
-
-    @property
-    def pending(self) -> int:
-        """Rows waiting for their turn."""
-        return len(self._arrivals) + sum(len(g.rows) for g in self._round) + sum(
-            len(g.rows) for g in {id(g): g for g in self._held if g is not None}.values())
 
     def _pump(self) -> None:
         self._pump_due = False
@@ -279,10 +272,10 @@ class PrefixScheduler:
             return
         texts = [t for t, _ in arrivals]
         groups = form_groups(texts)
-        self._root = groups[0][0] if len(groups) == 1 else _shared(texts)
+        root = groups[0][0] if len(groups) == 1 else _shared(texts)  # what every row of the round starts with
         for prefix, idx in groups:
             # A lone row's key is the round's shared prefix: rows that share only that still route together.
-            key = _key(prefix if len(idx) > 1 else self._root)
+            key = _key(prefix if len(idx) > 1 else root)
             self._round.append(_Group(prefix, key, collections.deque(arrivals[i] for i in idx)))
 
 
