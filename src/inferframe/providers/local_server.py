@@ -275,7 +275,8 @@ class LocalServer:
             # The client sends each prompt prefix's rows to one slot (id_slot): an idle slot must keep
             # its KV cache, not be saved to RAM and cleared when another request arrives. Measured
             # 2026-11-23, 4 slots, 8 passages of 250 words, 32 rows pinned one at a time per slot:
-            # 11.8 s with most rows missing the slot's cache; 5.3 s with 28 of 32 hits.
+            # 11.8 s with most rows missing the slot's cache; 5.3 s with 24 of 32 hits (every row but
+            # each passage's first).
             "--no-cache-idle-slots",
         ]
         if self.temperature is not None:

@@ -52,8 +52,8 @@ from inferframe.runtime.prefix import common_prefix_len
 # A shared start shorter than this (about 16 tokens) is not worth keeping a group together for.
 MIN_SHARED_CHARS = 64
 # Rows one stream releases ahead of their place in flight. Releasing in small bursts costs one
-# pass of the event loop per burst instead of per row (measured: the scheduling's CPU per row fell
-# from 22 to ~10 us with 16); the order of a burst is still the group order.
+# pass of the event loop per burst instead of per row (bench/prefix_schedule_cost.py, 20,000 rows:
+# the scheduling's CPU per row fell from 22.0 to 18.4 us with 16); a burst is still in group order.
 AHEAD = 16
 # The tree is split this deep at most; below, rows stay in sorted order (which still keeps
 # neighbours sharing the most together). Bounds the cost on pathological texts (a, aa, aaa, ...).
@@ -138,8 +138,8 @@ class PrefixScheduler:
             to its RAM cache and clears it when another request arrives (``--cache-idle-slots``,
             on by default), and a request pinned to a cleared slot finds nothing cached.
             Measured on the embedded server, 4 slots, 8 passages of 250 words, 32 rows: one
-            request per slot 11.8 s with most rows missing the slot's cache, two 7.9 s with 28
-            of 32 hits.
+            request per slot 11.8 s with most rows missing the slot's cache, two 7.9 s with 21
+            of 32 hits (24 is the most: each passage's first row must read it).
 
     ``turn(text)`` waits for the row's release and says its lane; the caller calls
     ``release(lane)`` when the lane may take another row (see ``pinned``).
