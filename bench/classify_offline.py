@@ -12,11 +12,18 @@ warm-up on two example-pool rows that starts the llama.cpp server or loads MiniL
   score               classify_text(method="score"): every label scored by log-probability, calibrated
   few-shot generate   the same with examples= (20 per label shown before the row)
   few-shot score      the same with examples=
+  nearest few-shot    the same with nearest_examples=5: each row shown the 5 of each label (of the
+                      same 20/label) most similar to it by MiniLM
   MiniLM zero-shot    classify_text(method="embedding", label_descriptions=...): cosine to a description
   MiniLM head         classify_text(method="embedding", examples=...): logistic regression on embeddings
                       (its training, on 40 embedded examples, is inside the timed part); and the same
                       with label_descriptions= too (the head's probabilities times the descriptions')
-  cascade             classify_text(cascade=[...], target_accuracy=0.9, examples=...), where built
+  cascade             classify_text(cascade=["embedding", "score"], target_accuracy=0.9, examples=...):
+                      the MiniLM head answers the rows it is sure of, label scoring the rest; the
+                      examples are split per label (at most half teach the stages, the rest choose
+                      the thresholds): once with the same 20/label (10 teach, 10 held back), once
+                      with the whole pool of 100/label (20 teach, 80 held back). The thresholds are
+                      chosen in the warm-up run (kept for the process), whose time is printed apart
   demo prompt         examples/demo.py's prompt (few-shot system message, "Review: ...\\nSentiment:"),
                       the speed reference, run first and last (the mean of the two is the reference,
                       as the load of a shared machine drifts); its answers are read as labels
@@ -80,7 +87,7 @@ def has_option(name: str) -> bool:
     return name in inspect.signature(classify_text).parameters
 
 
-def methods(examples: list[tuple[str, str]]) -> list[tuple[str, str, object]]:
+def methods(examples: list[tuple[str, str]], pool: list[tuple[str, str]]) -> list[tuple[str, str, object]]:
     """(name, model, builder): a builder returns the expression, or raises NotImplementedError."""
     from inferframe.functions import classify_text, format, prompt
 
@@ -91,11 +98,13 @@ def methods(examples: list[tuple[str, str]]) -> list[tuple[str, str, object]]:
             return classify_text(col("text"), LABELS, **kw)
         return build
 
-    def cascade():
-        if not has_option("cascade"):
-            raise NotImplementedError
-        return classify_text(col("text"), LABELS, cascade=["embedding", "score"], target_accuracy=0.9,
-                             examples=examples, cache="off")
+    def cascade(labelled, per_label):
+        def build():
+            if not has_option("cascade"):
+                raise NotImplementedError
+            return classify_text(col("text"), LABELS, cascade=["embedding", "score"], target_accuracy=0.9,
+                                 examples=labelled, examples_per_label=per_label, cache="off")
+        return build
 
     def demo():
         from demo import FEW_SHOT
@@ -111,11 +120,16 @@ def methods(examples: list[tuple[str, str]]) -> list[tuple[str, str, object]]:
         ("score (calibrated)", llm, classify(method="score", cache="off")),
         ("few-shot generate, 20/label", llm, classify(method="generate", examples=examples, cache="off")),
         ("few-shot score, 20/label", llm, classify(method="score", examples=examples, cache="off")),
+        ("few-shot score, 5 nearest of 20/label", llm,
+         classify(method="score", examples=examples, nearest_examples=5, cache="off")),
         ("zero-shot by descriptions", minilm, classify(method="embedding", label_descriptions=DESCRIPTIONS)),
         ("embedding head, 20/label", minilm, classify(method="embedding", examples=examples)),
         ("embedding head + descriptions, 20/label", minilm,
          classify(method="embedding", examples=examples, label_descriptions=DESCRIPTIONS)),
-        ("cascade embedding -> score, target 0.9", f"{minilm} -> {llm}", cascade),
+        (f"cascade head -> score, target 0.9, {len(examples) // 2}/label", f"{minilm} -> {llm}",
+         cascade(examples, len(examples) // 4)),
+        (f"cascade head -> score, target 0.9, pool {len(pool) // 2}/label", f"{minilm} -> {llm}",
+         cascade(pool, 20)),
         ("demo prompt (reference, first)", llm, demo),
     ]
 
@@ -126,6 +140,18 @@ def run(expr, texts: list[str]) -> tuple[list, float]:
     out = df.to_arrow()
     elapsed = time.perf_counter() - started
     return out.column("label").to_pylist(), elapsed
+
+
+def report_cascade(warm_s: float) -> None:
+    """The thresholds (chosen during the untimed warm-up run) and the share of rows each stage answered."""
+    from inferframe.observe.progress import last_run
+
+    run_ = next(r for r in last_run() if r["label"].startswith("cascade["))
+    total = sum(run_["stage_rows"].values())
+    shares = ", ".join(f"{k} {v} ({v / total:.0%})" for k, v in run_["stage_rows"].items())
+    thresholds = ", ".join(f"{k} >= {v:.3f}" for k, v in run_["stage_thresholds"].items())
+    print(f"    thresholds {thresholds} (chosen on the held-back examples in the warm-up, {warm_s:.1f} s); "
+          f"answered by {shares}", flush=True)
 
 
 def main() -> None:
@@ -149,7 +175,7 @@ def main() -> None:
           f"{args.per_label} examples per label from {DATA.relative_to(ROOT)}/imdb_examples.csv", flush=True)
 
     rows, rates, demo_rates = [], [], []
-    listed = methods(examples)
+    listed = methods(examples, pool)
     # The demo's prompt runs first and last: on a shared machine the load drifts, and its mean is the reference.
     listed = [listed[-1], *listed[:-1], (listed[-1][0].replace("first", "last"), *listed[-1][1:])]
     for name, model, build in listed:
@@ -167,8 +193,10 @@ def main() -> None:
             rows.append([name, model, NOT_BUILT if not built else f"error: {str(e)[:60]}", NOT_BUILT, "", ""])
             rates.append(None)
             continue
-        run(expr, warm)
+        warm_s = run(expr, warm)[1]
         predicted, elapsed = run(expr, texts)
+        if name.startswith("cascade"):
+            report_cascade(warm_s)
         rate = len(texts) / elapsed
         missing = sum(1 for p in predicted if p not in LABELS)
         rates.append(rate)

@@ -41,6 +41,8 @@ class ClassifyConfig(AICallConfig):
         method: "generate" (constrained generation) or "score" (every label scored by log-probability).
         prefix / suffix: the constant text around each row in the user message (demonstrations first).
         content_free: inputs whose label probabilities calibrate the scores (empty: no calibration).
+        content_free_prefix: the text before a content-free input, where it differs from ``prefix``
+            (per-row demonstrations: the calibration uses a fixed balanced set instead).
         confidence: return a "confidence" field.
     """
 
@@ -49,6 +51,7 @@ class ClassifyConfig(AICallConfig):
     prefix: str = ""
     suffix: str = ""
     content_free: tuple = ("N/A", "", "[MASK]")
+    content_free_prefix: str | None = None
     confidence: bool = True
 
 
@@ -111,7 +114,9 @@ class ClassifyOperator(PromptOperator):
                 self._scorer = await self.provider.label_scorer(self.config.labels)
             if self._prior is not None or not self.config.content_free:
                 return self._prior, None
-            scored = await self._score([self._prompt(t) for t in self.config.content_free])
+            c = self.config
+            before = c.prefix if c.content_free_prefix is None else c.content_free_prefix
+            scored = await self._score([before + t + c.suffix for t in c.content_free])
             self.stats.rows_done -= len(scored)  # not rows of the user's data
             failed = next((res.error for res, _ in scored if res.error is not None), None)
             if failed is not None:

@@ -18,6 +18,7 @@ import pyarrow as pa
 from inferframe.ai.classify import ClassifyConfig, ClassifyOperator
 from inferframe.ai.label_scoring import CONTENT_FREE
 from inferframe.ai.config import AICallConfig
+from inferframe.ai.examples import load_examples
 from inferframe.ai.options import MEDIA, PROMPT_ONLY, parse_options
 from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
@@ -137,7 +138,8 @@ METHODS = ("auto", "generate", "score", "embedding")
 def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
                   examples: Any = None, examples_per_label: int = 20, confidence_column: bool = True,
                   calibrate: bool | str = "auto",
-                  label_descriptions: Any = None, **options: Any) -> Expression:
+                  label_descriptions: Any = None, nearest_examples: int = 0, cascade: Any = None,
+                  target_accuracy: float = 0.9, **options: Any) -> Expression:
     """Put every row into exactly one of ``labels``; the column is a dictionary-encoded string.
 
     Parameters:
@@ -153,6 +155,9 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         examples: labelled rows (a DataFrame, a list of (text, label) pairs, or a file), balanced per
             label and shown as demonstrations after the instructions and before the row.
         examples_per_label: at most this many examples per label are shown (a seeded balanced sample).
+        nearest_examples: instead, show each row the k examples of every label most similar to it
+            (packaged MiniLM embeddings, computed in this process; all of ``examples`` are candidates).
+            The calibration then uses the fixed balanced sample as its context.
         confidence_column: add "<name>_confidence" (float64): the label's calibrated probability;
             null where the row failed, and with method="generate", which gives no probability.
         calibrate: with method="score", divide by the labels' probabilities for content-free inputs
@@ -161,6 +166,11 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             outside the held-out set) it raised balanced accuracy with 20 examples per label
             (0.87 to 0.93) and lowered it zero-shot (0.83 to 0.62).
         label_descriptions: for method="embedding": a text per label to compare rows with.
+        cascade: stages, cheapest first (method names or dicts of these options, e.g.
+            ``["embedding", "score"]``): each stage answers the rows it is confident about and sends
+            the rest on; thresholds are chosen on held-back ``examples`` to keep ``target_accuracy``
+            (see ``inferframe.functions.classify_cascade``).
+        target_accuracy: with ``cascade``, the accuracy the thresholds keep on the held-back examples.
         **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency,
             on_error, ...); with on_error="raise" an answer outside the labels stops the job.
 
@@ -177,6 +187,20 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         raise PlanError(f"classify_text() needs at least two distinct, non-empty string labels, got {labels!r}.")
     if method not in METHODS:
         raise PlanError(f"classify_text(): method={method!r} is not one of {', '.join(map(repr, METHODS))}.")
+    if cascade is not None:
+        if method != "auto":
+            raise PlanError("classify_text(): pass either method=... or cascade=[...] (each stage names its method).")
+        from inferframe.functions.classify_cascade import cascade_classify
+
+        return cascade_classify(text, labels, cascade, examples=examples, target_accuracy=target_accuracy,
+                                examples_per_label=examples_per_label, system_message=system_message,
+                                calibrate=calibrate, label_descriptions=label_descriptions,
+                                confidence_column=confidence_column, **options)
+    if not isinstance(nearest_examples, int) or isinstance(nearest_examples, bool) or nearest_examples < 0:
+        raise PlanError(f"classify_text(): nearest_examples={nearest_examples!r} must be a whole number >= 0.")
+    if nearest_examples and (examples is None or method == "embedding"):
+        raise PlanError("classify_text(nearest_examples=k) picks each row's demonstrations from examples=...: pass "
+                        "examples, with method 'score', 'generate' or 'auto'.")
     if method == "embedding":
         try:
             from inferframe.functions.classify_embedding import embedding_classify
@@ -186,7 +210,7 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             raise PlanError("classify_text(method='embedding') is not available in this version of inferframe; "
                             "use method='score' or 'generate'.") from None
         return embedding_classify(text, labels, examples=examples, label_descriptions=label_descriptions,
-                                  **options)
+                                  confidence_column=confidence_column, **options)
     if label_descriptions is not None:
         raise PlanError("classify_text(): label_descriptions= is used by method='embedding' only.")
     if not isinstance(examples_per_label, int) or isinstance(examples_per_label, bool) or examples_per_label < 1:
@@ -195,8 +219,6 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         raise PlanError(f"classify_text(): calibrate={calibrate!r} is not True, False or 'auto'.")
     pairs = None
     if examples is not None:
-        from inferframe.ai.examples import load_examples
-
         pairs = load_examples(examples, labels)
         if len(pairs) > examples_per_label * len(labels):
             # A long prompt is slower for every row and can outgrow a slot's context: a balanced sample.
@@ -207,7 +229,19 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
     parts = message_parts(text, "classify_text")
     prefix, suffix = demonstrations(pairs)
     method = _scoring_method(method, options)
-    if method == "generate" and pairs:
+    calibration_prefix = None
+    if nearest_examples:
+        if len(parts) != 1:
+            raise PlanError("classify_text(nearest_examples=k) takes one text column, e.g. col('review').")
+        from inferframe.functions.nearest_examples import nearest_demonstrations
+
+        # The per-row demonstrations end with "Text: ": they take the fixed prefix's place before the row.
+        demos = nearest_demonstrations(Expression(parts[0]), load_examples(examples, labels), nearest_examples)
+        parts = [demos._node, *parts]
+        calibration_prefix, prefix = prefix, ""
+        if method == "generate":
+            parts = [*parts, to_node(lit(suffix))]
+    elif method == "generate" and pairs:
         parts = [to_node(lit(prefix)), *parts, to_node(lit(suffix))]
     call = _prompt_call([Expression(p) for p in parts], labels, system_message, options.pop("provider", None),
                         options.pop("model", None), options.pop("use_chat_completions", None), options)
@@ -215,6 +249,7 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
     config = ClassifyConfig(**{f.name: getattr(call[0], f.name) for f in dataclasses.fields(call[0])},
                             labels=tuple(labels), method=method, prefix=prefix if scored or pairs else "",
                             suffix=suffix if scored or pairs else "", confidence=confidence_column,
+                            content_free_prefix=calibration_prefix,
                             content_free=CONTENT_FREE if calibrate is True or (calibrate == "auto" and pairs) else ())
     if scored:
         config = dataclasses.replace(config, label=f"classify_text[{config.model}]")

@@ -31,6 +31,7 @@ from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
 from inferframe.expressions.udf import ClassSpec
 from inferframe.functions._embed_models import ModelUDFSpec, _text_run_options
+from inferframe.functions.nearest_examples import embedding_matrix
 from inferframe.models.loading import model_files, require
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
 from inferframe.observe.stats import RunCounters
@@ -197,8 +198,7 @@ class EmbeddingHead:
         return cls(*args, counters=services.counters if services is not None else None, **kwargs)
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
-        arr = self.embedder._embed(list(texts))  # long texts chunked and pooled as embed_text does
-        return np.asarray(arr.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(texts), -1)
+        return embedding_matrix(self.embedder, texts)
 
     def _fit(self, examples: tuple, descriptions: dict, C: float | None):
         protos = None

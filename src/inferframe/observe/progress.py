@@ -131,7 +131,7 @@ def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
     else:
         eta_s = "--:--:--"
         head = f"{stats.label} {done} rows"
-    parts = [head, f"{rate:.1f} rows/s", *waiting_notes(stats),
+    parts = [head, f"{rate:.1f} rows/s", *waiting_notes(stats), *cascade_notes(stats),
              f"{_fmt_tokens(stats.input_tokens + stats.output_tokens)} tok", f"${stats.cost:.4f}"]
     cache_note = prompt_cache_note(stats.input_tokens, stats.cached_tokens, stats.cache_saved)
     if cache_note:
@@ -145,6 +145,24 @@ def render_line(stats: RunStats, total: int | None, width: int = 24) -> str:
         parts.append(f"{stats.not_run} not run (budget)")
     parts.append(f"ETA {eta_s}")
     return " · ".join(parts)
+
+
+def cascade_notes(stats: RunStats) -> list[str]:
+    """What a cascade's stages answered, and the dollars it saved against its last stage alone.
+
+    Example:
+        >>> s = RunStats(label="cascade", stage_rows={"head": 75, "score": 25}, cascade_saved=0.012)
+        >>> cascade_notes(s)
+        ['answered by head 75 (75%), score 25 (25%)', 'saved $0.0120 vs score alone']
+    """
+    total = sum(stats.stage_rows.values())
+    if not total:
+        return []
+    shares = ", ".join(f"{stage} {n} ({n / total:.0%})" for stage, n in stats.stage_rows.items())
+    notes = [f"answered by {shares}"]
+    if stats.cascade_saved > 0:
+        notes.append(f"saved ${stats.cascade_saved:.4f} vs {list(stats.stage_rows)[-1]} alone")
+    return notes
 
 
 def waiting_notes(stats: RunStats) -> list[str]:

@@ -21,7 +21,8 @@ import time
 
 # Counter fields summed across processes (everything but the label and the start time).
 _SUMMED = ("rows_done", "in_flight", "retrying", "requests", "retries", "rate_limited", "pauses", "errors", "not_run",
-           "cache_hits", "deduped", "truncated", "input_tokens", "output_tokens", "cost", "cached_tokens", "cache_saved")
+           "cache_hits", "deduped", "truncated", "input_tokens", "output_tokens", "cost", "cached_tokens", "cache_saved",
+           "cascade_saved")
 
 
 # Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 min, 4 a decade; the last is open.
@@ -81,6 +82,12 @@ class RunStats:
     started: float = dataclasses.field(default_factory=time.monotonic)
     latency_hist: list = dataclasses.field(default_factory=lambda: [0] * len(LATENCY_BOUNDS))
     paused_until: float = 0.0  # time.monotonic() at which admission resumes (a gauge; merged by max)
+    # A cascade (classify_text(cascade=[...])): rows each stage answered (summed per stage across
+    # processes), each stage's confidence threshold (a setting: the same everywhere), and the dollars
+    # it saved against its last stage answering every row.
+    stage_rows: dict = dataclasses.field(default_factory=dict)
+    stage_thresholds: dict = dataclasses.field(default_factory=dict)
+    cascade_saved: float = 0.0
 
     def pause_for(self, seconds: float) -> None:
         """Admission is paused for ``seconds`` from now (a spent rate limit); shown on the progress line.
@@ -124,7 +131,8 @@ class RunStats:
     def snapshot(self) -> dict:
         """The counters as plain data, to send to the driver."""
         return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED},
-                "paused_for": self.paused_for, "latency_hist": list(self.latency_hist)}
+                "paused_for": self.paused_for, "latency_hist": list(self.latency_hist),
+                "stage_rows": dict(self.stage_rows), "stage_thresholds": dict(self.stage_thresholds)}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -175,6 +183,7 @@ class RunCounters:
                 setattr(total, k, getattr(total, k) + getattr(s, k))
             total.paused_until = max(total.paused_until, s.paused_until)
             total.latency_hist = [a + b for a, b in zip(total.latency_hist, s.latency_hist)]
+            _merge_stages(total, s.stage_rows, s.stage_thresholds)
         for snap in remote:
             label = snap.get("label", "")
             total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
@@ -185,12 +194,19 @@ class RunCounters:
                 total.paused_until = max(total.paused_until, now + snap["paused_for"])
             if snap.get("latency_hist"):
                 total.latency_hist = [a + b for a, b in zip(total.latency_hist, snap["latency_hist"])]
+            _merge_stages(total, snap.get("stage_rows") or {}, snap.get("stage_thresholds") or {})
         return list(out.values())
 
     def clear(self) -> None:
         with self._lock:
             self._local.clear()
             self._remote.clear()
+
+
+def _merge_stages(total: RunStats, rows: dict, thresholds: dict) -> None:
+    for stage, n in rows.items():
+        total.stage_rows[stage] = total.stage_rows.get(stage, 0) + n
+    total.stage_thresholds.update(thresholds)
 
 
 CURRENT_RUN = RunCounters()  # the AI calls of the job now running in this process (or worker)

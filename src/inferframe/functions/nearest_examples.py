@@ -1,0 +1,101 @@
+"""``classify_text(examples=..., nearest_examples=k)``: each row's demonstrations are its k nearest examples per label.
+
+The examples and the rows are embedded by the packaged all-MiniLM-L6-v2 in this process; per row,
+the k most similar examples of every label are written as demonstrations ("Text: ...\\nLabel: ...")
+in a string column that goes before the row in the prompt. The instructions (the system message)
+stay first and constant, so a server's prompt cache still serves them; the demonstrations differ
+per row, which is the price of choosing them per row.
+
+Example:
+    >>> import inferframe as ifr
+    >>> pairs = [("a football match", "sport"), ("the tennis final", "sport"),
+    ...          ("a bowl of pasta", "food"), ("fresh bread", "food")]
+    >>> df = ifr.from_pydict({"t": ["a rugby game"]})
+    >>> demos = df.with_column("d", nearest_demonstrations(ifr.col("t"), pairs, 1)).to_pydict()["d"][0]
+    >>> demos.count("Label: food"), demos.endswith("Text: a football match\\nLabel: sport\\n\\nText: ")
+    (1, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from inferframe.ai.examples import nearest
+from inferframe.expressions.expression import Expression, to_node
+from inferframe.expressions.nodes import UDFCall
+from inferframe.expressions.udf import ClassSpec
+from inferframe.expressions.udf_spec import UDFSpec
+from inferframe.models.loading import model_files, require
+from inferframe.models.text import SentenceTransformerEmbedder
+from inferframe.observe.stats import RunCounters
+from inferframe.series import Series
+
+__all__ = ["NearestDemos", "embedding_matrix", "nearest_demonstrations"]
+
+
+def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: int, *,
+                           model: str | None = None) -> Expression:
+    """A string column: per row, the ``k`` examples of each label most similar to it, as demonstrations.
+
+    Parameters:
+        text: the row's text.
+        pairs: the labelled examples to choose from.
+        k: examples per label (at most the smallest label's count).
+        model: the in-process embedding model (default: the packaged all-MiniLM-L6-v2).
+
+    The text ends with "Text: ", ready for the row; the most similar example of each label comes
+    last (nearest the row). A null or empty row gets no demonstrations.
+    """
+    require("sentence_transformers")
+    owner = ClassSpec(NearestDemos, (str(model_files(model)),), {"examples": tuple(pairs), "k": int(k)})
+    spec = UDFSpec(name="classify_text[nearest examples]", fn=NearestDemos.demos, return_dtype=pa.string(),
+                   is_batch=True, batch_size=1024, owner=owner, layout=(("expr", 0),))
+    return Expression(UDFCall(spec, (to_node(text),)))
+
+
+def embedding_matrix(embedder: Any, texts: list[str]) -> np.ndarray:
+    """(texts, dim) float32 unit vectors from an in-process embedder (long texts chunked and pooled as embed_text does)."""
+    arr = embedder._embed(list(texts))
+    return np.asarray(arr.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(texts), -1)
+
+
+class NearestDemos:
+    """Embeds the examples once, then writes each row's nearest ones as demonstrations.
+
+    Parameters:
+        path: the embedding model's directory.
+        examples: (text, label) pairs to choose from.
+        k: examples per label per row.
+        counters: the run's counters (the rows embedded here show on the progress line).
+    """
+
+    def __init__(self, path: str, *, examples: tuple, k: int, counters: RunCounters | None = None) -> None:
+        self.embedder = SentenceTransformerEmbedder(path, normalize=True, label="nearest examples[all-MiniLM-L6-v2]",
+                                                    counters=counters)
+        self.examples = tuple(examples)
+        self.k = k
+        self.vectors = embedding_matrix(self.embedder, [t for t, _ in self.examples])
+        self.labels = [label for _, label in self.examples]
+
+    @classmethod
+    def for_run(cls, services: Any, *args: Any, **kwargs: Any) -> "NearestDemos":
+        return cls(*args, counters=services.counters if services is not None else None, **kwargs)
+
+    def demos(self, texts: Series) -> pa.Array:
+        """Per row, its demonstrations text (null for a null row)."""
+        from inferframe.functions.ai import demonstrations
+
+        values = texts.to_pylist()
+        out: list[str | None] = [None if v is None else demonstrations(None)[0] for v in values]
+        present = [i for i, v in enumerate(values) if v is not None and str(v).strip()]
+        if present:
+            picks = nearest(embedding_matrix(self.embedder, [str(values[i]) for i in present]), self.vectors, self.k,
+                            example_labels=self.labels)
+            for i, row in zip(present, picks):
+                # Most similar first from nearest(): reversed, so the closest demonstrations sit next to the row.
+                out[i] = demonstrations([self.examples[j] for j in row[::-1]])[0]
+            self.embedder.stats.rows_done += len(present)
+        return pa.array(out, pa.string())
