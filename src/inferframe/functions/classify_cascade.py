@@ -3,9 +3,10 @@
 Each stage is a ``classify_text`` method ("embedding", "score", "generate") with its own options.
 A row goes to the next stage when the stage's confidence is below that stage's threshold, or when
 the stage failed on it; the last stage answers every row that reaches it. The thresholds are chosen
-once per run on labelled examples the stages never saw (the examples are split per label: a part
-teaches the stages, the rest chooses the thresholds), as the lowest confidence at which the
-cascade's accuracy on those rows still meets ``target_accuracy``. The run reports how many rows each
+once per process on labelled examples the stages never saw (the examples are split per label: a
+part teaches the stages, the rest chooses the thresholds), as the lowest confidence at which the
+cascade's accuracy on those rows still meets ``target_accuracy`` with 90% confidence (a lower
+confidence bound, so a handful of lucky examples cannot set a threshold). The run reports how many rows each
 stage answered and the dollars saved against the last stage answering every row
 (``last_run()``'s ``stage_rows`` and ``cascade_saved``, and the progress line).
 
@@ -40,7 +41,7 @@ from inferframe.functions._calls import ai_expression
 from inferframe.observe.stats import RunStats
 from inferframe.series import Series
 
-__all__ = ["CascadeOperator", "cascade_classify", "choose_thresholds", "split_examples"]
+__all__ = ["CascadeOperator", "accuracy_bound", "cascade_classify", "choose_thresholds", "split_examples"]
 
 log = logging.getLogger(__name__)
 
@@ -226,9 +227,11 @@ class CascadeOperator:
         log.info("%s: thresholds %s; accuracy on %d held-back examples %.3f (target %.3f)", c.label, shown,
                  len(texts), self.estimate, c.target)
         if not reached:
+            low = accuracy_bound(round(self.estimate * len(texts)), len(texts))
             warnings.warn(f"{c.label}: target_accuracy={c.target} is out of reach on the {len(texts)} held-back "
-                          f"examples: the best cascade reaches {self.estimate:.3f} ({shown}). Add a stronger last "
-                          "stage, more examples, or lower the target.", stacklevel=2)
+                          f"examples: the best cascade is right on {self.estimate:.1%} of them, which shows at least "
+                          f"{low:.1%} with 90% confidence ({shown}). Add more examples (the held-back part grows "
+                          "with them), a stronger last stage, or lower the target.", stacklevel=2)
 
     def _spent_last(self, usages: list) -> None:
         self._last_cost += sum((u or {}).get("cost") or 0.0 for u in usages)
@@ -289,9 +292,12 @@ def choose_thresholds(predictions: list[list[int | None]], confidences: list[lis
     """Each stage's confidence threshold (the last stage's is 0): the most rows answered early at ``target`` accuracy.
 
     Stage by stage, rows still unanswered are sorted by the stage's confidence and the stage takes
-    the most confident ones, as many as keeps the cascade's accuracy on the examples at ``target``
-    when every row it leaves is answered by the last stage (the best one, as the cascade is
-    ordered). A later stage then keeps the target the same way, so the estimate holds to the end.
+    the most confident ones, as many as keeps the cascade's accuracy at ``target`` when every row it
+    leaves is answered by the last stage (the best one, as the cascade is ordered). A later stage
+    then keeps the target the same way, so it holds to the end. "At target" means with 90%
+    confidence: the lower end of the one-sided 90% Wilson interval of the accuracy on the examples
+    (``accuracy_bound``) reaches it, so a few lucky examples do not set a threshold (20 held-back
+    rows must all be right for 0.9; 160 need 149 right, 93%).
 
     Parameters:
         predictions: per stage, each example's predicted label index (None: the stage failed on it).
@@ -302,12 +308,13 @@ def choose_thresholds(predictions: list[list[int | None]], confidences: list[lis
     Returns:
         (thresholds, the cascade's accuracy on the examples, whether it meets ``target``); a stage
         whose threshold is ``inf`` answers no row. Where the target is out of reach, each stage
-        takes the rows that give the best accuracy instead.
+        takes the rows that give the best accuracy instead, and where rows tie, leaves them to the
+        stronger stage.
 
     Example:
-        >>> preds = [[0, 0, 1, 1], [0, 1, 1, 0]]            # a cheap stage, then an exact one
-        >>> confs = [[0.9, 0.6, 0.95, 0.7], [1, 1, 1, 1]]
-        >>> choose_thresholds(preds, confs, [0, 1, 1, 0], 1.0)   # cheap is right only above 0.8
+        >>> preds = [[0, 0, 1, 1] * 10, [0, 1, 1, 0] * 10]            # a cheap stage, then an exact one
+        >>> confs = [[0.9, 0.6, 0.95, 0.7] * 10, [1] * 40]
+        >>> choose_thresholds(preds, confs, [0, 1, 1, 0] * 10, 0.9)   # cheap is right only above 0.8
         ([0.9, 0.0], 1.0, True)
     """
     n, last = len(gold), len(predictions) - 1
@@ -321,27 +328,43 @@ def choose_thresholds(predictions: list[list[int | None]], confidences: list[lis
                         key=lambda r: -conf[r])
         by_last = sum(right[last][r] for r in remaining)
         # k: how many of the ranked rows the stage takes; only where the confidence changes is a cut possible.
-        best_k, best_acc, fit_k = 0, (done + by_last) / n, 0 if (done + by_last) / n >= target else None
+        best_k, best, fit_k = 0, done + by_last, 0 if accuracy_bound(done + by_last, n) >= target else None
         mine = theirs = 0
         for k in range(1, len(ranked) + 1):
             r = ranked[k - 1]
             mine, theirs = mine + right[s][r], theirs + right[last][r]
             if k < len(ranked) and conf[ranked[k]] == conf[r]:
                 continue
-            acc = (done + mine + by_last - theirs) / n
-            if acc >= target:
+            correct = done + mine + by_last - theirs
+            if accuracy_bound(correct, n) >= target:
                 fit_k = k
-            if acc >= best_acc:
-                best_k, best_acc = k, acc
+            if correct > best:
+                best_k, best = k, correct
         k = fit_k if fit_k is not None else best_k
         reached = reached and fit_k is not None
         taken = ranked[:k]
         thresholds.append(conf[taken[-1]] if taken else math.inf)
         done += sum(right[s][r] for r in taken)
-        remaining = [r for r in remaining if r not in set(taken)]
+        gone = set(taken)
+        remaining = [r for r in remaining if r not in gone]
     thresholds.append(0.0)
-    accuracy = (done + sum(right[last][r] for r in remaining)) / n
-    return thresholds, accuracy, reached and accuracy >= target
+    correct = done + sum(right[last][r] for r in remaining)
+    return thresholds, correct / n, reached and accuracy_bound(correct, n) >= target
+
+
+def accuracy_bound(correct: int, n: int, z: float = 1.2816) -> float:
+    """The lower end of the one-sided Wilson score interval of an accuracy (z=1.2816: 90% confidence).
+
+    Example:
+        >>> round(accuracy_bound(20, 20), 3), round(accuracy_bound(150, 160), 3)
+        (0.924, 0.908)
+    """
+    if n <= 0:
+        return 0.0
+    p = correct / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n)
 
 
 def split_examples(examples: Any, labels: list[str], per_label: int) -> tuple[list, list]:
