@@ -198,3 +198,23 @@ def test_limiter_reads_a_hint_against_what_was_sent_after_it():
     mine, after_first, before, after_slow = asyncio.run(run())
     assert mine == pytest.approx(3.5) and after_first == pytest.approx(3.5)  # 4 left less the reserve
     assert after_slow <= before and after_slow <= 3 - 4 + 5 - 0.5
+
+
+def test_a_steady_mix_of_cache_hits_and_misses_is_not_queueing():
+    """Label scoring on llama.cpp: a row's second label request finds its whole prompt cached (about
+    20 ms) and its first does not (about 400 ms). Judged against the fastest single answer, the mix
+    read as queueing and cut the bound again and again (few-shot label scoring on the embedded
+    server, 8 slots: sampled in flight mostly 1-5; with smoothed latencies on both sides, 8)."""
+    from inferframe.runtime.clock import FakeClock
+
+    clock = FakeClock()
+    lim = AdaptiveLimit(initial=8, maximum=8, clock=clock)
+    for i in range(400):
+        lim.on_success(0.02 if i % 2 else 0.4)
+        clock.now += 0.05
+    assert lim.cuts == 0 and lim.limit == 8
+    # Latency that really rises (every answer ten times slower than the mix was) is queueing.
+    for _ in range(100):
+        lim.on_success(4.0)
+        clock.now += 0.05
+    assert lim.cuts >= 1 and lim.limit < 8

@@ -10,7 +10,8 @@ multiplicatively (at most once a second) on the signals that say the server has 
 take, and only on those:
 
 * a spent rate budget (a 429 that paused admission, see ``RateLimiter.on_429``): ``on_rate_limited(spent=True)``;
-* latency rising well above the best seen (queueing at the server): ``on_congestion`` from ``on_success``;
+* the smoothed latency rising well above the best smoothed latency seen (queueing at the server):
+  ``on_congestion`` from ``on_success``;
 * an isolated 429 (budget left): one milder cut (``ISOLATED_CUT``) per episode (``on_rate_limited``).
   A steady trickle of such 429s says little about how many requests are in flight, and a cut for
   each one kept the bound near its floor (issue 15); the first of an episode still backs off
@@ -30,6 +31,8 @@ from inferframe.runtime.clock import REAL, Clock
 
 # In flight = rate x mean latency (Little's law) times this, for the spread of latencies and bursts.
 HEADROOM = 2.0
+# Answers averaged before the latency is judged for queueing (after a start or a cut).
+LATENCY_WARMUP = 20
 # The multiplicative cut of AIMD on congestion.
 CUT = 0.7
 # The cut for the first isolated 429 of an episode: a weaker signal (the budget is not spent). A 0.7 cut
@@ -80,6 +83,7 @@ class AdaptiveLimit:
         self._last_cut = -math.inf
         self._base_latency: float | None = None
         self._latency = 0.0
+        self._answers = 0  # answers in the smoothed latency since it was last reset
         self._mean_latency: float | None = None
         self._sized: tuple[float, bool] | None = None
         self._last_429 = -math.inf
@@ -176,13 +180,18 @@ class AdaptiveLimit:
             return
         self._mean_latency = latency if self._mean_latency is None else 0.95 * self._mean_latency + 0.05 * latency
         self.size(rate)
-        base = self._base_latency
-        # The best latency seen, drifting up slowly so a permanently slower server becomes the new normal.
-        self._base_latency = latency if base is None else min(latency, base * 1.002)
-        self._latency = latency if self._latency == 0 else 0.95 * self._latency + 0.05 * latency
-        if self._latency > 4 * self._base_latency + 0.05:
-            self.on_congestion()  # queueing at the server: back off before it starts failing
-            return
+        # The smoothed latency (a plain mean over the first answers, then an EWMA) against the best
+        # smoothed latency seen, drifting up slowly so a permanently slower server becomes the new
+        # normal. Smoothed on both sides: a steady mix of prompt-cache hits (20 ms) and misses
+        # (400 ms) is no queueing, but its fastest single answer made the mix look like it.
+        self._answers += 1
+        self._latency += (latency - self._latency) * max(0.05, 1.0 / self._answers)
+        if self._answers >= LATENCY_WARMUP:
+            base = self._base_latency
+            self._base_latency = self._latency if base is None else min(self._latency, base * 1.002)
+            if self._latency > 4 * self._base_latency + 0.05:
+                self.on_congestion()  # queueing at the server: back off before it starts failing
+                return
         if self.limit < self.target:
             self._set_limit(min(self.target, self.limit + 1.0 / max(1.0, self.limit)))
 
@@ -196,7 +205,7 @@ class AdaptiveLimit:
         self._last_cut = now
         self.cuts += 1
         self.limit = max(self.minimum, self.limit * factor)
-        self._latency = 0.0
+        self._latency, self._answers = 0.0, 0  # judge the latency afresh at the new bound
 
     def on_rate_limited(self, spent: bool = False) -> None:
         """A 429: cut the bound; for an isolated one (``spent`` False) once per episode of them, not once per 429.
