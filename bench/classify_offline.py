@@ -9,7 +9,8 @@ Methods, each timed on the same rows with the response cache off (cache="off"), 
 warm-up on two example-pool rows that starts the llama.cpp server or loads MiniLM:
 
   generate            classify_text(method="generate"): constrained generation, embedded Gemma 3 270M
-  score               classify_text(method="score"): every label scored by log-probability, calibrated
+  score               classify_text(method="score"): every label scored by log-probability; zero-shot
+                      uncalibrated (calibrate="auto" calibrates only with examples), and with calibrate=True
   few-shot generate   the same with examples= (20 per label shown before the row)
   few-shot score      the same with examples=
   nearest few-shot    the same with nearest_examples=5: each row shown the 5 of each label (of the
@@ -117,9 +118,10 @@ def methods(examples: list[tuple[str, str]], pool: list[tuple[str, str]]) -> lis
     minilm = "all-MiniLM-L6-v2"
     return [
         ("generate", llm, classify(method="generate", cache="off")),
-        ("score (calibrated)", llm, classify(method="score", cache="off")),
+        ("score, zero-shot (uncalibrated: the default)", llm, classify(method="score", cache="off")),
+        ("score, zero-shot, calibrate=True", llm, classify(method="score", calibrate=True, cache="off")),
         ("few-shot generate, 20/label", llm, classify(method="generate", examples=examples, cache="off")),
-        ("few-shot score, 20/label", llm, classify(method="score", examples=examples, cache="off")),
+        ("few-shot score, 20/label (calibrated)", llm, classify(method="score", examples=examples, cache="off")),
         ("few-shot score, 5 nearest of 20/label", llm,
          classify(method="score", examples=examples, nearest_examples=5, cache="off")),
         ("zero-shot by descriptions", minilm, classify(method="embedding", label_descriptions=DESCRIPTIONS)),

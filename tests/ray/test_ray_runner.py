@@ -284,6 +284,23 @@ def test_in_process_embeddings_on_ray_equal_the_local_ones(on_ray):
     assert a.shape == (300, 384) and np.allclose(a, b, atol=1e-5) and ray_.column("v").null_count == 1
 
 
+def test_a_classification_cascade_on_ray_equals_the_local_one_and_reports_its_stages(on_ray):
+    """The cascade's stages run in the workers; the driver sums what each stage answered."""
+    from inferframe.functions import classify_text
+
+    pairs = [("a football match", "sport"), ("the tennis final", "sport"), ("a rugby game", "sport"),
+             ("a bowl of pasta", "food"), ("fresh bread", "food"), ("a plate of rice", "food")] * 3
+    texts = [f"{w} number {i}" for i in range(60) for w in ("the cricket test", "a spicy curry")][:100] + [None]
+    expr = classify_text(col("t"), ["sport", "food"], target_accuracy=0.8, examples=pairs, cascade=[
+        "embedding", {"method": "embedding", "label_descriptions": {"sport": "a sports event", "food": "a meal"}}])
+    df = ifr.from_pydict({"t": texts}).into_batches(25).with_column("c", expr)
+    local, ray_ = both(df)
+    assert ray_.column("c").to_pylist() == local.column("c").to_pylist()
+    assert ray_.column("c_confidence").to_pylist() == pytest.approx(local.column("c_confidence").to_pylist())
+    run = next(r for r in last_run() if r["label"].startswith("cascade["))
+    assert sum(run["stage_rows"].values()) == 100 and run["rows_done"] == 101
+
+
 def test_a_dead_job_state_actor_stops_the_job_with_one_message(on_ray, monkeypatch):
     from inferframe.runners import ray_runner
 

@@ -216,3 +216,17 @@ def _top(sims: np.ndarray, k: int) -> np.ndarray:
 def _short(text: Any) -> str:
     s = repr(text)
     return s if len(s) <= 40 else s[:37] + "..."
+
+
+def demonstrations(pairs: list[tuple[str, str]] | None) -> tuple[str, str]:
+    """The text before and after each row: the labelled examples, then the row in the same layout.
+
+    Parameters:
+        pairs: (text, label) demonstrations, or None.
+
+    Example:
+        >>> demonstrations([("Loved it.", "positive"), ("Dull.", "negative")])
+        ('Text: Loved it.\\nLabel: positive\\n\\nText: Dull.\\nLabel: negative\\n\\nText: ', '\\nLabel:')
+    """
+    shown = "".join(f"Text: {t}\nLabel: {lab}\n\n" for t, lab in pairs or ())
+    return shown + "Text: ", "\nLabel:"

@@ -18,7 +18,7 @@ import pyarrow as pa
 from inferframe.ai.classify import ClassifyConfig, ClassifyOperator
 from inferframe.ai.label_scoring import CONTENT_FREE
 from inferframe.ai.config import AICallConfig
-from inferframe.ai.examples import load_examples
+from inferframe.ai.examples import demonstrations, load_examples
 from inferframe.ai.options import MEDIA, PROMPT_ONLY, parse_options
 from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
@@ -195,20 +195,15 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         return cascade_classify(text, labels, cascade, examples=examples, target_accuracy=target_accuracy,
                                 examples_per_label=examples_per_label, system_message=system_message,
                                 calibrate=calibrate, label_descriptions=label_descriptions,
-                                confidence_column=confidence_column, **options)
+                                confidence_column=confidence_column, build_stage=classify_text, **options)
     if not isinstance(nearest_examples, int) or isinstance(nearest_examples, bool) or nearest_examples < 0:
         raise PlanError(f"classify_text(): nearest_examples={nearest_examples!r} must be a whole number >= 0.")
     if nearest_examples and (examples is None or method == "embedding"):
         raise PlanError("classify_text(nearest_examples=k) picks each row's demonstrations from examples=...: pass "
                         "examples, with method 'score', 'generate' or 'auto'.")
     if method == "embedding":
-        try:
-            from inferframe.functions.classify_embedding import embedding_classify
-        except ModuleNotFoundError as e:
-            if e.name != "inferframe.functions.classify_embedding":
-                raise
-            raise PlanError("classify_text(method='embedding') is not available in this version of inferframe; "
-                            "use method='score' or 'generate'.") from None
+        from inferframe.functions.classify_embedding import embedding_classify
+
         return embedding_classify(text, labels, examples=examples, label_descriptions=label_descriptions,
                                   confidence_column=confidence_column, **options)
     if label_descriptions is not None:
@@ -271,17 +266,3 @@ def _scoring_method(method: str, options: dict) -> str:
         raise PlanError(f"classify_text(method='score'): provider {spec.name!r} returns no log-probabilities; "
                         "use method='generate'.")
     return method
-
-
-def demonstrations(pairs: list[tuple[str, str]] | None) -> tuple[str, str]:
-    """The text before and after each row: the labelled examples, then the row in the same layout.
-
-    Parameters:
-        pairs: (text, label) demonstrations, or None.
-
-    Example:
-        >>> demonstrations([("Loved it.", "positive"), ("Dull.", "negative")])
-        ('Text: Loved it.\\nLabel: positive\\n\\nText: Dull.\\nLabel: negative\\n\\nText: ', '\\nLabel:')
-    """
-    shown = "".join(f"Text: {t}\nLabel: {lab}\n\n" for t, lab in pairs or ())
-    return shown + "Text: ", "\nLabel:"

@@ -14,8 +14,9 @@ Example:
     >>> import inferframe as ifr
     >>> pairs = [("I loved it", "positive"), ("Wonderful film", "positive"), ("Great fun", "positive"),
     ...          ("I hated it", "negative"), ("Dull and awful", "negative"), ("A waste of time", "negative")]
-    >>> expr = cascade_classify(ifr.col("t"), ["positive", "negative"], ["embedding", "score"], examples=pairs,
-    ...                         model="gemma-3-270m")
+    >>> from inferframe.functions import classify_text
+    >>> expr = classify_text(ifr.col("t"), ["positive", "negative"], cascade=["embedding", "score"], examples=pairs,
+    ...                      model="gemma-3-270m")
     >>> ifr.from_pydict({"t": ["Great!"]}).with_column("s", expr).schema()["s_confidence"]
     DataType(double)
 """
@@ -55,7 +56,8 @@ _CASCADE_OPTIONS = ("on_error", "error_column", "usage_column")
 
 def cascade_classify(text: Any, labels: list[str], cascade: Any, *, examples: Any, target_accuracy: float = 0.9,
                      examples_per_label: int = 20, system_message: str | None = None, calibrate: Any = "auto",
-                     label_descriptions: Any = None, confidence_column: bool = True, **options: Any) -> Expression:
+                     label_descriptions: Any = None, confidence_column: bool = True, build_stage: Any,
+                     **options: Any) -> Expression:
     """The column expression of a cascade of classification methods (``classify_text(cascade=...)``).
 
     Parameters:
@@ -72,6 +74,8 @@ def cascade_classify(text: Any, labels: list[str], cascade: Any, *, examples: An
         system_message, calibrate, label_descriptions: as for ``classify_text`` (label_descriptions
             go to "embedding" stages).
         confidence_column: add "<name>_confidence": the answering stage's confidence.
+        build_stage: what builds a stage's expression: ``classify_text`` (which passes itself; this
+            module sits below it).
         **options: on_error, error_column and usage_column apply to the cascade's column; every
             other option (provider, model, max_concurrency, ...) goes to the language-model
             stages; a stage's own dict overrides them.
@@ -79,7 +83,9 @@ def cascade_classify(text: Any, labels: list[str], cascade: Any, *, examples: An
     Example:
         >>> from inferframe import col
         >>> pairs = [("good", "a"), ("fine", "a"), ("bad", "b"), ("poor", "b")]
-        >>> cascade_classify(col("t"), ["a", "b"], ["generate", "score"], examples=pairs, model="gemma-3-270m")
+        >>> from inferframe.functions import classify_text
+        >>> cascade_classify(col("t"), ["a", "b"], ["generate", "score"], examples=pairs, model="gemma-3-270m",
+        ...                  build_stage=classify_text)
         Traceback (most recent call last):
         ...
         inferframe.errors.PlanError: classify_text(cascade=...): stage 1 (method 'generate') gives no confidence to route rows on; only the last stage may be 'generate'.
@@ -100,20 +106,18 @@ def cascade_classify(text: Any, labels: list[str], cascade: Any, *, examples: An
         raise PlanError(f"classify_text(): on_error={on_error!r} is not 'null' or 'raise'.")
     teach, held = split_examples(examples, labels, examples_per_label)
 
-    from inferframe.functions.ai import classify_text  # the stages are classify_text calls themselves
-
     stages, names, specs = [], [], []
     for i, stage in enumerate(stages_in):
         method = stage.get("method", "auto")
         if method == "embedding":
             opts = {k: v for k, v in stage.items() if k != "method"}
-            extra = {"label_descriptions": label_descriptions}
+            extra = {} if "label_descriptions" in opts else {"label_descriptions": label_descriptions}
         else:
             opts = {**options, **{k: v for k, v in stage.items() if k != "method"}}
             extra = {"system_message": system_message, "calibrate": calibrate}
         # A stage's failed row goes on to the next stage: only the cascade's answer obeys on_error.
         opts.update(on_error="null", confidence_column=True)
-        expr = classify_text(text, labels, method=method, examples=teach, examples_per_label=examples_per_label,
+        expr = build_stage(text, labels, method=method, examples=teach, examples_per_label=examples_per_label,
                              **extra, **opts)
         owner, template, kind, name, spec = _stage_of(expr)
         if kind == "generate" and i < len(stages_in) - 1:

@@ -31,13 +31,12 @@ from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
 from inferframe.expressions.udf import ClassSpec
 from inferframe.functions._embed_models import ModelUDFSpec, _text_run_options
-from inferframe.functions.nearest_examples import embedding_matrix
 from inferframe.models.loading import model_files, require
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
 from inferframe.observe.stats import RunCounters
 from inferframe.series import Series
 
-__all__ = ["EmbeddingHead", "ZERO_SHOT_TEMPERATURE", "embedding_classify"]
+__all__ = ["EmbeddingHead", "ZERO_SHOT_TEMPERATURE", "embedding_classify", "embedding_matrix"]
 
 # all-MiniLM-L6-v2 (like most sentence-transformers models) was trained with a softmax over cosine
 # similarities scaled by 20 (MultipleNegativesRankingLoss's default scale): 1/20 is the temperature
@@ -247,6 +246,12 @@ class EmbeddingHead:
         if self.confidence:
             fields.append(pa.array(best, pa.float64(), mask=~present))
         return pa.StructArray.from_arrays(fields, fields=list(result_type(value.type, confidence=self.confidence)))
+
+
+def embedding_matrix(embedder: Any, texts: list[str]) -> np.ndarray:
+    """(texts, dim) float32 unit vectors from an in-process embedder (long texts chunked and pooled as embed_text does)."""
+    arr = embedder._embed(list(texts))
+    return np.asarray(arr.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(texts), -1)
 
 
 def fit_head(x: np.ndarray, y: np.ndarray, n_labels: int, C: float | None = None):

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from inferframe.ai.examples import nearest
+from inferframe.ai.examples import demonstrations, nearest
 from inferframe.expressions.expression import Expression, to_node
+from inferframe.functions.classify_embedding import embedding_matrix
 from inferframe.expressions.nodes import UDFCall
 from inferframe.expressions.udf import ClassSpec
 from inferframe.expressions.udf_spec import UDFSpec
@@ -33,7 +33,7 @@ from inferframe.models.text import SentenceTransformerEmbedder
 from inferframe.observe.stats import RunCounters
 from inferframe.series import Series
 
-__all__ = ["NearestDemos", "embedding_matrix", "nearest_demonstrations"]
+__all__ = ["NearestDemos", "nearest_demonstrations"]
 
 
 def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: int, *,
@@ -54,12 +54,6 @@ def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: in
     spec = UDFSpec(name="classify_text[nearest examples]", fn=NearestDemos.demos, return_dtype=pa.string(),
                    is_batch=True, batch_size=1024, owner=owner, layout=(("expr", 0),))
     return Expression(UDFCall(spec, (to_node(text),)))
-
-
-def embedding_matrix(embedder: Any, texts: list[str]) -> np.ndarray:
-    """(texts, dim) float32 unit vectors from an in-process embedder (long texts chunked and pooled as embed_text does)."""
-    arr = embedder._embed(list(texts))
-    return np.asarray(arr.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(texts), -1)
 
 
 class NearestDemos:
@@ -86,8 +80,6 @@ class NearestDemos:
 
     def demos(self, texts: Series) -> pa.Array:
         """Per row, its demonstrations text (null for a null row)."""
-        from inferframe.functions.ai import demonstrations
-
         values = texts.to_pylist()
         out: list[str | None] = [None if v is None else demonstrations(None)[0] for v in values]
         present = [i for i, v in enumerate(values) if v is not None and str(v).strip()]
