@@ -12,11 +12,11 @@ Example:
 
 from inferframe.expressions.expression import make_call
 from inferframe.expressions.udf_spec import (
-    ERROR_TYPE, USAGE_TYPE, AISpec, ClassSpec, FileArgs, UDFSpec, is_async_callable, resolve_return_dtype,
+    AISpec, ClassSpec, FileArgs, UDFSpec, is_async_callable, resolve_return_dtype,
     with_file_args,
 )
 
 __all__ = [
-    "ERROR_TYPE", "USAGE_TYPE", "AISpec", "ClassSpec", "FileArgs", "UDFSpec", "is_async_callable", "make_call",
+    "AISpec", "ClassSpec", "FileArgs", "UDFSpec", "is_async_callable", "make_call",
     "resolve_return_dtype", "with_file_args",
 ]

@@ -89,12 +89,6 @@ class UDFSpec:
         return args, kwargs
 
 
-# The side columns of AI functions: "<name>_error" and "<name>_usage".
-ERROR_TYPE = pa.struct([("kind", pa.string()), ("message", pa.string()), ("status", pa.int64()),
-                        ("attempts", pa.int64()), ("raw", pa.string())])
-USAGE_TYPE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("cost", pa.float64())])
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class AISpec(UDFSpec):
     """A UDF spec for AI functions: also says which side columns (error, usage, confidence) to add."""
