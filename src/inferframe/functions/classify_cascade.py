@@ -148,6 +148,7 @@ class CascadeConfig:
         self.labels, self.stages, self.names, self.held = labels, stages, names, held
         self.target, self.on_error, self.confidence = target, on_error, confidence
         self.label = "cascade[" + " > ".join(names) + "]"
+        self.index = {label: i for i, label in enumerate(labels)}
 
     def key(self) -> str:
         """What the thresholds depend on: the stages as configured, the held-back examples and the target."""
@@ -201,7 +202,7 @@ class CascadeOperator:
         """Stage ``i``'s struct{value, error, usage, confidence} for ``texts``."""
         stage, template = self._stages[i], self.config.stages[i][1]
         n = len(texts)
-        if hasattr(stage, "classify"):  # the embedding head: a blocking model call
+        if isinstance(stage, _head_class()):  # a blocking model call: off the event loop
             return await asyncio.to_thread(stage.classify, Series(pa.array(texts, pa.string())))
         cols = [Series(pa.array(texts, pa.string())) if part is None else Series(pa.array([part] * n, pa.string()))
                 for part in template]
@@ -216,12 +217,12 @@ class CascadeOperator:
             self.stats.stage_thresholds.update(dict(zip(c.names, self.thresholds)))
             return
         texts = [t for t, _ in c.held]
-        gold = [c.labels.index(label) for _, label in c.held]
+        gold = [c.index[label] for _, label in c.held]
         predictions, confidences = [], []
         for i in range(len(self._stages)):
             out = await self._answer(i, texts)
             _uncount(self._stages[i], len(texts))  # not rows of the user's data (their requests still count)
-            predictions.append([None if v is None else c.labels.index(str(v)) for v in out.field("value").to_pylist()])
+            predictions.append([None if v is None else c.index[str(v)] for v in out.field("value").to_pylist()])
             confidences.append(out.field("confidence").to_pylist())
         self._spent_last(out.field("usage").to_pylist())
         self.thresholds, self.estimate, reached = choose_thresholds(predictions, confidences, gold, c.target)
@@ -252,7 +253,7 @@ class CascadeOperator:
         usage: list = [None] * n
         pending = [r for r, t in enumerate(texts) if t is not None]
         last = len(self._stages) - 1
-        costs = [0.0] * len(self._stages)
+        spent = 0.0
         for i in range(len(self._stages)):
             if not pending:
                 break
@@ -264,7 +265,7 @@ class CascadeOperator:
                 self._spent_last(usages)
             for j, r in enumerate(pending):
                 usage[r] = _add_usage(usage[r], usages[j])
-                costs[i] += (usages[j] or {}).get("cost") or 0.0
+                spent += (usages[j] or {}).get("cost") or 0.0
                 sure = values[j] is not None and confs[j] is not None and confs[j] >= self.thresholds[i] \
                     if i < last else True
                 if sure:
@@ -278,12 +279,12 @@ class CascadeOperator:
         if self._last_rows:
             # Saved: what the last stage would have cost on every row, at its mean so far, less what was spent.
             rows = n - texts.count(None)
-            self.stats.cascade_saved += max(0.0, self._last_cost / self._last_rows * rows - sum(costs))
+            self.stats.cascade_saved += max(0.0, self._last_cost / self._last_rows * rows - spent)
         failed = next((e for e in error if e is not None), None)
         self.stats.errors += sum(e is not None for e in error)
         if failed is not None and c.on_error == "raise":
             raise RowFailed.of(failed)
-        index = [None if v is None else c.labels.index(str(v)) for v in value]
+        index = [None if v is None else c.index[str(v)] for v in value]
         fields = [pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), pa.array(c.labels, pa.string())),
                   pa.array(error, ERROR_TYPE), pa.array(usage, USAGE_TYPE)]
         if c.confidence:

@@ -81,7 +81,8 @@ class NearestDemos:
     def demos(self, texts: Series) -> pa.Array:
         """Per row, its demonstrations text (null for a null row)."""
         values = texts.to_pylist()
-        out: list[str | None] = [None if v is None else demonstrations(None)[0] for v in values]
+        bare = demonstrations(None)[0]  # "Text: ": a row with nothing to compare gets no examples
+        out: list[str | None] = [None if v is None else bare for v in values]
         present = [i for i, v in enumerate(values) if v is not None and str(v).strip()]
         if present:
             picks = nearest(embedding_matrix(self.embedder, [str(values[i]) for i in present]), self.vectors, self.k,
