@@ -321,8 +321,6 @@ def test_runs_and_report_without_run_history_exit_2(command, monkeypatch):
 
 
 def test_runs_lists_the_cli_jobs(sim, csv_file, key, tmp_path):
-    if not hasattr(ifr, "runs"):
-        pytest.skip("inferframe.runs() is not in this version")
     assert invoke("runs").output.strip() == "no runs recorded yet"
     assert invoke("prompt", csv_file, "-c", "review", *openai(sim)).exit_code == 0
     listed = invoke("runs", "--json")
@@ -334,9 +332,6 @@ def test_runs_lists_the_cli_jobs(sim, csv_file, key, tmp_path):
 
 
 def test_report_writes_html(sim, csv_file, key, tmp_path, monkeypatch):
-    if not hasattr(ifr, "report"):  # not exported yet: the function it will export
-        report = pytest.importorskip("inferframe.dataframe.report").report
-        monkeypatch.setattr(ifr, "report", report, raising=False)
     assert invoke("prompt", csv_file, "-c", "review", *openai(sim)).exit_code == 0
     out = tmp_path / "report.html"
     result = invoke("report", "--out", out)
