@@ -22,7 +22,8 @@ token corrections (usage beyond the estimate), and the worker's in-flight count.
 (its own call): a 429's pause, a tripped breaker, the probe's answer. Only a 429 that shows the
 budget spent pauses (its headers say nothing is left, or a storm of them without headers: the
 local runtime's rule, ``RateLimiter.on_429``, decided in the worker that got it); an isolated 429
-retries its own row after its Retry-After and is not sent. Every reply carries the
+retries its own row after its Retry-After, and goes at once as a fact that the server holds less
+than its headers say (``contradicted``: the cluster's burst shrinks, its rate stays). Every reply carries the
 paused-until time, the breaker's state and the worker's in-flight share, so a 429 or a trip anywhere
 reaches every other worker within about one chunk's time: a worker waiting for budget is answered
 at once, a worker with budget left learns it at its next lease (at most one chunk later), and drops
@@ -152,6 +153,8 @@ class _KeyState:
             lim.observe(LimitHints(*values), Ticket(requests, tokens, now - age))
         if report.get("extra_tokens"):
             lim.correct(0, int(report["extra_tokens"]))
+        if report.get("contradicted"):
+            lim.contradicted()  # a 429 with budget left in its headers: smaller bursts for the whole cluster
         if report.get("probe_done"):
             lim.release(0, None)  # the probe answered: the other workers' leases go on
             self.probe_since = None
@@ -452,9 +455,10 @@ class _Report:
     tripped: str | None = None
     probe_done: bool = False
     ack: bool = False  # a smaller in-flight share was applied: the actor may hand the rest to others
+    contradicted: int = 0  # 429s the headers did not predict: the cluster's burst shrinks
 
     def urgent(self) -> bool:
-        return bool(self.pause_until or self.tripped or self.probe_done or self.ack)
+        return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted)
 
     def take(self, now: float) -> dict:
         out = {}
@@ -469,7 +473,10 @@ class _Report:
             out["tripped"] = self.tripped
         if self.probe_done:
             out["probe_done"] = True
+        if self.contradicted:
+            out["contradicted"] = self.contradicted
         self.hint, self.extra_tokens, self.pause_until, self.tripped, self.probe_done = None, 0, 0.0, None, False
+        self.contradicted = 0
         self.ack = False
         return out
 
@@ -589,6 +596,11 @@ class LeasedLimiter(RateLimiter):
         self.paused_until = max(self.paused_until, until)
         self._drop_lease()
         self._pending.pause_until = max(self._pending.pause_until, until)
+        self._urgent()
+
+    def contradicted(self) -> None:
+        """A 429 its headers did not predict: the coordinator shrinks the cluster's burst (told at once)."""
+        self._pending.contradicted += 1
         self._urgent()
 
     def correct(self, estimated: int, actual: int) -> None:

@@ -13,6 +13,16 @@ What keeps a job at the limit without 429s:
   the server tells, a bucket holds ``burst_seconds`` (one second) of its rate; a hint with the
   remaining budget and the time until it is whole again tells the server's size:
   ``remaining + reset * rate``, at most a minute's budget.
+* Headers are hints, 429s are facts. A continuously refilled bucket that claims to hold more
+  than ``burst_seconds`` may be quantized (OpenAI: "60,000 requests/minute may be enforced as
+  1,000 requests/second"): its headers say 1,187 of 1,200 are left while it refuses the 21st
+  request within a second. Only a fixed window (its reset is far longer than what was spent
+  explains) is trusted with more than ``burst_seconds``, and only a window's hints raise the
+  level. A 429 the headers did not predict (budget left in them, or none sent) halves the
+  burst (``contradicted``; once per ``SHRINK_GAP_S``, so one burst's 429s count once, never
+  below ``MIN_BURST_SECONDS`` of the rate) and empties the bucket: the rate stays, so the
+  requests go evenly spread instead of in bursts. The burst grows back slowly while no such
+  429 comes (doubling in about ``REGROW_SECONDS * ln 2``), never past what the hints allow.
 * A reserve: the client keeps the server's bucket ``RESERVE_SECONDS`` of rate above empty,
   so requests that arrive bunched together (network and event-loop jitter) still find budget;
   more for a large burst, whose first request reaches the server (and starts its refill) a
@@ -30,10 +40,10 @@ what the request costs) is the limit itself: every other row would get one too, 
 wait for the Retry-After. So are ``STORM_429S`` of the last ``STORM_ANSWERS`` answers being 429s
 within ``STORM_SECONDS`` (a server that sends no headers: once its budget is spent, nearly every
 answer is a 429). Any other 429 (budget left in its headers, or no headers and few 429s around it)
-is isolated: a proxy's or a replica's refusal, a per-key concurrency cap, a hiccup; pausing
-every row for it cost 80% of the throughput at 3% of such 429s (issue 15), so only its own row
-waits for its Retry-After (the runtime's retry), and the in-flight bound takes one cut
-(``AdaptiveLimit.on_rate_limited``).
+is isolated: a proxy's or a replica's refusal, a per-key concurrency cap, a quantized limit, a
+hiccup; pausing every row for it cost 80% of the throughput at 3% of such 429s (issue 15), so only
+its own row waits for its Retry-After (the runtime's retry), the burst shrinks (see above: the rate
+is kept), and the in-flight bound takes one cut (``AdaptiveLimit.on_rate_limited``).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import math
 
 from inferframe.providers.interface import LimitHints
 from inferframe.runtime.clock import REAL, Clock
@@ -57,6 +68,17 @@ SEND_SECONDS = 0.002
 STORM_429S = 5
 STORM_ANSWERS = 10
 STORM_SECONDS = 10.0
+# A hint whose ``remaining + reset * rate`` exceeds the minute's budget by this factor is a fixed window:
+# its reset is the time until the window ends, not what was spent (a continuously refilled bucket).
+WINDOW_EXCESS = 1.05
+# A 429 the headers did not predict halves the burst; later ones within this many seconds (the rest of
+# the same burst coming back) count once.
+SHRINK = 0.5
+SHRINK_GAP_S = 1.0
+# The smallest burst a 429 leaves: this many seconds of the rate (at least one request).
+MIN_BURST_SECONDS = 0.05
+# While no unpredicted 429 comes, a shrunk burst grows by exp(seconds / REGROW_SECONDS).
+REGROW_SECONDS = 30.0
 
 
 @dataclasses.dataclass
@@ -80,6 +102,9 @@ class _Bucket:
         self.clock = clock
         self.rate: float | None = None
         self.server_size: float | None = None  # how much the server lets through at once, once a hint tells
+        self.window = False  # a hint showed a fixed window: what it says is left may all go at once
+        self.cap = math.inf  # the burst the server's 429s allow (``contradicted``); inf: as the hints say
+        self.shrunk_at = -math.inf
         self.level = 0.0
         self.stamp = clock.monotonic()
         self.sent = 0.0  # everything admitted so far, to read a hint against what was sent after it
@@ -88,11 +113,16 @@ class _Bucket:
             self.set_rate(rate)
 
     @property
-    def size(self) -> float:
-        """The server's bucket: as learned from hints, else ``burst_seconds`` of the rate."""
+    def hinted(self) -> float:
+        """The server's bucket as its hints tell (else ``burst_seconds`` of the rate)."""
         if self.server_size is not None:
             return self.server_size
         return (self.rate or 0.0) * self.burst_seconds / 60.0
+
+    @property
+    def size(self) -> float:
+        """The server's bucket: as the hints tell, no larger than its 429s allow."""
+        return min(self.hinted, self.cap)
 
     @property
     def reserve(self) -> float:
@@ -115,8 +145,24 @@ class _Bucket:
     def refill(self, now: float) -> None:
         if self.rate is None:
             return
-        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate / 60.0)
+        elapsed = now - self.stamp
+        if self.cap != math.inf and elapsed > 0:  # no unpredicted 429 since the last refill: grow back
+            self.cap *= math.exp(elapsed / REGROW_SECONDS)
+            if self.cap >= self.hinted:
+                self.cap = math.inf
+        self.level = min(self.capacity, self.level + elapsed * self.rate / 60.0)
         self.stamp = now
+
+    def contradicted(self, now: float) -> None:
+        """A 429 the hints did not predict: empty the bucket, and halve the burst (once per ``SHRINK_GAP_S``)."""
+        if self.rate is None:
+            return
+        self.refill(now)
+        if now - self.shrunk_at >= SHRINK_GAP_S:
+            self.shrunk_at = now
+            floor = max(1.0, self.rate / 60.0 * MIN_BURST_SECONDS)
+            self.cap = max(floor, self.size * SHRINK)
+        self.level = min(self.level, 0.0)
 
     def wait_for(self, amount: float) -> float:
         """Seconds until ``amount`` is available (0 when it is now)."""
@@ -142,14 +188,22 @@ class _Bucket:
             return
         server_rate = limit or self.rate
         if reset is not None:  # at most a minute of our own rate: a user's lower rpm is kept at any size
-            size = min(server_rate, self.rate, remaining + reset * server_rate / 60.0)
+            claim = remaining + reset * server_rate / 60.0
+            if claim > WINDOW_EXCESS * server_rate + 1.0:
+                self.window = True
+            size = min(server_rate, self.rate, claim)
+            if not self.window:  # a bucket that claims more than a second may be quantized: not trusted
+                size = min(size, self.rate * self.burst_seconds / 60.0)
             self.server_size = size if self.server_size is None else max(self.server_size, size)
         self.refill(now)
         since = max(0.0, self.sent - sent_then) if sent_then is not None else 0.0
         low = remaining - since  # what the server has now if nothing refilled since it answered
         high = low + max(0.0, now - sent_at) * server_rate / 60.0  # ... and if it refilled all along
         reserve = self.reserve
-        self.level = max(min(self.level, high - reserve), min(low - reserve, self.capacity))
+        level = min(self.level, high - reserve)
+        if self.window:  # raised to what a window surely has (its burst is used); a bucket's may be quantized
+            level = max(level, min(low - reserve, self.capacity))
+        self.level = level
 
 
 class RateLimiter:
@@ -173,6 +227,10 @@ class RateLimiter:
         >>> lim.observe(LimitHints(requests_limit=1200, requests_remaining=1199, requests_reset=60.0))
         >>> lim.requests.capacity                   # a per-minute window: the whole minute at once, less the reserve
         1152.0
+        >>> q = RateLimiter()                       # a bucket that claims the whole minute may be quantized
+        >>> q.observe(LimitHints(requests_limit=1200, requests_remaining=1199, requests_reset=0.05))
+        >>> q.requests.capacity                     # one second of it, less the reserve
+        19.0
     """
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None, burst_seconds: float = 1.0,
@@ -278,10 +336,28 @@ class RateLimiter:
             or (hints.tokens_remaining is not None and hints.tokens_remaining < max(1, tokens)))
         storm = len(self._recent_429s) >= STORM_429S and all(
             n > self.answers - STORM_ANSWERS and t >= now - STORM_SECONDS for n, t in self._recent_429s)
+        if not spent:
+            self.contradicted()
         if spent or storm:
             self.pause(retry_after)
             return True
         return False
+
+    def contradicted(self) -> None:
+        """A 429 its hints did not predict (budget left in them, or none sent): smaller bursts, same rate.
+
+        Example:
+            >>> from inferframe.runtime.clock import FakeClock
+            >>> lim = RateLimiter(rpm=1200, clock=FakeClock())
+            >>> lim.requests.capacity
+            19.0
+            >>> lim.contradicted(); lim.requests.capacity, lim.requests.level, lim.requests_per_second()
+            (9.0, 0.0, 20.0)
+        """
+        now = self.clock.monotonic()
+        self.requests.contradicted(now)
+        self.tokens.contradicted(now)
+        self._size_reserve()
 
     def pause(self, seconds: float) -> None:
         """A spent budget: stop admitting for ``seconds``, and restart from an empty bucket, not a stampede."""

@@ -58,7 +58,8 @@ _RULE_KINDS = ("error", "connection_reset", "timeout", "malformed", "refusal", "
 _LATENCY_DISTS = ("constant", "uniform", "lognormal")
 _TOKENIZERS = ("estimate", "tiktoken")
 _SCOPES = ("model", "global")
-_RATELIMIT_MODES = ("bucket", "window")
+_RATELIMIT_MODES = ("bucket", "window", "quantized")
+_RATELIMIT_HEADERS = ("all", "no_reset", "none")
 _PROBS = ("p_500", "p_503", "p_connection_reset", "p_timeout", "p_malformed", "p_refusal", "p_length")
 
 
@@ -159,7 +160,13 @@ class SimulatorConfig:
         ratelimit_mode: 'bucket' (continuous refill, as above) or 'window': a fixed
             window of ``ratelimit_window_s`` seconds that allows ``rpm``/``tpm`` per
             minute of it at once (a burst) and nothing more until it ends.
+            'quantized': headers of a per-minute bucket (the whole minute seems free), enforced
+            by a bucket of ``ratelimit_quantum_s`` seconds of the rate (OpenAI's "60,000
+            requests/minute may be enforced as 1,000 requests/second").
         ratelimit_window_s: length of a window in 'window' mode (default a minute).
+        ratelimit_quantum_s: seconds of the rate the enforcing bucket holds ('quantized').
+        ratelimit_headers: 'all', 'no_reset' (no x-ratelimit-reset-*) or 'none' (no
+            x-ratelimit-* headers; 429s still carry Retry-After).
     Faults (seeded and reproducible; drawn per request body and attempt number):
         seed: seed of every random draw (faults, latency, generated JSON).
         p_500, p_503, p_connection_reset, p_timeout, p_malformed, p_refusal,
@@ -208,6 +215,8 @@ class SimulatorConfig:
     ratelimit_scope: str = "model"
     ratelimit_mode: str = "bucket"
     ratelimit_window_s: float = 60.0
+    ratelimit_quantum_s: float = 1.0
+    ratelimit_headers: str = "all"
     # faults
     seed: int = 0
     p_500: float = 0.0
@@ -265,6 +274,10 @@ class SimulatorConfig:
             raise ValueError(f"ratelimit_mode must be one of {_RATELIMIT_MODES}")
         if self.ratelimit_window_s <= 0:
             raise ValueError("ratelimit_window_s must be > 0")
+        if self.ratelimit_quantum_s <= 0:
+            raise ValueError("ratelimit_quantum_s must be > 0")
+        if self.ratelimit_headers not in _RATELIMIT_HEADERS:
+            raise ValueError(f"ratelimit_headers must be one of {_RATELIMIT_HEADERS}")
         if self.record_max < 0 or self.answer_max_chars < 0 or self.answer_min_chars < 0:
             raise ValueError("record_max, answer_max_chars and answer_min_chars must be >= 0")
         if self.responder is not None and not (callable(self.responder) or isinstance(self.responder, str)):

@@ -11,6 +11,17 @@ once if the client likes (a burst); nothing comes back until the window ends,
 then the whole budget does.  ``x-ratelimit-reset-*`` and Retry-After tell the time
 until the window ends.
 
+``mode="quantized"`` (what OpenAI's rate-limit guide warns of: "60,000 requests/minute
+may be enforced as 1,000 requests/second"): the headers speak of a per-minute bucket
+(``x-ratelimit-remaining-requests: 1187`` of 1,200), but a second bucket of
+``quantum_s`` seconds of the rate (one second by default) is what admits: the 21st
+request within one second at 1,200 RPM is refused although the headers say 1,187 are
+left.  Retry-After tells when the small bucket has room again.
+
+``headers``: ``"all"`` (limit, remaining and reset), ``"no_reset"`` (no
+``x-ratelimit-reset-*``), or ``"none"`` (no ``x-ratelimit-*`` at all; 429s still carry
+Retry-After), for clients that must cope with servers that tell less.
+
 A request needs 1 request unit and ``cost`` token units; a denied request
 consumes nothing.  Headers follow OpenAI: ``x-ratelimit-limit-*``,
 ``x-ratelimit-remaining-*``, ``x-ratelimit-reset-*`` (the time until the budget is
@@ -30,6 +41,12 @@ Example:
     (False, 40.0, '40s')
     >>> w.acquire("m", cost=1, now=60.0).allowed
     True
+    >>> q = RateLimiter(rpm=1200, tpm=None, mode="quantized")
+    >>> [q.acquire("m", cost=1, now=0.0).allowed for _ in range(21)].count(True)   # 20 a second, not 1,200
+    20
+    >>> d = q.acquire("m", cost=1, now=0.0)
+    >>> d.allowed, d.headers["x-ratelimit-remaining-requests"], round(d.retry_after_s, 3)   # "1,180 left", refused
+    (False, '1180', 0.05)
 """
 
 from __future__ import annotations
@@ -89,6 +106,13 @@ class _Bucket:
         """Seconds until the bucket is full again."""
         return (self.capacity - self.level) / self.rate
 
+    def take(self, amount: float) -> None:
+        self.level -= amount
+
+    def shown(self) -> float:
+        """The level the headers tell."""
+        return self.level
+
 
 class _Window:
     """A fixed window of ``length`` seconds holding ``limit * length / 60`` units, refilled whole when it ends."""
@@ -112,6 +136,40 @@ class _Window:
 
     def reset_in(self, now: float) -> float:
         return 0.0 if self.level >= self.capacity else self.start + self.length - now
+
+    def take(self, amount: float) -> None:
+        self.level -= amount
+
+    def shown(self) -> float:
+        return self.level
+
+
+class _Quantized:
+    """A per-minute bucket that the headers tell of, enforced by a bucket of ``quantum_s`` seconds of the rate."""
+
+    __slots__ = ("minute", "quantum", "capacity")
+
+    def __init__(self, limit: int, quantum_s: float, now: float) -> None:
+        self.minute = _Bucket(limit, 60.0, now)
+        self.quantum = _Bucket(limit, quantum_s, now)
+        self.capacity = self.minute.capacity  # what "used" in a 429's message counts against
+
+    def refill(self, now: float) -> float:
+        """The level that admits: what both buckets hold."""
+        return min(self.minute.refill(now), self.quantum.refill(now))
+
+    def wait(self, amount: float, now: float) -> float:
+        return max(self.minute.wait(amount, now), self.quantum.wait(amount, now))
+
+    def reset_in(self, now: float) -> float:
+        return self.minute.reset_in(now)
+
+    def take(self, amount: float) -> None:
+        self.minute.take(amount)
+        self.quantum.take(amount)
+
+    def shown(self) -> float:
+        return self.minute.level
 
 
 class Decision:
@@ -138,17 +196,26 @@ class RateLimiter:
     Params:
         rpm, tpm: limits per minute (None = unlimited for that dimension).
         burst_s: bucket capacity in seconds of refill (default 60; mode 'bucket').
-        mode: 'bucket' (continuous refill) or 'window' (fixed windows of ``window_s``).
+        mode: 'bucket' (continuous refill), 'window' (fixed windows of ``window_s``) or
+            'quantized' (per-minute headers, enforced per ``quantum_s``).
         window_s: length of a window (mode 'window').
+        quantum_s: seconds of the rate the enforcing bucket holds (mode 'quantized').
+        headers: 'all', 'no_reset' (no x-ratelimit-reset-*) or 'none' (no x-ratelimit-*).
     """
 
     def __init__(self, rpm: Optional[int], tpm: Optional[int], burst_s: float = 60.0, mode: str = "bucket",
-                 window_s: float = 60.0) -> None:
+                 window_s: float = 60.0, quantum_s: float = 1.0, headers: str = "all") -> None:
         self.rpm = rpm
         self.tpm = tpm
         self.burst_s = burst_s
-        self._new = ((lambda limit, now: _Window(limit, window_s, now)) if mode == "window"
-                     else (lambda limit, now: _Bucket(limit, burst_s, now)))
+        if mode == "window":
+            self._new = lambda limit, now: _Window(limit, window_s, now)
+        elif mode == "quantized":
+            self._new = lambda limit, now: _Quantized(limit, quantum_s, now)
+        else:
+            self._new = lambda limit, now: _Bucket(limit, burst_s, now)
+        self._headers = headers != "none"
+        self._reset = headers == "all"
         self._req: dict[str, _Bucket] = {}
         self._tok: dict[str, _Bucket] = {}
         self._rpm_s = str(rpm) if rpm else ""
@@ -182,26 +249,26 @@ class RateLimiter:
             if rb is not None and rlevel < 1.0:
                 reason = "requests"
                 wait = rb.wait(1.0, now)
-                used, limit = int(rb.capacity - rlevel), self.rpm or 0
+                used, limit = int(rb.capacity - rb.shown()), self.rpm or 0
             if tb is not None and tlevel < cost:
                 w = tb.wait(cost, now)
                 if reason is None or w > wait:
                     reason, wait = "tokens", w
-                    used, limit = int(tb.capacity - tlevel), self.tpm or 0
+                    used, limit = int(tb.capacity - tb.shown()), self.tpm or 0
         allowed = reason is None
         if allowed:
             if rb is not None:
-                rlevel -= 1.0
-                rb.level = rlevel
+                rb.take(1.0)
             if tb is not None:
-                tlevel -= cost
-                tb.level = tlevel
-        if rb is not None:
+                tb.take(cost)
+        if rb is not None and self._headers:
             headers["x-ratelimit-limit-requests"] = self._rpm_s
-            headers["x-ratelimit-remaining-requests"] = str(int(rlevel))
-            headers["x-ratelimit-reset-requests"] = format_duration(rb.reset_in(now))
-        if tb is not None:
+            headers["x-ratelimit-remaining-requests"] = str(int(rb.shown()))
+            if self._reset:
+                headers["x-ratelimit-reset-requests"] = format_duration(rb.reset_in(now))
+        if tb is not None and self._headers:
             headers["x-ratelimit-limit-tokens"] = self._tpm_s
-            headers["x-ratelimit-remaining-tokens"] = str(max(0, int(tlevel)))
-            headers["x-ratelimit-reset-tokens"] = format_duration(tb.reset_in(now))
+            headers["x-ratelimit-remaining-tokens"] = str(max(0, int(tb.shown())))
+            if self._reset:
+                headers["x-ratelimit-reset-tokens"] = format_duration(tb.reset_in(now))
         return Decision(allowed, headers, reason, wait, used, limit)

@@ -46,7 +46,8 @@ _MODEL_CREATED = 1_715_367_049
 def _limiter(cfg: SimulatorConfig) -> Optional[RateLimiter]:
     if not (cfg.rpm or cfg.tpm):
         return None
-    return RateLimiter(cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_mode, cfg.ratelimit_window_s)
+    return RateLimiter(cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_mode, cfg.ratelimit_window_s,
+                       cfg.ratelimit_quantum_s, cfg.ratelimit_headers)
 
 
 def _prefix_cache(cfg: SimulatorConfig) -> Optional[PrefixCache]:
@@ -94,9 +95,10 @@ class SimState:
         self.rules: tuple[FailRule, ...] = cfg.fail_rules
         self._model_kind: dict[str, Optional[str]] = {}
         limits = (cfg.rpm, cfg.tpm, cfg.ratelimit_burst_s, cfg.ratelimit_scope, cfg.ratelimit_mode,
-                  cfg.ratelimit_window_s)
+                  cfg.ratelimit_window_s, cfg.ratelimit_quantum_s, cfg.ratelimit_headers)
         if old is None or limits != (old.rpm, old.tpm, old.ratelimit_burst_s, old.ratelimit_scope,
-                                     old.ratelimit_mode, old.ratelimit_window_s):
+                                     old.ratelimit_mode, old.ratelimit_window_s, old.ratelimit_quantum_s,
+                                     old.ratelimit_headers):
             self.limiter = _limiter(cfg)
         # rebuilt only when their own knobs change, so other changes keep what is cached
         if old is None or (cfg.prefix_cache_tokens, cfg.prefix_block_tokens) != (old.prefix_cache_tokens,
