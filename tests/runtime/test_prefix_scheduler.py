@@ -214,3 +214,39 @@ def test_a_server_with_slots_gets_each_group_on_one_slot():
         runs = [d for k, d in enumerate(seq) if k == 0 or seq[k - 1] != d]
         assert len(runs) == len(set(runs)), seq
 
+
+
+class _Counted(str):
+    """A prompt text that counts how often it is compared with a group's prefix."""
+
+    compared = 0
+
+    def startswith(self, *args) -> bool:
+        _Counted.compared += 1
+        return str.startswith(self, *args)
+
+
+def test_pending_rows_are_compared_with_the_groups_being_sent_once_not_once_per_released_row():
+    # A group with a long shared prefix is being sent while 2,000 other rows wait for the next round.
+    # Every released row runs the scheduler once; comparing every waiting row each time was
+    # quadratic (14% of the client's CPU at 4,096 pending rows in bench/prompt_throughput.py).
+    async def run() -> int:
+        sched = PrefixScheduler(lanes=1)
+        first = [asyncio.ensure_future(sched.turn(DOCS[0] + f"Question {q:04d}?")) for q in range(200)]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        later = [asyncio.ensure_future(sched.turn(_Counted(DOCS[1 + i % 5] + f"Question {i}?"))) for i in range(2000)]
+        await asyncio.sleep(0)
+        _Counted.compared = 0
+        for _ in range(150):  # rows of the first group take their place in flight, one at a time
+            await asyncio.sleep(0)
+            sched.release(0)
+        await asyncio.sleep(0)
+        compared = _Counted.compared
+        for t in first + later:
+            t.cancel()
+        return compared
+
+    # Once per change of the groups being sent (two groups here: "Question 00.." and "Question 01.."),
+    # not once per released row (604,000 comparisons before: 150 pumps x 2,000 rows x 2 groups).
+    assert asyncio.run(run()) <= 4 * 2000
