@@ -172,3 +172,94 @@ def test_a_partly_cached_rerun_sends_only_the_rest_and_keeps_the_order(sim, tmp_
     # A cached row cost nothing in this run; a sent one shows what it used.
     assert all(u["input_tokens"] == 0 and u["cost"] == 0 for u in out["a_usage"][::2])
     assert all(u["input_tokens"] > 0 for u in out["a_usage"][1::2])
+
+
+# --- a cached answer keeps what the first answer had (issue 22 item 6) ----------------------------
+
+def test_a_rerun_from_the_cache_gives_the_same_output_finish_reason_included(sim, tmp_path):
+    from inferframe.observe import last_run
+
+    df = ifr.from_pydict({"q": [f"q{i}" for i in range(4)]})
+    job = df.with_column("a", ask(sim, tmp_path, max_tokens=2, usage_column=True, use_chat_completions=True))
+    with pytest.warns(ifr.observe.TruncatedWarning):
+        first = job.to_pydict()
+    assert [u["finish_reason"] for u in first["a_usage"]] == ["length"] * 4
+    sent = sim.stats()["total_requests"]
+    with pytest.warns(ifr.observe.TruncatedWarning):  # the output still holds cut answers: said again
+        again = job.to_pydict()
+    assert sim.stats()["total_requests"] == sent  # all from the cache
+    assert again["a"] == first["a"] and again["a_error"] == first["a_error"]
+    assert [u["finish_reason"] for u in again["a_usage"]] == ["length"] * 4
+    assert last_run()[0]["cache_hits"] == 4 and last_run()[0]["truncated"] == 4
+
+
+def test_a_partly_cached_rerun_keeps_the_finish_reason_of_its_cached_rows(sim, tmp_path):
+    # The path that builds a Result per row (some rows sent, some cached), not the all-cached one.
+    sim.configure(p_length=0.5, seed=3)  # about half the answers cut at max_tokens, the rest whole
+    qs = [f"q{i}" for i in range(32)]
+    job = ask(sim, tmp_path, usage_column=True, use_chat_completions=True)
+    first = ifr.from_pydict({"q": qs[:16]}).with_column("a", job).to_pydict()
+    reasons = [u["finish_reason"] for u in first["a_usage"]]
+    assert {"length", "stop"} <= set(reasons)
+    both = ifr.from_pydict({"q": qs}).with_column("a", job).to_pydict()
+    assert sim.stats()["total_requests"] == 32  # the first 16 from the cache
+    assert [u["finish_reason"] for u in both["a_usage"]][:16] == reasons
+
+
+def test_a_cut_structured_answer_from_the_cache_is_the_same_length_error(sim, tmp_path):
+    job = ifr.from_pydict({"q": ["q0", "q1"]}).with_column(
+        "a", ask(sim, tmp_path, return_format=["yes", "no"], max_tokens=1, use_chat_completions=True))
+    first = job.to_pydict()
+    assert {e["kind"] for e in first["a_error"]} == {"length"}
+    sent = sim.stats()["total_requests"]
+    again = job.to_pydict()
+    assert sim.stats()["total_requests"] == sent
+    # Without the stored finish_reason the cut JSON was checked as if whole: a "schema" error.
+    assert [e["kind"] for e in again["a_error"]] == ["length", "length"]
+
+
+def test_cache_entries_stored_before_finish_reason_was_kept_still_read(sim, tmp_path):
+    import sqlite3
+
+    from inferframe.runtime.cache import MIGRATIONS
+
+    df = ifr.from_pydict({"q": ["q0", "q1"]})
+    first = df.with_column("a", ask(sim, tmp_path / "new", max_tokens=2, usage_column=True,
+                                    use_chat_completions=True)).to_pydict()
+    assert [u["finish_reason"] for u in first["a_usage"]] == ["length"] * 2
+    stored = sqlite3.connect(tmp_path / "new" / "responses.sqlite").execute(
+        "SELECT key, value, input_tokens, output_tokens, created FROM responses").fetchall()
+    # The same answers in a cache written by the release before: two migrations, no finish_reason.
+    (tmp_path / "old").mkdir()
+    db = sqlite3.connect(tmp_path / "old" / "responses.sqlite", isolation_level=None)
+    for step in MIGRATIONS[:2]:
+        step(db)
+    db.execute("PRAGMA user_version = 2")
+    db.executemany("INSERT INTO responses VALUES (?, ?, ?, ?, ?)", stored)
+    db.close()
+    sent = sim.stats()["total_requests"]
+    out = df.with_column("a", ask(sim, tmp_path / "old", max_tokens=2, usage_column=True,
+                                  use_chat_completions=True)).to_pydict()
+    assert sim.stats()["total_requests"] == sent  # every answer read from the old entries
+    assert out["a"] == first["a"] and [u["finish_reason"] for u in out["a_usage"]] == [None, None]
+    cache = ResponseCache(tmp_path / "old")
+    assert cache.get(stored[0][0])[3] is None
+    cache.put("new", "x", 1, 1, "stop")  # the migrated table keeps it from now on
+    assert ResponseCache(tmp_path / "old").get("new") == ("x", 1, 1, "stop")
+
+
+@pytest.mark.timeout(600)
+def test_the_local_model_cut_at_max_tokens_says_length_again_from_the_cache(tmp_path):
+    """The issue's reproduction: prompt(..., provider="local", max_tokens=8, usage_column=True) twice."""
+    from inferframe.observe import last_run
+
+    df = ifr.from_pydict({"q": ["Write a long story about a dragon who loves tea."]})
+    job = df.with_column("a", prompt(col("q"), provider="local", max_tokens=8, temperature=0, usage_column=True,
+                                     cache_dir=str(tmp_path)))
+    with pytest.warns(ifr.observe.TruncatedWarning):
+        first = job.to_pydict()
+    assert first["a_usage"][0]["finish_reason"] == "length"
+    with pytest.warns(ifr.observe.TruncatedWarning):
+        again = job.to_pydict()
+    assert last_run()[0]["cache_hits"] == 1 and last_run()[0]["requests"] == 0
+    assert again["a"] == first["a"] and again["a_usage"][0]["finish_reason"] == "length"

@@ -70,17 +70,18 @@ def test_get_many_answers_in_the_order_asked_with_one_query_per_500_keys(tmp_pat
     got = cache.get_many(asked)
     assert len(seen) == 3  # 1,200 distinct keys: three queries, never one per key
     assert got == [cache.get(k) for k in asked]
-    assert got[0] is None and got[-1] == got[-2] == ({"n": 1, "v": [1.5, "é"]}, 1, 1)
+    assert got[0] is None and got[-1] == got[-2] == ({"n": 1, "v": [1.5, "é"]}, 1, 1, None)
     assert cache.get_many([]) == [] and cache.get_many(["nope"]) == [None]
 
 
 def test_get_many_reads_values_json_wrote_that_orjson_refuses(tmp_path):
     cache = ResponseCache(tmp_path)
     cache.put("plain", "ok", 1, 1)
-    cache._db.execute("INSERT INTO responses VALUES ('nan', '[NaN, 1]', 1, 1, 0)")  # an old json-written row
-    value, _, _ = cache.get_many(["nan", "plain"])[0]
+    cache._db.execute("INSERT INTO responses (key, value, input_tokens, output_tokens, created)"
+                      " VALUES ('nan', '[NaN, 1]', 1, 1, 0)")  # an old json-written row
+    value, _, _, _ = cache.get_many(["nan", "plain"])[0]
     assert value[0] != value[0] and value[1] == 1
-    assert cache.get_many(["plain", "nan"])[0] == ("ok", 1, 1)
+    assert cache.get_many(["plain", "nan"])[0] == ("ok", 1, 1, None)
 
 
 def stored_in(cache: ResponseCache, keys: list[str]) -> None:
@@ -111,7 +112,7 @@ def test_the_reader_answers_every_batch_whatever_order_the_answers_were_stored_i
     got = []
     for i in range(0, len(asked), 128):
         got += reader.get_many(asked[i:i + 128])
-    assert got == cache.get_many(asked) and got[-1] is None and got[0] == ("answer k00000", 1, 1)
+    assert got == cache.get_many(asked) and got[-1] is None and got[0] == ("answer k00000", 1, 1, None)
     batches = -(-len(asked) // 128)
     assert len(seen) <= batches * (CacheReader.rounds + 2)
     if order in ("in order", "jittered"):

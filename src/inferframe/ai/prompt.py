@@ -29,7 +29,7 @@ from inferframe.ai.requests import build_body, build_request, column_kind
 from inferframe.ai.operator import AIOperator
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
-from inferframe.providers.interface import Provider, Request, Usage
+from inferframe.providers.interface import Provider, Request
 from inferframe.providers.registry import provider_class
 from inferframe.runtime import Result, RowError
 from inferframe.runtime.cache import KeyTemplate, cache_key
@@ -84,8 +84,7 @@ class PromptOperator(AIOperator):
         todo = [i for i, (k, h) in enumerate(zip(keys, hits)) if h is None and k is not None]
         if not todo and self.validator is None:
             return self._cached_columns(hits)
-        # The usage column counts what this run paid: a cached answer cost nothing now.
-        results: list[Result | None] = [h and Result(value=h[0], usage=Usage()) for h in hits]
+        results: list[Result | None] = [h and Result.cached(h) for h in hits]
         requests: dict[int, Request | None] = {}
         early: dict[int, RowError] = {}
         if todo:
@@ -148,14 +147,20 @@ class PromptOperator(AIOperator):
         return self._columns(results, early)
 
     def _cached_columns(self, hits: list[tuple | None]) -> pa.StructArray:
-        """Every row answered by the cache (or null): no Result per row."""
+        """Every row answered by the cache (or null): no Result per row.
+
+        The usage counts what this run paid (nothing); ``finish_reason`` is each answer's own, so a
+        cut answer is counted and shown as cut again.
+        """
         n = len(hits)
         nulls = hits.count(None)
         self.stats.rows_done += nulls  # null inputs end here; the runtime counted the hits
+        reasons = [h[3] if h is not None else None for h in hits]
+        self.stats.truncated += reasons.count("length")
         zeros = pa.repeat(0, n).cast(pa.int64()) if n else pa.array([], pa.int64())
         usage = pa.StructArray.from_arrays(
             [zeros, zeros, pa.repeat(0.0, n).cast(pa.float64()) if n else pa.array([], pa.float64()),
-             pa.nulls(n, pa.string()), zeros],
+             pa.array(reasons, pa.string()), zeros],
             fields=list(USAGE_TYPE), mask=pa.array([h is None for h in hits]) if nulls else None)
         value = pa.array([h[0] if h is not None else None for h in hits], self.value_type)
         return pa.StructArray.from_arrays([value, pa.nulls(n, ERROR_TYPE), usage],

@@ -91,7 +91,8 @@ class BatchRunner:
             outcomes[key] = outcome
             if outcome.ok and self.store_answers:
                 usage = outcome.usage
-                self.ledger.put(key, outcome.value, usage.input_tokens if usage else 0, usage.output_tokens if usage else 0)
+                self.ledger.put(key, outcome.value, usage.input_tokens if usage else 0, usage.output_tokens if usage else 0,
+                                outcome.finish_reason)
         if state.failure is not None and not outcomes:
             outcomes = {k: Outcome(error_kind=ErrorKind.BAD_REQUEST, message=f"batch {batch_id} failed validation: {state.failure}")
                         for k in keys}

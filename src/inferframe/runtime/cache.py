@@ -4,15 +4,17 @@ The key is a SHA-256 of the canonical JSON of everything that determines the
 answer: the provider's identity (kind and endpoint), the API path, the request
 body (model, messages, parameters, schema) and an optional user
 ``prompt_version``. API keys are never part of it. Each answer is committed to
-SQLite (WAL) the moment it arrives, so a crash loses nothing that was paid for.
+SQLite (WAL) the moment it arrives, so a crash loses nothing that was paid for. An entry keeps
+what the answer was: its value, tokens and why generation stopped (``finish_reason``), so a
+rerun served from the cache gives the same output.
 
 Example:
     >>> import tempfile
     >>> cache = ResponseCache(tempfile.mkdtemp())
     >>> k = cache_key("openai:https://api.openai.com/v1", "chat", {"model": "m", "messages": []})
-    >>> cache.put(k, "hi", 3, 1)
+    >>> cache.put(k, "hi", 3, 1, "length")
     >>> cache.get(k)
-    ('hi', 3, 1)
+    ('hi', 3, 1, 'length')
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+# A stored answer: (value, input tokens, output tokens, finish reason or None).
+Hit = tuple[Any, int, int, "str | None"]
 
 
 class CachePolicy(str, enum.Enum):
@@ -180,6 +184,12 @@ def _v2(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX batches_chunk ON batches (chunk, collected)")
 
 
+def _v3(db: sqlite3.Connection) -> None:
+    # Why the answer stopped ("stop", "length"): a cached rerun reports what the first answer had.
+    # Entries stored before it read as None.
+    db.execute("ALTER TABLE responses ADD COLUMN finish_reason TEXT")
+
+
 def _load_one(text: str) -> Any:
     try:
         return _loads(text)
@@ -188,7 +198,7 @@ def _load_one(text: str) -> Any:
 
 
 _IN_CHUNK = 500  # keys per query: under SQLite's oldest limit of 999 bound parameters
-_COLUMNS = "rowid, key, value, input_tokens, output_tokens"
+_COLUMNS = "rowid, key, value, input_tokens, output_tokens, finish_reason"
 _AFTER = f"SELECT {_COLUMNS} FROM responses WHERE rowid >= ? ORDER BY rowid LIMIT ?"
 
 
@@ -197,17 +207,17 @@ def _select_in(n: int) -> str:
     return f"SELECT {_COLUMNS} FROM responses WHERE key IN ({','.join('?' * n)})"
 
 
-def _decoded(rows: list[tuple]) -> dict[str, tuple[Any, int, int]]:
-    """{key: (value, input tokens, output tokens)} of stored rows (rowid, key, value, in, out)."""
+def _decoded(rows: list[tuple]) -> dict[str, Hit]:
+    """{key: (value, input tokens, output tokens, finish reason)} of stored rows (rowid, key, value, in, out, finish)."""
     try:  # one parse for the whole batch: each stored value is a JSON text
         values = _loads("[" + ",".join([r[2] for r in rows]) + "]")
     except ValueError:  # NaN/Infinity somewhere, which json wrote and orjson does not read
         values = [_load_one(r[2]) for r in rows]
-    return {r[1]: (v, r[3], r[4]) for r, v in zip(rows, values)}
+    return {r[1]: (v, r[3], r[4], r[5]) for r, v in zip(rows, values)}
 
 
 # Schema changes are appended here, one small function each; user_version records how many ran.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 
 
 class ResponseCache:
@@ -233,36 +243,39 @@ class ResponseCache:
 
     def _migrate(self) -> None:
         with self._lock:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            for i, step in enumerate(MIGRATIONS[version:], start=version):
+            if self._db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+                return
+            for i, step in enumerate(MIGRATIONS):
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    step(self._db)
-                    self._db.execute(f"PRAGMA user_version = {i + 1}")
+                    # Read under the write lock: another process opening the cache may have just run it.
+                    if self._db.execute("PRAGMA user_version").fetchone()[0] <= i:
+                        step(self._db)
+                        self._db.execute(f"PRAGMA user_version = {i + 1}")
                     self._db.execute("COMMIT")
                 except Exception:
                     self._db.execute("ROLLBACK")
                     raise
 
-    def get(self, key: str) -> tuple[Any, int, int] | None:
-        """(value, input tokens, output tokens) of a stored answer, or None."""
+    def get(self, key: str) -> Hit | None:
+        """(value, input tokens, output tokens, finish reason) of a stored answer, or None."""
         with self._lock:
             row = self._db.execute(
-                "SELECT value, input_tokens, output_tokens FROM responses WHERE key = ?", (key,)
+                "SELECT value, input_tokens, output_tokens, finish_reason FROM responses WHERE key = ?", (key,)
             ).fetchone()
         if row is None:
             return None
-        return _load_one(row[0]), row[1], row[2]
+        return _load_one(row[0]), row[1], row[2], row[3]
 
-    def get_many(self, keys: list[str]) -> list[tuple[Any, int, int] | None]:
-        """``get`` for many keys in one query per 500 keys: (value, input tokens, output tokens) or None each.
+    def get_many(self, keys: list[str]) -> list[Hit | None]:
+        """``get`` for many keys in one query per 500 keys: (value, input tokens, output tokens, finish reason) or None.
 
         Example:
             >>> import tempfile
             >>> cache = ResponseCache(tempfile.mkdtemp())
             >>> cache.put("a", {"x": 1}, 3, 1)
             >>> cache.get_many(["b", "a", "a"])
-            [None, ({'x': 1}, 3, 1), ({'x': 1}, 3, 1)]
+            [None, ({'x': 1}, 3, 1, None), ({'x': 1}, 3, 1, None)]
         """
         rows = self._by_key(list(dict.fromkeys(keys)))
         if not rows:
@@ -288,19 +301,21 @@ class ResponseCache:
         """A reader for one job's batches: see CacheReader."""
         return CacheReader(self)
 
-    def put(self, key: str, value: Any, input_tokens: int, output_tokens: int) -> None:
-        """Store one answer and commit it at once."""
-        self.put_many([(key, value, input_tokens, output_tokens)])
+    def put(self, key: str, value: Any, input_tokens: int, output_tokens: int,
+            finish_reason: str | None = None) -> None:
+        """Store one answer (and why its generation stopped, when known) and commit it at once."""
+        self.put_many([(key, value, input_tokens, output_tokens, finish_reason)])
 
-    def put_many(self, items: list[tuple[str, Any, int, int]]) -> None:
-        """Store (key, value, input tokens, output tokens) answers and commit them together."""
+    def put_many(self, items: list[tuple]) -> None:
+        """Store (key, value, input tokens, output tokens[, finish reason]) answers and commit them together."""
         now = time.time()
-        rows = [(key, _dumps(value), int(i), int(o), now) for key, value, i, o in items]
+        rows = [(it[0], _dumps(it[1]), int(it[2]), int(it[3]), it[4] if len(it) > 4 else None, now) for it in items]
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany(
-                    "INSERT OR REPLACE INTO responses (key, value, input_tokens, output_tokens, created) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO responses (key, value, input_tokens, output_tokens, finish_reason, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 self._db.execute("COMMIT")
@@ -363,8 +378,8 @@ class CacheReader:
         >>> cache.put_many([(f"k{i}", f"answer {i}", 1, 1) for i in range(1000)])
         >>> reader = cache.reader()
         >>> reader.get_many(["k0", "k2", "nope"])  # by key: the reader learns where the job's rows are
-        [('answer 0', 1, 1), ('answer 2', 1, 1), None]
-        >>> [v for v, _, _ in reader.get_many([f"k{i}" for i in range(1, 300)])][-1]  # read on from there
+        [('answer 0', 1, 1, None), ('answer 2', 1, 1, None), None]
+        >>> [hit[0] for hit in reader.get_many([f"k{i}" for i in range(1, 300)])][-1]  # read on from there
         'answer 299'
         >>> reader.by_key  # keys looked up by key: those of the first batch only
         3
@@ -380,7 +395,7 @@ class CacheReader:
         self.next_rowid: int | None = None
         self.by_key = self.read_on = 0  # keys looked up by key, rows read on (for tests and benches)
 
-    def get_many(self, keys: list[str]) -> list[tuple[Any, int, int] | None]:
+    def get_many(self, keys: list[str]) -> list[Hit | None]:
         """``ResponseCache.get_many``, answered from the window where it can be."""
         window = self.window
         got: dict[str, tuple] = {}

@@ -93,12 +93,11 @@ class InferenceRuntime:
         return await self._run_keyed(request, cache_key(self.identity, request.endpoint, request.body,
                                                          self.config.prompt_version))
 
-    def _cached(self, value) -> Result:
+    def _cached(self, hit: tuple) -> Result:
         self.stats.cache_hits += 1
         self.stats.rows_done += 1
         self.breaker.row(True, None, "")
-        # The usage column counts what this run paid: a cached answer cost nothing now.
-        return Result(value=value, usage=Usage(), cost=0.0, attempts=0)
+        return Result.cached(hit)
 
     def from_cache(self, requests: list[Request | None], rows: bool = True) -> tuple[list[Result | None], list[str | None]]:
         """Answer a batch from the cache with one query: (results, keys) per row, no task, no await.
@@ -122,11 +121,10 @@ class InferenceRuntime:
         """
         keys = cache_keys(self.identity, requests, self.config.prompt_version)
         hits = self.cached_answers(keys, rows)
-        # The usage column counts what this run paid: a cached answer cost nothing now.
-        return [h and Result(value=h[0], usage=Usage()) for h in hits], keys
+        return [h and Result.cached(h) for h in hits], keys
 
     def cached_answers(self, keys: list[str | None], rows: bool = True) -> list[tuple | None]:
-        """The stored (value, input tokens, output tokens) of each key, in one query; counts the hits.
+        """The stored (value, input tokens, output tokens, finish reason) of each key, in one query; counts the hits.
 
         None where the cache has no answer, the key is None, or the policy does not read.
         ``rows=False``: the keys are parts of rows that the caller counts.
@@ -138,7 +136,7 @@ class InferenceRuntime:
             ...                       RuntimeConfig(cache_dir=tempfile.mkdtemp()), model="m")
             >>> rt.cache.put("k1", "old", 5, 2)
             >>> rt.cached_answers(["k1", "k2", None]), rt.stats.cache_hits, rt.stats.rows_done
-            ([('old', 5, 2), None, None], 1, 1)
+            ([('old', 5, 2, None), None, None], 1, 1)
         """
         wanted = [k for k in keys if k is not None] if self._reads else []
         if not wanted:
@@ -164,7 +162,7 @@ class InferenceRuntime:
             # Looked up again as the row starts: an identical request may have finished meanwhile.
             hit = self.cache.get(key)
             if hit is not None:
-                return self._cached(hit[0])
+                return self._cached(hit)
         shared = self._in_flight.get(key)
         if shared is not None:
             self.stats.deduped += 1
@@ -275,7 +273,7 @@ class InferenceRuntime:
                 self.slots.on_success(latency, self.limiter.requests_per_second())
                 if key is not None and self._writes:
                     usage = outcome.usage or Usage()
-                    self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens)
+                    self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
                 return self._finish(outcome, attempt, rows)
             kind = outcome.error_kind
             wait = self._react(kind, outcome, request.est_tokens)

@@ -46,4 +46,18 @@ class Result:
     usage: Usage = dataclasses.field(default_factory=Usage)
     cost: float = 0.0
     attempts: int = 0
-    finish_reason: str | None = None  # "length": cut at max_tokens (None for a cached answer or an error)
+    finish_reason: str | None = None  # "length": cut at max_tokens (None for an error)
+
+    @classmethod
+    def cached(cls, hit: tuple) -> "Result":
+        """The result of an answer the cache holds (value, input tokens, output tokens, finish reason).
+
+        The usage counts what this run paid: a cached answer cost nothing now. ``finish_reason`` is
+        the answer's own, as first answered (None for an entry stored before it was kept).
+
+        Example:
+            >>> r = Result.cached(("cut off", 12, 8, "length"))
+            >>> r.value, r.finish_reason, r.usage.output_tokens, r.cost
+            ('cut off', 'length', 0, 0.0)
+        """
+        return cls(value=hit[0], finish_reason=hit[3])
