@@ -23,7 +23,7 @@ from typing import Any, Callable
 from inferframe.errors import PlanError
 from inferframe.providers.interface import Capabilities
 from inferframe.providers.openai_format import MediaOptions
-from inferframe.runtime.cache import CachePolicy
+from inferframe.runtime.cache import CachePolicy, json_numbers
 from inferframe.runtime.config import DEFAULT_MAX_CONCURRENCY, RuntimeConfig
 from inferframe.runtime.retry import RetryPolicy
 from inferframe.session import Session
@@ -153,5 +153,6 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
         price=None if caps.local else session.price_of(model),
     )
     extra = {k: v for k, v in parsed.items() if k in (own or {})}
+    # Whole floats as ints (``temperature=0.0`` is ``0``): one request, one cache key, from Python or the CLI.
     return ParsedOptions(runtime, parsed.get("timeout"), parsed.get("error_column", True),
-                         parsed.get("usage_column", False), opts, extra)
+                         parsed.get("usage_column", False), json_numbers(opts), extra)

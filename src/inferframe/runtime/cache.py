@@ -84,6 +84,28 @@ except ImportError:  # pragma: no cover
     _loads = json.loads
 
 
+def json_numbers(value: Any) -> Any:
+    """``value`` with every whole float written as an int: JSON has one kind of number.
+
+    ``temperature=0`` from Python and ``--temperature 0`` from the command line (a float) are one
+    request; without this their bodies serialise as ``0`` and ``0.0``, and so hash to two cache
+    keys. Request options go through it once per call, when the plan is built, so the body sent and
+    the key hashed hold the same number whoever wrote it (row texts are strings: untouched).
+
+    Example:
+        >>> json_numbers({"temperature": 0.0, "top_p": 0.5, "stop": ["0.0"], "extra": {"seed": 7.0}})
+        {'temperature': 0, 'top_p': 0.5, 'stop': ['0.0'], 'extra': {'seed': 7}}
+    """
+    t = type(value)
+    if t is float:
+        return int(value) if value.is_integer() and abs(value) < 2 ** 63 else value
+    if t is dict:
+        return {k: json_numbers(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return t(json_numbers(v) for v in value)
+    return value
+
+
 def cache_key(identity: str, endpoint: str, body: dict, prompt_version: str | None = None) -> str:
     """The content address of one request: identical inputs, identical key; secrets never enter it."""
     doc = {"v": 1, "provider": identity, "endpoint": endpoint, "body": body}
