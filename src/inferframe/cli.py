@@ -31,7 +31,7 @@ import typer.core
 
 import inferframe as ifr
 from inferframe.errors import (
-    BatchAPIError, ExecutionError, InferframeError, LocalServerError, ServiceError, UDFError,
+    BatchAPIError, ExecutionError, InferframeError, LocalServerError, PathNotFoundError, ServiceError, UDFError,
 )
 
 OK, ROWS_FAILED, USAGE, SERVICE, INTERRUPTED = 0, 1, 2, 3, 130
@@ -188,7 +188,7 @@ def _format_of(path: str) -> tuple[str, list[str] | None]:
         return fmt, None
     is_glob = bool(_GLOB_CHARS & set(path))
     if not is_glob and "://" not in path and not Path(path).exists():
-        raise FileNotFoundError(f"no such file or directory: {path}")
+        raise PathNotFoundError(f"no such file or directory: {path}")
     if not is_glob and ("://" in path or Path(path).is_dir()):
         from inferframe.io.paths import resolve_paths
 
@@ -206,7 +206,7 @@ def _read(path: str, fmt: Optional[str]) -> ifr.DataFrame:
     if fmt is None:
         fmt, extensions = _format_of(path)
     elif not (_GLOB_CHARS & set(path)) and "://" not in path and not Path(path).exists():
-        raise FileNotFoundError(f"no such file or directory: {path}")
+        raise PathNotFoundError(f"no such file or directory: {path}")
     if extensions is None and Path(path).is_dir():
         extensions = [e for e, f in _FORMATS.items() if f == fmt]
     opts: dict[str, Any] = {"extensions": extensions} if extensions else {}

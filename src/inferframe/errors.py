@@ -5,7 +5,9 @@ The hierarchy::
     InferframeError
     ├── PlanError (ValueError)              the plan is wrong; raised before any data is read
     │   ├── ColumnNotFoundError (KeyError)  a column name does not exist
-    │   └── ExpressionTypeError (TypeError) an expression does not fit its inputs' types
+    │   ├── ExpressionTypeError (TypeError) an expression does not fit its inputs' types
+    │   ├── PathNotFoundError (FileNotFoundError)  an input path matches no file
+    │   └── PathNotWritableError (OSError)  the output location cannot be written
     ├── UDFError                            a user function raised or returned the wrong type
     ├── ExecutionError                      the job failed while running
     │   ├── ServiceError (RuntimeError)     the service, not a row, is failing: the job stops
@@ -46,6 +48,28 @@ class ColumnNotFoundError(PlanError, KeyError):
 
 class ExpressionTypeError(PlanError, TypeError):
     """An expression cannot be applied to the types of its inputs."""
+
+
+class PathNotFoundError(PlanError, FileNotFoundError):
+    """An input path (file, directory or glob) matches no file; the message names it.
+
+    Subclasses FileNotFoundError, so ``except FileNotFoundError`` still catches it.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> try:
+        ...     ifr.read_parquet("/no/such/dir/*.parquet")
+        ... except FileNotFoundError as e:
+        ...     isinstance(e, ifr.PlanError), str(e).startswith("No files match '/no/such/dir/*.parquet'")
+        (True, True)
+    """
+
+
+class PathNotWritableError(PlanError, OSError):
+    """The output location cannot be written: read-only, no permission, or a file where a directory must be.
+
+    Subclasses OSError, so ``except OSError`` still catches it; raised before any row is computed.
+    """
 
 
 class UDFError(InferframeError):

@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from inferframe.errors import PathNotWritableError
 from inferframe.io import open_source, resolve_paths, scan, source_schema, write_dataset
 from inferframe.io.writers import TMP_PREFIX
 
@@ -198,7 +199,7 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="format"):
         write_dataset([], SCHEMA, str(tmp_path), "xml")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(PathNotWritableError, match="it is a file"):  # an OSError, and inferframe's own
         write_dataset([], SCHEMA, str(tmp_path / "file"), "parquet")
 
 

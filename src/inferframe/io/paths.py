@@ -33,6 +33,7 @@ from typing import Union
 
 import pyarrow.fs as pafs
 
+from inferframe.errors import PathNotFoundError
 from inferframe.io._glob import glob_to_regex, has_glob, is_hidden, split_glob
 from inferframe.io.filesystems import filesystem_for, local_path, split_scheme
 
@@ -62,7 +63,8 @@ def resolve_paths(
         them (absolute for local files, ``bucket/key`` for s3).
 
     Raises:
-        FileNotFoundError: an entry matches no file; the message names it.
+        PathNotFoundError: an entry matches no file; the message names it (a PlanError and a
+            FileNotFoundError).
         ValueError: unknown protocol, missing optional package, or mixed filesystems.
 
     Example::
@@ -78,7 +80,7 @@ def resolve_paths(
         >>> resolve_paths(f"{tmp.name}/*.json")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        FileNotFoundError: No files match '...*.json' ...
+        inferframe.errors.PathNotFoundError: No files match '...*.json' ...
         >>> tmp.cleanup()
     """
     fs, infos = resolve_file_infos(path, extensions=extensions, filesystem=filesystem)
@@ -182,12 +184,12 @@ def _resolve_entry(
     if info.type == pafs.FileType.Directory:
         infos = _list_dir(fs, fs_path, exts)
         if not infos:
-            raise FileNotFoundError(
+            raise PathNotFoundError(
                 f"Directory {entry!r} contains no readable files{_ext_note(exts)}. "
                 "Files and folders whose names start with '.' or '_' are skipped."
             )
         return fs, infos
-    raise FileNotFoundError(
+    raise PathNotFoundError(
         f"No such file or directory: {entry!r}{_where(scheme)}. Check the path."
     )
 
@@ -239,7 +241,7 @@ def _resolve_glob(
         if regex.fullmatch(info.path[len(prefix) :]) and _ext_ok(info.path, exts):
             infos.append(info)
     if not infos:
-        raise FileNotFoundError(
+        raise PathNotFoundError(
             f"No files match {entry!r}{_where(scheme)}{_ext_note(exts)}. Check the path or "
             "glob; wildcards skip names starting with '.' or '_'."
         )

@@ -121,7 +121,7 @@ def open_source(
             ``schema=pa.schema(...)`` (see ``inferframe.io._formats``).
 
     Raises:
-        FileNotFoundError: nothing matches; raised at plan time, not mid-query.
+        PathNotFoundError: nothing matches (a FileNotFoundError); raised at plan time, not mid-query.
         ValueError / TypeError: unknown format, option or protocol.
 
     Example::

@@ -1,10 +1,12 @@
 """Write a stream of record batches as a directory of part files, atomically.
 
 Files are first written into a hidden temporary directory inside ``root``
-(``root/._inferframe_tmp_<uuid>/``, invisible to ``resolve_paths`` because of
-the leading dot) and moved into place only after the last batch was written.
-Any error or ``KeyboardInterrupt`` before that point deletes the temporary
-directory, so ``root`` looks exactly as it did before the call.
+(``root/._inferframe_tmp_<machine>-<pid>-<uuid>/``, invisible to ``resolve_paths``
+because of the leading dot) and moved into place only after the last batch was
+written. Any error or ``KeyboardInterrupt`` before that point deletes the
+temporary directory, so ``root`` looks exactly as it did before the call. The
+writer's machine and pid in the name let the next write to ``root`` remove the
+folder of a writer that was killed outright, and leave a live one's alone.
 
 Example::
 
@@ -20,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import uuid
@@ -28,6 +31,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from inferframe.errors import PathNotWritableError
 from inferframe.io._batches import cast_batch
 from inferframe.io._part_writers import (
     PartWriter,
@@ -37,6 +41,7 @@ from inferframe.io._part_writers import (
     stream_compression,
 )
 from inferframe.io.filesystems import display_path, filesystem_for, local_path, split_scheme
+from inferframe.observe.owner import owner_tag, owner_gone
 
 __all__ = ["PendingWrite", "write_dataset", "WRITE_MODES"]
 
@@ -81,8 +86,9 @@ def write_dataset(
     call created is removed again). Each file then appears whole, by rename;
     a reader listing ``root`` during the short commit may see some new parts next
     to old ones, but never a half-written file. A process killed outright
-    (SIGKILL, power loss) can leave a ``._inferframe_tmp_*`` directory behind;
-    readers skip it and it is safe to delete.
+    (SIGKILL, power loss) leaves its ``._inferframe_tmp_*`` directory behind;
+    readers skip it, and the next write to ``root`` from the same machine removes
+    it once its writer process is gone (a live concurrent writer's stays).
 
     Args:
         batches: record batches (or tables) matching ``schema``; consumed once.
@@ -102,7 +108,8 @@ def write_dataset(
     Raises:
         ValueError: bad format, mode, compression, rows_per_file, or a batch that
             does not fit ``schema``; CSV with nested columns.
-        NotADirectoryError: ``root`` is an existing file.
+        PathNotWritableError: ``root`` is an existing file, or cannot be created or
+            written (read-only, no permission); an OSError, raised before any batch is read.
 
     Example::
 
@@ -152,13 +159,21 @@ class PendingWrite:
         self.fs, self.root = _root(root, filesystem)
         info = self.fs.get_file_info(self.root)
         if info.type == pafs.FileType.File:
-            raise NotADirectoryError(f"Cannot write a dataset to {root!r}: it is a file.")
+            raise PathNotWritableError(f"Cannot write a dataset to {root!r}: it is a file. Pass the path of a "
+                                       "directory (it is created if missing).")
         self.created_root = info.type == pafs.FileType.NotFound
-        self.fs.create_dir(self.root, recursive=True)
-        self.existing = _existing_parts(self.fs, self.root)
+        self.tmp = _join(self.root, f"{TMP_PREFIX}{owner_tag()}-{uuid.uuid4().hex}")
+        try:
+            self.fs.create_dir(self.root, recursive=True)
+            entries = self.fs.get_file_info(pafs.FileSelector(self.root))
+            self.existing = _existing_parts(entries)
+            _remove_dead_writers(self.fs, entries)
+            self.fs.create_dir(self.tmp, recursive=True)
+        except OSError as e:
+            raise PathNotWritableError(
+                f"Cannot write a dataset to {root!r}: {_reason(e)}. Write to a directory you may write to, "
+                "or make this one writable.") from e
         self.first = max(self.existing.values()) + 1 if mode == "append" and self.existing else 0
-        self.tmp = _join(self.root, TMP_PREFIX + uuid.uuid4().hex)
-        self.fs.create_dir(self.tmp, recursive=True)
 
     def write_parts(self, batches: Iterable[pa.RecordBatch | pa.Table], prefix: str = "part-",
                     keep_empty: bool = True) -> list[str]:
@@ -214,15 +229,40 @@ def _join(directory: str, name: str) -> str:
     return directory.rstrip("/") + "/" + name
 
 
-def _existing_parts(fs: pafs.FileSystem, root_path: str) -> dict[str, int]:
-    """Map the name of each part file directly in ``root_path`` to its number."""
-    selector = pafs.FileSelector(root_path, recursive=False)
+def _existing_parts(entries: list[pafs.FileInfo]) -> dict[str, int]:
+    """Map the name of each part file among ``entries`` (the listing of root) to its number."""
     out = {}
-    for info in fs.get_file_info(selector):
+    for info in entries:
         m = _PART_NAME.match(info.base_name)
         if m and info.type == pafs.FileType.File:
             out[info.base_name] = int(m.group(1))
     return out
+
+
+def _remove_dead_writers(fs: pafs.FileSystem, entries: list[pafs.FileInfo]) -> None:
+    """Delete the temporary directories among ``entries`` whose writer process is gone (killed outright).
+
+    A live writer's directory stays, and so does one whose owner cannot be judged (another
+    machine's, or named before names carried their owner).
+    """
+    for info in entries:
+        name = info.base_name
+        if info.type != pafs.FileType.Directory or not name.startswith(TMP_PREFIX):
+            continue
+        owner = name[len(TMP_PREFIX):].rpartition("-")[0]  # '<machine>-<pid>', before '-<uuid>'
+        if owner and owner_gone(owner):
+            with contextlib.suppress(OSError):  # another writer may be removing it right now
+                fs.delete_dir(info.path)
+
+
+def _reason(error: OSError) -> str:
+    """Why the filesystem refused, in words (pyarrow's message repeats the path and the errno)."""
+    code = getattr(error, "errno", None)
+    if code in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if code == errno.EROFS:
+        return "the filesystem is read-only"
+    return str(error)
 
 
 def _write_parts(
