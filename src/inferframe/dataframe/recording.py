@@ -64,6 +64,9 @@ def recording(plan: lp.LogicalPlan) -> Iterator[Any]:
     recorder = RunRecorder(job, columns)
     try:
         yield recorder
+    except (KeyboardInterrupt, GeneratorExit, SystemExit):  # stopped from outside: Ctrl-C, or the consumer quit
+        recorder.finish(status="interrupted")
+        raise
     except BaseException:
         recorder.finish(failed=True)
         raise

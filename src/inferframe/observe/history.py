@@ -7,6 +7,11 @@ percentiles and histogram, rows/s over time, the output distribution of each AI 
 drift against the earlier runs of the same pipeline, and a reproducible review sample of rows.
 Only what the user's data and counters already hold is stored.
 
+A run is stored when it starts (status ``running``) and again every few seconds with what it has
+done so far, so a process killed outright leaves its run behind; ``runs()`` shows such a run, whose
+process is gone, as ``interrupted``. A finished run is ``ok`` or ``failed`` (``interrupted`` too when
+it was stopped by Ctrl-C or its consumer).
+
 Example:
     >>> import tempfile
     >>> h = RunHistory(tempfile.mkdtemp())
@@ -21,8 +26,11 @@ import json
 import math
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
+
+from inferframe.observe.owner import owner_gone
 
 FILE_NAME = "runs.sqlite"
 
@@ -54,8 +62,18 @@ def _v2(db: sqlite3.Connection) -> None:
             db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind} DEFAULT 0")
 
 
+def _v3(db: sqlite3.Connection) -> None:
+    """The process that records a running run (see ``observe.owner``): a run left running by a dead one was interrupted."""
+    if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
+        db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
+
+
 # Schema changes are appended here, one small function each; user_version records how many ran.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+
+# A running run stores what it has done every few seconds (its ``ended`` is the last time); one silent for
+# this long is taken as interrupted even where its process cannot be judged (another machine).
+STALE_S = 600.0
 
 
 class RunHistory:
@@ -77,14 +95,21 @@ class RunHistory:
                 migrate(self._db)
                 self._db.execute(f"PRAGMA user_version = {i + 1}")
 
-    def record(self, run: dict, sample: list[dict]) -> None:
-        """Store one finished run and its review sample."""
-        values = [run.get(c) for c in SCALARS] + [json.dumps(run.get(c), default=str) for c in NESTED]
+    def record(self, run: dict, sample: list[dict], first: int = 0) -> None:
+        """Store one run (finished, or running with what it has done so far) and its review sample.
+
+        ``first``: rows of ``sample`` before it are already stored (a running run stores its sample as
+        it grows). ``run["owner"]``, for a running run, is its process's ``observe.owner.owner_tag()``.
+        """
+        values = ([run.get(c) for c in SCALARS] + [json.dumps(run.get(c), default=str) for c in NESTED] +
+                  [run.get("owner")])
         marks = ",".join("?" * len(values))
         with self._lock, self._db:
-            self._db.execute(f"INSERT OR REPLACE INTO runs ({','.join(SCALARS + NESTED)}) VALUES ({marks})", values)
+            self._db.execute(f"INSERT OR REPLACE INTO runs ({','.join(SCALARS + NESTED)},owner) VALUES ({marks})",
+                             values)
             self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?)",
-                                 [(run["run_id"], i, json.dumps(r, default=str)) for i, r in enumerate(sample)])
+                                 [(run["run_id"], i, json.dumps(r, default=str))
+                                  for i, r in enumerate(sample[first:], start=first)])
 
     def update(self, run_id: str, **fields: Any) -> None:
         """Change nested fields of a stored run (e.g. its evaluation)."""
@@ -95,8 +120,12 @@ class RunHistory:
                 self._db.execute(f"UPDATE runs SET {k} = ? WHERE run_id = ?", (json.dumps(v, default=str), run_id))
 
     def runs(self, fingerprint: str | None = None, limit: int | None = None) -> list[dict]:
-        """Stored runs, newest first (of one pipeline when ``fingerprint`` is given)."""
-        sql = f"SELECT {','.join(SCALARS + NESTED)} FROM runs"
+        """Stored runs, newest first (of one pipeline when ``fingerprint`` is given).
+
+        A run still ``running`` whose process is gone (or that stored nothing for ``STALE_S``) is
+        ``interrupted``, and stored so from then on.
+        """
+        sql = f"SELECT {','.join(SCALARS + NESTED)},owner FROM runs"
         args: list = []
         if fingerprint is not None:
             sql += " WHERE fingerprint = ?"
@@ -109,7 +138,12 @@ class RunHistory:
         out = []
         for row in rows:
             d = dict(zip(SCALARS, row[:len(SCALARS)]))
-            d.update({k: json.loads(v) if v is not None else None for k, v in zip(NESTED, row[len(SCALARS):])})
+            d.update({k: json.loads(v) if v is not None else None for k, v in zip(NESTED, row[len(SCALARS):-1])})
+            if d["status"] == "running" and _interrupted(row[-1], d.get("ended") or d.get("started")):
+                d["status"] = "interrupted"
+                with self._lock, self._db:  # only if it is still running: it may have just finished
+                    self._db.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ? AND status = 'running'",
+                                     (d["run_id"],))
             out.append(d)
         return out
 
@@ -118,6 +152,11 @@ class RunHistory:
         with self._lock:
             rows = self._db.execute("SELECT row FROM samples WHERE run_id = ? ORDER BY n", (run_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+
+def _interrupted(owner: str | None, last_stored: float | None) -> bool:
+    """A running run's process is gone, or it has stored nothing for too long."""
+    return bool(owner and owner_gone(owner)) or (last_stored is not None and time.time() - last_stored > STALE_S)
 
 
 # --- output distributions ---------------------------------------------------------------------

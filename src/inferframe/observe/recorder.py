@@ -1,9 +1,11 @@
 """Records one job with AI calls into the run history: its output distributions, a review sample,
 its counters over time, and drift against the earlier runs of the same pipeline.
 
-The driver sees every output batch (``observe``) and the merged counters of every worker; at the
-end (``finish``) the run is stored and, when an AI column's output moved, one ``DriftWarning`` says
-which column, which value, before and after.
+The driver sees every output batch (``observe``) and the merged counters of every worker. The run
+is stored when it starts and every ``CHECKPOINT_S`` seconds with what it has done so far (status
+``running``), so a process killed outright still leaves its run, shown as ``interrupted``; at the end
+(``finish``) the run is stored whole and, when an AI column's output moved, one ``DriftWarning``
+says which column, which value, before and after.
 
 Example:
     >>> import tempfile, pyarrow as pa
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -30,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from inferframe.observe.history import MAX_CATEGORIES, RunHistory, drift
+from inferframe.observe.owner import owner_tag
 from inferframe.observe.stats import CURRENT_RUN, latency_quantile
 
 
@@ -81,6 +85,8 @@ def attach_evaluation(evaluation: dict) -> str | None:
     RunHistory(LAST_RECORDED["directory"]).update(LAST_RECORDED["run_id"], evaluation=evaluation)
     return LAST_RECORDED["run_id"]
 
+
+CHECKPOINT_S = 2.0  # a running run stores what it has done this often
 
 _NUMERIC_KEEP = 20_000  # values kept per numeric column for its quantiles (a deterministic thinning)
 
@@ -168,6 +174,11 @@ class RunRecorder:
         self.sample: list[dict] = []
         self.offset = 0  # rows seen so far (the review sample picks by row number)
         self.timeline: list[list[float]] = []
+        self._lock = threading.Lock()  # observe() (the job's thread) against the checkpoints (the ticker's)
+        self._finished = False
+        self._history = RunHistory(job["directory"])
+        self._stored = 0  # rows of the review sample already stored
+        self._checkpoint()  # stored from its start: a run killed outright is not missing from the history
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="inferframe-history", daemon=True)
         self._thread.start()
@@ -178,11 +189,31 @@ class RunRecorder:
                 ("rows_done", "requests", "rate_limited", "retries", "errors"))]
 
     def _tick(self) -> None:
+        last = time.monotonic()
         while not self._stop.wait(0.5):
             self.timeline.append(self._point())
+            if time.monotonic() - last >= CHECKPOINT_S:
+                last = time.monotonic()
+                try:
+                    self._checkpoint()
+                except sqlite3.Error:  # the file is busy or locked: the next checkpoint tries again
+                    pass
+
+    def _checkpoint(self) -> None:
+        """Store the run so far as ``running``, with its owner process (see ``RunHistory.runs``)."""
+        with self._lock:
+            if self._finished:  # finish() has stored the run whole: never overwrite it
+                return
+            run = {**self._summary("running"), "owner": owner_tag()}
+            self._history.record(run, self.sample, first=self._stored)
+            self._stored = len(self.sample)
 
     def observe(self, batch: pa.RecordBatch) -> None:
         """Count one output batch into the distributions and the review sample."""
+        with self._lock:
+            self._observe(batch)
+
+    def _observe(self, batch: pa.RecordBatch) -> None:
         for name in self.ai_columns:
             if name not in batch.schema.names:
                 continue
@@ -216,11 +247,35 @@ class RunRecorder:
             rows = [r for i in chosen for r in batch.slice(i, 1).to_pylist()]  # slices: no copy of the batch
             self.sample += [{**{k: _short(v) for k, v in row.items()}, "_run_id": self.run_id} for row in rows]
 
-    def finish(self, *, failed: bool = False) -> dict:
-        """Store the run (and warn about drift); returns what was stored."""
+    def finish(self, *, failed: bool = False, status: str | None = None) -> dict:
+        """Store the run (and warn about drift); returns what was stored.
+
+        ``status``: ``"ok"`` (default), ``"failed"`` (also ``failed=True``) or ``"interrupted"`` (stopped
+        before its end by Ctrl-C or its consumer).
+        """
+        status = status or ("failed" if failed else "ok")
         self._stop.set()
         self._thread.join(timeout=2)
-        self.timeline.append(self._point())
+        with self._lock:
+            self._finished = True
+            self.timeline.append(self._point())
+            run = self._summary(status)
+        history = self._history
+        if status == "ok":
+            earlier = [r["distributions"] for r in history.runs(self.job["fingerprint"], limit=20)
+                       if r["prompt_versions"] == run["prompt_versions"] and r["status"] == "ok"]
+            run["drift"] = drift(run["distributions"], earlier) if earlier else []
+        history.record(run, self.sample)
+        LAST_RECORDED.update(run_id=self.run_id, directory=self.job["directory"])
+        for move in run["drift"]:
+            warnings.warn(f"Drift in {move['column']!r}: the share of {move['value']!r} moved from {move['before']:.1%} "
+                          f"to {move['after']:.1%} ({move['sigmas']:.1f} sigma against the {move['runs_before']} earlier "
+                          f"run(s) of this pipeline; run {self.run_id}). Check the inputs and the prompt.",
+                          DriftWarning, stacklevel=4)
+        return run
+
+    def _summary(self, status: str) -> dict:
+        """The run as stored, from what was seen so far (``ended``: now)."""
         runs = CURRENT_RUN.runs()
         hist = [sum(h) for h in zip(*[r.latency_hist for r in runs])] if runs else []
         total = {k: sum(getattr(r, k) for r in runs) for k in
@@ -231,25 +286,14 @@ class RunRecorder:
         run = {
             "run_id": self.run_id, "started": self.started, "ended": time.time(), "fingerprint": self.job["fingerprint"],
             # Rows of the job: those that came out (several AI calls each count every row once).
-            "status": "failed" if failed else "ok",
+            "status": status,
             "rows": self.offset or max([r.rows_done for r in runs], default=0), **total,
             "latency_p50_s": latency_quantile(hist, 0.5), "latency_p90_s": latency_quantile(hist, 0.9),
             "latency_p99_s": latency_quantile(hist, 0.99), "calls": self.job.get("calls", []),
             "prompt_versions": versions, "errors_by_kind": self.errors_by_kind, "latency_hist": hist,
-            "timeline": _thin(self.timeline, 40), "distributions": distributions, "drift": [], "evaluation": None,
+            "timeline": _thin(list(self.timeline), 40), "distributions": distributions, "drift": [],
+            "evaluation": None,
         }
-        history = RunHistory(self.job["directory"])
-        if not failed:
-            earlier = [r["distributions"] for r in history.runs(self.job["fingerprint"], limit=20)
-                       if r["prompt_versions"] == versions and r["status"] == "ok"]
-            run["drift"] = drift(distributions, earlier) if earlier else []
-        history.record(run, self.sample)
-        LAST_RECORDED.update(run_id=self.run_id, directory=self.job["directory"])
-        for move in run["drift"]:
-            warnings.warn(f"Drift in {move['column']!r}: the share of {move['value']!r} moved from {move['before']:.1%} "
-                          f"to {move['after']:.1%} ({move['sigmas']:.1f} sigma against the {move['runs_before']} earlier "
-                          f"run(s) of this pipeline; run {self.run_id}). Check the inputs and the prompt.",
-                          DriftWarning, stacklevel=4)
         return run
 
 
