@@ -215,6 +215,15 @@ def test_bad_usage_or_input_exits_2_in_one_line(sim, csv_file, key, args, messag
     assert sim.stats()["total_requests"] == 0
 
 
+@pytest.mark.parametrize("args", [["-c", "reveiw"], ["--template", "Review: {reviw}"]])
+def test_a_misspelt_column_gets_a_suggestion_as_in_the_library(sim, csv_file, key, args):
+    result = invoke("prompt", csv_file, *openai(sim), *args)
+    assert result.exit_code == 2, result.output
+    line = one_line_error(result)
+    assert "Did you mean 'review'?" in line and "The input has: id, review" in line, line
+    assert sim.stats()["total_requests"] == 0
+
+
 def test_missing_input_exits_2(tmp_path):
     for path in [tmp_path / "missing.csv", tmp_path / "nothing" / "*.parquet", tmp_path / "no_dir"]:
         result = invoke("prompt", path, "-c", "review")

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import importlib.util
 import json
@@ -235,7 +236,9 @@ def _check_columns(df: ifr.DataFrame, names: list[str], option: str) -> None:
     have = df.column_names
     for name in names:
         if name not in have:
-            raise CLIError(f"unknown column {name!r} ({option}); the input has: {', '.join(have)}", USAGE)
+            close = difflib.get_close_matches(name, have, n=3, cutoff=0.5)  # as the library's ColumnNotFoundError
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise CLIError(f"unknown column {name!r} ({option}).{hint} The input has: {', '.join(have)}", USAGE)
 
 
 def _unescape(text: Optional[str]) -> Optional[str]:
