@@ -218,3 +218,35 @@ def test_chromium_renders_the_report_without_console_errors(tmp_path):
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", proc.stderr[-2000:]
     log = proc.stdout + proc.stderr
     assert "Uncaught" not in log and "CONSOLE" not in log, log[-2000:]
+
+
+# Measures, in the browser, how far each table's box scrolls past its visible width (the report itself has no script).
+MEASURE = """<script>
+const over = {};
+for (const box of document.querySelectorAll("section .scroll")) {
+  const title = box.closest("section").querySelector("h2").textContent;
+  over[title] = Math.max(over[title] || 0, box.scrollWidth - box.clientWidth);
+}
+document.body.setAttribute("data-overflow", JSON.stringify(over));
+</script></body>"""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="headless Chromium is not installed (apt-get install chromium)")
+@pytest.mark.parametrize("width", [1280, 1000])
+def test_the_tokens_and_cost_table_shows_every_header_whole(tmp_path, width):
+    import json
+    import re
+
+    cached = dict(cached_tokens=1500, cache_saved=0.0042)
+    earlier = [{**EARLIER[0], "cached_tokens": 1200, "cache_saved": 0.0031}]
+    text = render_report(full_run(**cached), earlier, SAMPLE)
+    assert "cache saved" in text and "per 1k rows" in text  # the widest form of the table
+    html_path = tmp_path / "report.html"
+    html_path.write_text(text.replace("</body>", MEASURE), encoding="utf-8")
+    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
+                           "--dump-dom", f"--window-size={width},3000", f"file://{html_path}"],
+                          capture_output=True, text=True, timeout=120)
+    found = re.search(r'data-overflow="([^"]*)"', proc.stdout)
+    assert found, proc.stderr[-2000:]
+    over = json.loads(found.group(1).replace("&quot;", '"'))
+    assert over["Tokens and cost"] <= 0, f"the table is cut by {over['Tokens and cost']} px at a {width} px window"

@@ -47,6 +47,8 @@ border-radius:8px;padding:10px 14px;margin-bottom:16px}.hit{background:#dcfce7}.
 .null{color:#a3aab8;font-style:italic}.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;
 background:#dcfce7;color:#166534;margin-left:8px;vertical-align:3px}.badge.failed{background:#fee2e2;color:#991b1b}
 .calls{margin:8px 0 0;padding-left:18px;color:#5b6372;font-size:13px}
+.pair{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.pair>div{flex:1 1 460px;min-width:0}
+.pair>div.whole{flex:1 1 auto}
 """
 
 
@@ -288,8 +290,9 @@ def _tokens(run: dict, earlier: list[dict]) -> str:
     bars = bar_chart([(name(r), [r.get("input_tokens") or 0, r.get("output_tokens") or 0], False) for r in history],
                      [("input", BLUE), ("output", GREY)])
     head = "this run and up to 5 earlier runs of the pipeline" if earlier else "no earlier run of this pipeline"
-    return _section("Tokens and cost", f'<p class="note">Tokens per run ({head}).</p><div class="grid">'
-                    f"<div>{bars}</div><div>{table}</div></div>", wide=True)
+    # The table keeps its whole width: beside the chart where both fit, else below it (a grid cell cut it off).
+    return _section("Tokens and cost", f'<p class="note">Tokens per run ({head}).</p><div class="pair">'
+                    f'<div>{bars}</div><div class="whole">{table}</div></div>', wide=True)
 
 
 def _errors(run: dict) -> str:
