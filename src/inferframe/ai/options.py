@@ -41,6 +41,29 @@ def _number(positive: bool) -> tuple[Callable[[Any], bool], str]:
     return ok, "a number > 0" if positive else "a number >= 0"
 
 
+def in_range(low: float | None, high: float | None, *, low_open: bool = False,
+             whole: bool = False) -> tuple[Callable[[Any], bool], str]:
+    """A rule for a number from ``low`` to ``high`` (None: no bound; ``low_open``: ``low`` itself is refused).
+
+    Example:
+        >>> ok, accepted = in_range(0, 2)
+        >>> ok(0.7), ok(-3), ok(True), accepted
+        (True, False, False, 'a number from 0 to 2')
+    """
+    kind = numbers.Integral if whole else numbers.Real
+
+    def ok(v: Any) -> bool:
+        if not isinstance(v, kind) or isinstance(v, bool) or v != v:  # v != v: NaN
+            return False
+        return ((low is None or (v > low if low_open else v >= low)) and (high is None or v <= high))
+
+    noun = "a whole number" if whole else "a number"
+    if low is not None and high is not None and not low_open:
+        return ok, f"{noun} from {low:g} to {high:g}"
+    said = [f"{'>' if low_open else '>='} {low:g}" if low is not None else "", f"<= {high:g}" if high is not None else ""]
+    return ok, f"{noun} " + " and ".join(x for x in said if x) if any(said) else noun
+
+
 def _choice(*values: Any) -> tuple[Callable[[Any], bool], str]:
     return (lambda v: v in values), "one of " + ", ".join(repr(v) for v in values)
 
@@ -63,6 +86,16 @@ PROMPT_ONLY = {"repair": _BOOL, "prefix_order": _BOOL, "prefix_window": whole_nu
 MEDIA = {
     "max_image_size": whole_number(1), "image_format": _choice(None, "png", "jpeg", "webp"),
     "image_detail": _choice("auto", "low", "high"), "pdf_mode": _choice("file", "text"),
+}
+# Sampling options passed into the request body, checked here: a server would refuse a bad one on
+# every row (HTTP 400) or, worse, accept it (max_tokens=0 asks llama.cpp for no limit at all).
+REQUEST = {
+    "max_tokens": whole_number(1), "max_output_tokens": whole_number(1), "max_completion_tokens": whole_number(1),
+    "temperature": in_range(0, 2), "top_p": in_range(0, 1, low_open=True), "top_k": whole_number(0),
+    "min_p": in_range(0, 1), "presence_penalty": in_range(-2, 2), "frequency_penalty": in_range(-2, 2),
+    "repeat_penalty": in_range(0, None), "seed": in_range(None, None, whole=True),
+    "n": ((lambda v: v == 1 and not isinstance(v, bool)), "1 (one answer per row is kept)"),
+    "top_logprobs": in_range(0, 20, whole=True), "logprobs": _BOOL,
 }
 EMBEDDING = {"max_batch_inputs": whole_number(1), "max_batch_tokens": whole_number(1), "max_input_tokens": whole_number(1)}
 
@@ -133,6 +166,9 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     parsed = {k: check(fn, k, opts.pop(k), rule) for k, rule in rules.items() if k in opts}
     if opts and not pass_through:
         raise PlanError(f"{fn}() got unknown options {sorted(opts)}; it takes {', '.join(sorted(rules))}.")
+    for k, rule in REQUEST.items():
+        if k in opts:
+            check(fn, k, opts[k], rule)
     batch = bool(parsed.get("batch", False))
     if batch and not caps.batch_api:
         raise PlanError(f"{fn}(): this provider has no Batch API; use batch=False.")

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.ai.columns import result_type
-from inferframe.ai.options import RUNTIME, check
+from inferframe.ai.options import RUNTIME, check, in_range, whole_number
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
@@ -54,8 +54,15 @@ _IMAGE_OPTIONS = {"batch_size", "device", "normalize", "max_concurrency", "use_p
                   "on_error"}
 
 
+# The numeric options of in-process models, checked as for every AI function (ai.options).
+NUMBERS = {"batch_size": whole_number(1), "encode_batch_size": whole_number(1), "max_concurrency": whole_number(1),
+           "gpus": in_range(0, None), "dimensions": whole_number(1)}
+
+
 def _errors(fn: str, options: dict) -> tuple[str, bool]:
-    """on_error and error_column, checked as for every AI function."""
+    """on_error and error_column, checked as for every AI function; the numeric options' ranges too."""
+    for name, rule in NUMBERS.items():
+        check(fn, name, options.get(name), rule)
     return (check(fn, "on_error", options.get("on_error"), RUNTIME["on_error"]) or "null",
             check(fn, "error_column", options.get("error_column"), RUNTIME["error_column"]) is not False)
 
@@ -83,6 +90,7 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
     path = model_files(model)
     native = text_dimensions(provider, path)
     size = native
+    check("embed_text", "dimensions", dimensions, NUMBERS["dimensions"])
     if dimensions is not None:
         if not 1 <= int(dimensions) <= native:
             raise PlanError(f"dimensions={dimensions} is out of range: {model or 'all-MiniLM-L6-v2'} gives {native}-dimensional "
@@ -100,7 +108,7 @@ def inprocess_embed_text(text: Any, *, provider: str, model: str | None, dimensi
     spec = ModelUDFSpec(
         name=f"embed_text[{provider}]", fn=owner_cls.embed, return_dtype=result_type(pa.list_(pa.float32(), size)),
         is_batch=True, batch_size=batch, max_concurrency=options.get("max_concurrency") or 1,
-        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=error_column,
+        use_process=owner.use_process, gpus=owner.gpus, owner=owner, layout=(("expr", 0),), error_column=error_column, on_error=on_error,
     )
     return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))
 
@@ -119,6 +127,7 @@ def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dime
         raise PlanError(f"embed_image() needs model=...: no image model is packaged with inferframe. {_INSTALL}")
     path = model_files(model)
     size = image_dimensions(path)
+    check("embed_image", "dimensions", dimensions, NUMBERS["dimensions"])
     if dimensions is not None and int(dimensions) != size:
         raise PlanError(f"dimensions={dimensions} does not match the model: {model} gives {size}-dimensional image vectors.")
     on_error, error_column = _errors("embed_image", options)
@@ -131,6 +140,6 @@ def inprocess_embed_image(images: Any, *, provider: str, model: str | None, dime
     out_type = result_type(pa.list_(pa.float32(), size))
     spec = ModelUDFSpec(name="embed_image", accepts=("text", "binary"), fn=ClipImageEmbedder.embed, return_dtype=out_type, is_batch=True,
                   batch_size=batch, max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process, gpus=owner.gpus,
-                  owner=owner, layout=(("expr", 0),), error_column=error_column)
+                  owner=owner, layout=(("expr", 0),), error_column=error_column, on_error=on_error)
     node = to_node(images)
     return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from inferframe.ai.columns import USAGE_TYPE, result_type
 from inferframe.ai.examples import load_examples
+from inferframe.ai.options import check, in_range, whole_number
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import Alias, Call, UDFCall
@@ -104,6 +105,10 @@ def embedding_classify(text: Any, labels: list[str], *, examples: Any = None, la
     if provider not in _IN_PROCESS:
         raise PlanError(f"classify_text(method='embedding') runs an embedding model in this process: provider must be "
                         f"one of {list(_IN_PROCESS)}, not {provider!r}. Use method='score' or 'generate' for {provider!r}.")
+    fn = "classify_text(method='embedding')"
+    for key, rule in (("temperature", in_range(0, None, low_open=True)), ("C", in_range(0, None, low_open=True)),
+                      ("per_label", whole_number(1)), ("seed", in_range(None, None, whole=True))):
+        check(fn, key, options.get(key), rule)
     descriptions = _descriptions(label_descriptions, labels)
     pairs: tuple = ()
     if examples is not None:
@@ -114,11 +119,7 @@ def embedding_classify(text: Any, labels: list[str], *, examples: Any = None, la
     elif options.get("per_label") is not None or options.get("seed") is not None:
         raise PlanError("classify_text(method='embedding'): per_label= and seed= choose examples; pass examples=... too.")
     temperature = float(options.get("temperature") or ZERO_SHOT_TEMPERATURE)
-    if temperature <= 0:
-        raise PlanError(f"temperature must be positive, got {temperature}.")
     c = options.get("C")
-    if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or c <= 0):
-        raise PlanError(f"C must be a positive number, got {c!r}.")
     require(provider)
     if pairs and importlib.util.find_spec("sklearn") is None:
         raise PlanError('classify_text(method="embedding", examples=...) trains a scikit-learn logistic regression, '
@@ -141,7 +142,7 @@ def embedding_classify(text: Any, labels: list[str], *, examples: Any = None, la
         name="classify_text[embedding]", fn=EmbeddingHead.classify,
         return_dtype=result_type(value_type, confidence=confidence), is_batch=True, batch_size=batch,
         max_concurrency=options.get("max_concurrency") or 1, use_process=owner.use_process, gpus=owner.gpus,
-        owner=owner, layout=(("expr", 0),), error_column=error_column, confidence_column=confidence,
+        owner=owner, layout=(("expr", 0),), error_column=error_column, on_error=on_error, confidence_column=confidence,
     )
     return Expression(Alias(Call("struct.get", (UDFCall(spec, (node,)),), (("field", "value"),)), node.name()))
 

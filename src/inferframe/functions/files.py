@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from inferframe.ai.media import Downloader, ImageCodec, MediaConfig
-from inferframe.ai.options import check, whole_number
+from inferframe.ai.options import check, in_range, whole_number
 from inferframe.datatype import DataType
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
@@ -37,21 +37,22 @@ def download(locations: Expression, *, max_concurrency: int = 32, timeout: float
 
     A missing file or failed request gives a null value and its error in ``<name>_error``.
     """
-    cfg = MediaConfig(check("download", "max_concurrency", max_concurrency, whole_number(1)), "download", timeout=timeout)
+    cfg = MediaConfig(check("download", "max_concurrency", max_concurrency, whole_number(1)), "download",
+                      timeout=check("download", "timeout", timeout, in_range(0, None, low_open=True)))
     return _media_call(Downloader, locations, pa.binary(), cfg, "download")
 
 
 def decode_image(data: Expression, *, max_size: int | None = None) -> Expression:
     """Check and normalise encoded image bytes into an image column (optionally shrunk to ``max_size``)."""
-    cfg = MediaConfig(8, "decode_image", max_size=max_size)
+    cfg = MediaConfig(8, "decode_image", max_size=check("decode_image", "max_size", max_size, whole_number(1)))
     return _media_call(ImageCodec, data, DataType.image().to_arrow(), cfg, "decode_image")
 
 
 def resize_image(images: Expression, max_size: int) -> Expression:
     """Shrink images so the longest side is at most ``max_size`` pixels (never enlarges)."""
-    if max_size < 1:
-        raise PlanError(f"resize_image() needs max_size >= 1, got {max_size}.")
-    cfg = MediaConfig(8, "resize_image", max_size=max_size)
+    if max_size is None:
+        raise PlanError("resize_image() needs max_size=..., the longest side in pixels, e.g. resize_image(col('image'), 512).")
+    cfg = MediaConfig(8, "resize_image", max_size=check("resize_image", "max_size", max_size, whole_number(1)))
     return _media_call(ImageCodec, images, DataType.image().to_arrow(), cfg, "resize_image")
 
 
