@@ -193,6 +193,7 @@ class ErrorKind(str, enum.Enum):
     LENGTH = "length"
     REFUSAL = "refusal"
     SCHEMA = "schema"
+    UNSUPPORTED = "unsupported"
     INPUT = "input"
     DOWNLOAD = "download"
     IMAGE = "image"

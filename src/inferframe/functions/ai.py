@@ -23,7 +23,7 @@ from inferframe.ai.options import MEDIA, PROMPT_ONLY, parse_options
 from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
-from inferframe.functions._calls import ai_expression, message_parts, provider_for
+from inferframe.functions._calls import ai_expression, image_refusal, message_parts, provider_for
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.providers.registry import capabilities, provider_class, resolve
 from inferframe.providers.spec import ProviderSpec
@@ -75,7 +75,13 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     """
     call = _prompt_call(messages, return_format, system_message, provider, model, use_chat_completions, options)
     return ai_expression(PromptOperator, *call[:3], error_column=call[3].error_column,
-                         usage_column=call[3].usage_column, name="prompt", batch=call[4], window=call[5])
+                         usage_column=call[3].usage_column, name="prompt", batch=call[4], window=call[5],
+                         no_images=_no_images(call[0]))
+
+
+def _no_images(config: AICallConfig) -> str:
+    """The model of ``config`` when it reads no images (an image input is then a PlanError), else ""."""
+    return image_refusal(config.provider, capabilities(config.provider), config.model)
 
 
 def _prompt_call(messages: Any, return_format: Any, system_message: str | None, provider: Any, model: str | None,
@@ -105,7 +111,11 @@ def _prompt_call(messages: Any, return_format: Any, system_message: str | None, 
         value_type = arrow_type_for(return_format)
         name, schema = json_schema_for(return_format)
         wire = provider_class(spec)
-        format_request = tuple(wire.format_fields(caps, endpoint, name, schema, _choices_of(schema)).items())
+        if caps.structured_outputs == "grammar":  # a grammar enforces string lengths; OpenAI's strict mode rejects them
+            schema = json_schema_for(return_format, lengths=True)[1]
+        fields = wire.format_fields(caps, endpoint, name, schema, _choices_of(schema))
+        # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
+        format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
         bound = wire.default_max_tokens(schema)
         if bound is not None and not {"max_tokens", "max_output_tokens", "max_completion_tokens"} & set(parsed.request):
             parsed.request["max_tokens"] = bound
@@ -250,6 +260,7 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         config = dataclasses.replace(config, label=f"classify_text[{config.model}]")
     return ai_expression(ClassifyOperator, config, call[1], call[2], error_column=call[3].error_column,
                          usage_column=call[3].usage_column, confidence_column=confidence_column,
+                         no_images=_no_images(config),
                          name="classify_text", batch=call[4], window=call[5])
 
 

@@ -129,6 +129,8 @@ class Capabilities:
         logprobs: what label scoring can read: "tokens" (every token's raw log-probability, e.g.
             llama.cpp: labels scored in full), "top" (the first token's top log-probabilities,
             OpenAI chat), or "none" (classification falls back to constrained generation).
+        vision: its models read images: True, False (image inputs are a PlanError before any
+            request), or None: not known (the server's answer decides; see ``Provider.reads_images``).
     """
 
     default_endpoint: str = "chat"
@@ -145,6 +147,7 @@ class Capabilities:
     embedding_max_batch_inputs: int = 2048
     in_process: bool = False
     logprobs: str = "none"
+    vision: bool | None = None
 
 
 class Provider(abc.ABC):
@@ -175,6 +178,11 @@ class Provider(abc.ABC):
     def embedding_size(cls, model: str) -> int | None:
         """The vector size of an embedding model this provider knows, else None (probed)."""
         return None
+
+    @classmethod
+    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:
+        """Whether ``model`` reads image inputs: True, False, or None when not known (the server decides)."""
+        return caps.vision
 
     @classmethod
     def embedding_max_input_tokens(cls, model: str) -> int | None:

@@ -42,6 +42,7 @@ class LocalProvider(LlamaCppProvider):
         default_endpoint="chat", structured_outputs="grammar", batch_api=False, tokenizer=True, local=True,
         default_concurrency=DEFAULT_N_PARALLEL, default_model=DEFAULT_MODEL, default_embedding_model=DEFAULT_MODEL,
         embedding_max_input_tokens=MAX_INPUT_TOKENS, embedding_max_batch_inputs=MAX_BATCH_INPUTS, logprobs="tokens",
+        vision=False,  # Gemma 3 270M reads text only (the server runs without an image projector)
     )
 
     def __init__(self, spec: ProviderSpec, *, base_url: str | None = None, api_key: str | None = None,

@@ -45,6 +45,10 @@ EMBEDDING_MODELS = {
     "text-embedding-ada-002": (1536, 8191),
 }
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "text-embedding-", "chatgpt-")
+# OpenAI's models by whether they read images (the first matching prefix wins; others: not known).
+_OPENAI_VISION = (("gpt-3.5", False), ("o1-mini", False), ("o3-mini", False), ("text-embedding-", False),
+                  ("gpt-4o", True), ("gpt-4.1", True), ("gpt-4-turbo", True), ("gpt-5", True), ("o1", True),
+                  ("o3", True), ("o4", True), ("chatgpt-4o", True))
 
 
 class OpenAIProvider(Provider):
@@ -137,9 +141,10 @@ class OpenAIProvider(Provider):
             body = _loads(raw)
         except ValueError:
             if status >= 400:
-                return Outcome(status=status, error_kind=wire.status_kind(status, None), limits=wire.limit_hints(headers),
-                               message=f"HTTP {status}: {raw[:200].decode(errors='replace')}",
-                               retry_after=wire.retry_after(headers))
+                message = f"HTTP {status}: {raw[:200].decode(errors='replace')}"
+                return wire.unsupported_input(status, message) or Outcome(
+                    status=status, error_kind=wire.status_kind(status, None), limits=wire.limit_hints(headers),
+                    message=message, retry_after=wire.retry_after(headers))
             return Outcome(status=status, error_kind=ErrorKind.MALFORMED, limits=wire.limit_hints(headers),
                            message=f"The server's answer is not valid JSON: {raw[:120]!r}")
         return wire.parse_answer(request.endpoint, status, body, headers)
@@ -223,6 +228,12 @@ class HostedOpenAIProvider(OpenAIProvider):
     @classmethod
     def embedding_size(cls, model: str) -> int | None:
         return EMBEDDING_MODELS.get(model, (None, None))[0]
+
+    @classmethod
+    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:
+        if caps.vision is not None or not model:
+            return caps.vision
+        return next((reads for prefix, reads in _OPENAI_VISION if model.startswith(prefix)), None)
 
     @classmethod
     def embedding_max_input_tokens(cls, model: str) -> int | None:

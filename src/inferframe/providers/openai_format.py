@@ -442,10 +442,39 @@ PARSERS = {"chat": parse_chat, "responses": parse_responses, "embeddings": parse
            "chat_logprobs": parse_chat_logprobs, "completion": parse_completion}
 
 
+# A server's way of saying the model cannot read this kind of input (llama.cpp without an mmproj,
+# LM Studio, vLLM, OpenAI's text-only models): whatever the status, no retry can change it.
+_UNSUPPORTED = re.compile(
+    r"(image|vision|multimodal|multi-modal|audio|file)[^.]{0,60}(not supported|unsupported|only supported|"
+    r"does not support|doesn't support)|(does not support|doesn't support|not supported|unsupported)"
+    r"[^.]{0,40}(image|vision|multimodal|audio|file|input)|not a (multimodal|multi-modal|vision) model", re.IGNORECASE)
+
+
+def unsupported_input(status: int, message: str) -> Outcome | None:
+    """The Outcome for a server's "this model cannot read that input" answer, in inferframe's words; else None.
+
+    Example:
+        >>> out = unsupported_input(500, "HTTP 500: image input is not supported - hint: provide the mmproj")
+        >>> out.error_kind.value, out.message.split(":")[0]
+        ('unsupported', 'The model does not accept this input (images, audio or files)')
+        >>> unsupported_input(500, "HTTP 500: out of memory") is None
+        True
+    """
+    if not _UNSUPPORTED.search(message):
+        return None
+    return Outcome(status=status, error_kind=ErrorKind.UNSUPPORTED, raw=message[:2000],
+                   message="The model does not accept this input (images, audio or files): send text only, or "
+                           f"use a model that reads them. The server said: {message[:300]}")
+
+
 def parse_answer(endpoint: str, status: int, body: Any, headers: Mapping[str, str] | None) -> Outcome:
     """One HTTP answer (already JSON-decoded) as an Outcome."""
     if status >= 400:
         msg, code = error_message(body, status)
+        refused = unsupported_input(status, f"HTTP {status}: {msg}")
+        if refused is not None:
+            refused.limits = limit_hints(headers)
+            return refused
         return Outcome(status=status, error_kind=status_kind(status, code), message=f"HTTP {status}: {msg}",
                        retry_after=retry_after(headers or {}), limits=limit_hints(headers))
     try:

@@ -8,17 +8,32 @@ from inferframe.errors import ErrorKind
 
 
 class Breaker:
-    """Trips on an auth failure, an unreachable server, or every recent row failing.
+    """Trips on an auth failure, an unreachable server, every recent row failing, or a model refusing the input.
 
     Parameters:
         window: how many recent finished rows to look at.
         min_rows: rows needed before "every recent row failed" can trip.
+        unreachable_after: connection failures, before any success, that mean the server is not there.
+        unsupported_after: rows the model refused as input it cannot read (kind "unsupported",
+            e.g. images for a text-only model): the rest of such rows would be refused too.
+
+    Example:
+        >>> b = Breaker(unsupported_after=2)
+        >>> b.row(False, "unsupported", "The model does not accept this input")
+        >>> b.tripped
+        False
+        >>> b.row(False, "unsupported", "The model does not accept this input")
+        >>> b.reason
+        'The model refused 2 rows: The model does not accept this input'
     """
 
-    def __init__(self, window: int = 50, min_rows: int = 20, unreachable_after: int = 3) -> None:
+    def __init__(self, window: int = 50, min_rows: int = 20, unreachable_after: int = 3,
+                 unsupported_after: int = 3) -> None:
         self.recent: collections.deque[bool] = collections.deque(maxlen=window)
         self.min_rows = min_rows
         self.unreachable_after = unreachable_after
+        self.unsupported_after = unsupported_after
+        self.unsupported = 0
         self.connection_failures = 0
         self.any_success = False
         self.reason: str | None = None
@@ -43,6 +58,10 @@ class Breaker:
     def row(self, ok: bool, kind: str | None, message: str) -> None:
         """Record a finished row; trip when every one of the recent rows failed the same way."""
         self.recent.append(ok)
+        if not ok and kind == ErrorKind.UNSUPPORTED:
+            self.unsupported += 1
+            if self.unsupported >= self.unsupported_after:
+                self.trip(f"The model refused {self.unsupported} rows: {message}")
         if not ok and kind is not None and ErrorKind(kind).retryable:
             if len(self.recent) >= self.min_rows and not any(self.recent):
                 self.trip(f"The last {len(self.recent)} rows all failed; the service looks down. Last error: {message}")
