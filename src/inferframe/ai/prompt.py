@@ -35,6 +35,10 @@ from inferframe.runtime import Result, RowError
 from inferframe.runtime.cache import KeyTemplate, cache_key
 
 
+# The one message for an empty text input, whichever AI function got it.
+EMPTY_INPUT = "the input is an empty text (''): there is nothing to send; give None for no answer"
+
+
 class PromptOperator(AIOperator):
     """Turns batches of rows into one request each and the answers into struct{value, error, usage}."""
 
@@ -61,10 +65,11 @@ class PromptOperator(AIOperator):
         kinds = [column_kind(s.to_arrow().type) for s in columns]
         cols = [s.to_pylist() for s in columns]
         n = len(cols[0]) if cols else 0
+        empty = self._empty_inputs(cols, kinds)
         if cols and not self.config.runtime.batch and all(k == "text" for k in kinds):
             keys = self._text_keys(cols)
             if keys is not None:
-                return await self._text_rows(cols, kinds, keys)
+                return await self._text_rows(cols, kinds, keys, empty)
         names = [list(c) if k == "file" else None for c, k in zip(cols, kinds)]
         if "file" in kinds:
             await self._read_files(cols, kinds)
@@ -72,25 +77,27 @@ class PromptOperator(AIOperator):
         needs_thread = any(k != "text" for k in kinds)
         build_all = functools.partial(self._requests, cols, kinds, names, n)
         requests, early = await asyncio.to_thread(build_all) if needs_thread else build_all()
+        early.update(empty)
         if self.config.runtime.batch:
             results = await self.runtime.run_batch_api(requests)
         else:
             results = await self.runtime.run_many(requests)
         return await self._finish(results, early, requests.__getitem__)
 
-    async def _text_rows(self, cols: list[list], kinds: list[str], keys: list) -> pa.StructArray:
+    async def _text_rows(self, cols: list[list], kinds: list[str], keys: list,
+                         empty: dict[int, RowError]) -> pa.StructArray:
         """Text rows: the cache answers by key (no body built); only the rows it misses become requests."""
         hits = self.runtime.cached_answers(keys)
         todo = [i for i, (k, h) in enumerate(zip(keys, hits)) if h is None and k is not None]
-        if not todo and self.validator is None:
+        if not todo and self.validator is None and not empty:
             return self._cached_columns(hits)
         results: list[Result | None] = [h and Result.cached(h) for h in hits]
         requests: dict[int, Request | None] = {}
-        early: dict[int, RowError] = {}
+        early: dict[int, RowError] = dict(empty)
         if todo:
             built, failed = self._requests([[c[i] for i in todo] for c in cols], kinds, [None] * len(cols), len(todo))
             requests = dict(zip(todo, built))
-            early = {todo[j]: err for j, err in failed.items()}
+            early.update({todo[j]: err for j, err in failed.items()})
             send = [i for i in todo if requests[i] is not None]
             for i, r in zip(send, await self.runtime.send_many([requests[i] for i in send], [keys[i] for i in send])):
                 results[i] = r
@@ -204,9 +211,27 @@ class PromptOperator(AIOperator):
                 requests.append(None)
         return requests, early
 
-    def _input_error(self, e: BaseException) -> RowError:
+    def _empty_inputs(self, cols: list[list], kinds: list[str]) -> dict[int, RowError]:
+        """Rows with an empty text ('') among their inputs: an error of kind "input" each, never sent.
+
+        The rule of every AI function: None in gives null out with no error and no request; ''
+        gives this error (a model asked about nothing answers anything). Those rows become null
+        inputs in ``cols``, so nothing is built, looked up or sent for them.
+        """
+        found: dict[int, RowError] = {}
+        for col, kind in zip(cols, kinds):
+            if kind == "text" and "" in col:
+                for i, v in enumerate(col):
+                    if v == "" and i not in found:
+                        found[i] = self._input_error(EMPTY_INPUT)
+        for i in found:
+            for col in cols:
+                col[i] = None
+        return found
+
+    def _input_error(self, e: BaseException | str) -> RowError:
         """A row whose input cannot be sent: its error (or, with on_error="raise", the end of the job)."""
-        err = RowError(ErrorKind.INPUT, f"{type(e).__name__}: {e}", None, 0)
+        err = RowError(ErrorKind.INPUT, e if isinstance(e, str) else f"{type(e).__name__}: {e}", None, 0)
         if self.config.runtime.on_error == "raise":
             # Raised while the batch's requests are built: no row of it has been sent yet.
             self.stats.errors += 1

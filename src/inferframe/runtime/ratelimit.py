@@ -17,8 +17,8 @@ What keeps a job at the limit without 429s:
   than ``burst_seconds`` may be quantized (OpenAI: "60,000 requests/minute may be enforced as
   1,000 requests/second"): its headers say 1,187 of 1,200 are left while it refuses the 21st
   request within a second. Only a fixed window (its reset is far longer than what was spent
-  explains) is trusted with more than ``burst_seconds``, and only a window's hints raise the
-  level. A 429 the headers did not predict (budget left in them, or none sent) halves the
+  explains) is trusted with more than ``burst_seconds``, and only hints that fit the bucket
+  modelled (a window's, or a remaining budget no larger than it) raise the level. A 429 the headers did not predict (budget left in them, or none sent) halves the
   burst (``contradicted``; once per ``SHRINK_GAP_S``, so one burst's 429s count once, never
   below ``MIN_BURST_SECONDS`` of the rate) and empties the bucket: the rate stays, so the
   requests go evenly spread instead of in bursts. The burst grows back slowly while no such
@@ -201,7 +201,10 @@ class _Bucket:
         high = low + max(0.0, now - sent_at) * server_rate / 60.0  # ... and if it refilled all along
         reserve = self.reserve
         level = min(self.level, high - reserve)
-        if self.window:  # raised to what a window surely has (its burst is used); a bucket's may be quantized
+        # Raised to what the server surely has (a window's burst is used, a level the client lowered too far
+        # comes back), where the hint describes the bucket modelled here: a window, or a remaining budget that
+        # fits in it. "1,187 left" of a bucket held to 20 speaks of a minute that may be quantized.
+        if self.window or remaining <= self.size + 1.0:
             level = max(level, min(low - reserve, self.capacity))
         self.level = level
 
