@@ -129,7 +129,7 @@ def test_ai_stages_give_side_columns_and_hoist_nested_calls():
     staged = [n for n in out.input.schema.names if n.startswith("__stage_")]
     assert staged == ["__stage_0", "__stage_1", "__stage_2"]
     b_error = dict((e.name(), e) for e in out.exprs)["b_error"]
-    assert "fill_null" in str(b_error)  # a row failing upstream reports that error
+    assert "input_error" in str(b_error)  # a row failing upstream reports that error (kind "input")
 
 
 def test_plan_side_ai_call_of_matches_the_functions_copy():

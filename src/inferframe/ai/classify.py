@@ -27,6 +27,7 @@ from inferframe.ai.columns import result_type
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.label_scoring import calibrate, content_free_prior, decide, label_probabilities
 from inferframe.ai.prompt import PromptOperator
+from inferframe.ai.requests import column_kind
 from inferframe.errors import ErrorKind
 from inferframe.providers.interface import Usage
 from inferframe.runtime import Result, RowError
@@ -129,6 +130,8 @@ class ClassifyOperator(PromptOperator):
     async def _scored(self, columns) -> pa.StructArray:
         cols = [s.to_pylist() for s in columns]
         n = len(cols[0]) if cols else 0
+        empty = self._empty_inputs(cols, [column_kind(s.to_arrow().type) for s in columns])
+        self.stats.errors += len(empty)
         texts = [None if any(v is None for v in vals) else "".join(map(str, vals)) for vals in zip(*cols)]
         rows = [i for i, t in enumerate(texts) if t is not None]
         prior, failed = await self._calibration()
@@ -145,7 +148,7 @@ class ClassifyOperator(PromptOperator):
                     res.value, confidence[i] = decide(labels, calibrate(probs, prior))
                 results[i] = res
         self.stats.rows_done += n - len(rows) + (len(rows) if failed is not None else 0)
-        out = self._columns(results, {})
+        out = self._columns(results, empty)
         return with_confidence(out, confidence) if self.config.confidence else out
 
 

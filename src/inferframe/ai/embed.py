@@ -103,7 +103,7 @@ class EmbeddingOperator(AIOperator):
                 early[i] = self._failed(RowError(ErrorKind.INPUT, f"{type(bad).__name__}: {bad}", None, 0))
                 continue
             text = "".join(str(v) for v in values)
-            if not text:
+            if not text or "" in values:  # one rule for every AI function: an empty text is an input error
                 # The API refuses the whole request for one empty input; it has no vector anyway.
                 early[i] = self._failed(RowError(ErrorKind.INPUT, EMPTY_TEXT, None, 0))
                 continue

@@ -213,6 +213,42 @@ def _struct_get(args, params):
     return pc.struct_field(args[0], [params["field"]])
 
 
+@register("ai.input_error", "input_error()")
+def _ai_input_error(args, params):
+    """An AI call's error column, where a row whose input failed upstream is an error of kind "input".
+
+    ``args``: the call's own error structs, then one error column per input that can fail (an AI
+    call feeding it, or a column's ``<name>_error``); ``params``: ``labels`` (each input's name)
+    and ``raise`` (the call's on_error="raise": such a row stops the job with ``RowFailed``).
+    The call's own error wins; else the first failed input's, its message kept.
+    """
+    own = args[0].combine_chunks() if isinstance(args[0], pa.ChunkedArray) else args[0]
+    t, n = own.type, len(own)
+    found = []
+    for label, err in zip(params["labels"], args[1:]):
+        err = err.combine_chunks() if isinstance(err, pa.ChunkedArray) else err
+        failed = pc.is_valid(err)
+        kind = pc.fill_null(pc.struct_field(err, ["kind"]), "")
+        said = pc.fill_null(pc.struct_field(err, ["message"]), "")
+        message = pc.binary_join_element_wise(f"the input {label!r} failed (", kind, "): ", said, "")
+        # An input error that already names where it began is passed on as it is, not wrapped again.
+        message = pc.if_else(pc.and_(pc.equal(kind, "input"), pc.starts_with(said, "the input ")), said, message)
+        fields = {"kind": pa.array(["input"] * n, pa.string()), "message": message,
+                  "attempts": pa.array([0] * n, pa.int64())}
+        found.append(pa.StructArray.from_arrays(
+            [fields[f.name].cast(f.type) if f.name in fields else pa.nulls(n, f.type) for f in t],
+            fields=list(t), mask=pc.invert(failed)))
+    out = pc.coalesce(own, *found) if found else own
+    if params.get("raise") and n:
+        from inferframe.errors import RowFailed
+
+        mine = pc.and_(pc.is_null(own), pc.is_valid(out))
+        if pc.any(mine).as_py():
+            row = out[pc.index(mine, True).as_py()].as_py()
+            raise RowFailed.of({**row, "attempts": 0})
+    return out
+
+
 # --- vectors (embeddings) ---------------------------------------------------
 
 

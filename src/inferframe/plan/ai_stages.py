@@ -38,6 +38,10 @@ def struct_field(node: Node, name: str) -> Node:
     return Call("struct.get", (node,), (("field", name),))
 
 
+# The media functions: each turns the value it reads into the next form of the same value.
+MEDIA_STEPS = frozenset({"download", "decode_image", "resize_image", "encode_image"})
+
+
 class _Stages:
     """The plan so far, growing one ``__stage_<i>`` column per staged expression."""
 
@@ -53,20 +57,43 @@ class _Stages:
         return tmp
 
     def hoist(self, call: UDFCall) -> tuple[str, list[Node]]:
-        """Stage an AI call and, first, the AI calls feeding it; return its column and the error columns, outer first."""
-        errors: list[Node] = []
+        """Stage an AI call and, first, the AI calls feeding it; return its column and its error column.
+
+        A row whose input failed upstream (an AI call feeding this one, or a column ``x`` read
+        with its ``x_error`` beside it) is an error of this call too, of kind "input" with the
+        upstream message (``ai.input_error``): a failed input never looks like a success.
+        """
+        upstream: list[tuple[str, Node]] = []
+        schema = self.plan.schema
 
         def inner(node: Node) -> Node:
             nested = ai_call_of(node)
             if nested is None:
                 return node
             tmp, errs = self.hoist(nested)
-            errors.extend(errs)  # a row that failed upstream reports that error downstream
+            upstream.append((nested.udf.name, errs[0]))
             return struct_field(Col(tmp), "value")
 
+        for name in sorted({c for a in call.args for c in a.referenced_columns()}):
+            if _is_error_column(schema, f"{name}_error"):
+                upstream.append((name, Col(f"{name}_error")))
         new_call = call.with_children(tuple(a.transform_up(inner) for a in call.args))
         tmp = self.stage(new_call)
-        return tmp, [struct_field(Col(tmp), "error"), *errors]
+        own = struct_field(Col(tmp), "error")
+        if not upstream:
+            return tmp, [own]
+        if call.udf.name in MEDIA_STEPS:
+            # Reading, decoding or resizing the same value: a failed step upstream keeps its own kind.
+            return tmp, [Call("fill_null", (own, *(err for _, err in upstream)))]
+        params = (("labels", tuple(label for label, _ in upstream)), ("raise", call.udf.on_error == "raise"))
+        return tmp, [Call("ai.input_error", (own, *(err for _, err in upstream)), params)]
+
+
+def _is_error_column(schema: pa.Schema, name: str) -> bool:
+    """Whether ``name`` is an AI call's error column (struct with kind and message) in ``schema``."""
+    i = schema.get_field_index(name)
+    t = schema.field(i).type if i >= 0 else None
+    return t is not None and pa.types.is_struct(t) and {"kind", "message"} <= {t.field(j).name for j in range(t.num_fields)}
 
 
 def project_nodes(plan: lp.LogicalPlan, nodes: list[Node]) -> lp.LogicalPlan:
