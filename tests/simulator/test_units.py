@@ -164,3 +164,25 @@ def test_schema_generation_varies_and_errors():
     with pytest.raises(SchemaError):
         generate({"type": "integer", "minimum": 5, "maximum": 1}, 0)
     assert generate({"type": "array", "items": {"type": "string"}, "maxItems": 0}, 0) == []
+
+
+def test_quantized_limits_tell_the_minute_and_enforce_the_second():
+    rl = RateLimiter(rpm=1200, tpm=60_000, mode="quantized")
+    allowed = [rl.acquire("m", 10, 0.0) for _ in range(21)]
+    assert sum(d.allowed for d in allowed) == 20  # one second of 1,200 RPM
+    refused = allowed[-1]
+    assert refused.reason == "requests" and refused.retry_after_s == pytest.approx(0.05)
+    assert refused.headers["x-ratelimit-remaining-requests"] == "1180"  # the minute seems open
+    assert refused.headers["x-ratelimit-reset-requests"] == "1s"  # 20 spent of the minute, 20/s
+    assert rl.acquire("m", 10, 0.05).allowed  # one more after 50 ms
+    tokens = RateLimiter(rpm=None, tpm=60_000, mode="quantized")
+    assert tokens.acquire("m", 1000, 0.0).allowed and not tokens.acquire("m", 10, 0.0).allowed
+
+
+def test_rate_limit_headers_can_be_left_out():
+    d = RateLimiter(rpm=60, tpm=600, headers="no_reset").acquire("m", 5, 0.0)
+    assert "x-ratelimit-remaining-requests" in d.headers and not any("reset" in k for k in d.headers)
+    assert RateLimiter(rpm=60, tpm=600, headers="none").acquire("m", 5, 0.0).headers == {}
+    with pytest.raises(ValueError):
+        SimulatorConfig(ratelimit_headers="some")
+    assert SimulatorConfig(rpm=60, ratelimit_mode="quantized", ratelimit_quantum_s=0.5).ratelimit_quantum_s == 0.5
