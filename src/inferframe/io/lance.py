@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable
 
 import pyarrow as pa
@@ -23,6 +24,10 @@ MODES = ("create", "overwrite", "append")
 
 
 def _lancedb():
+    # Lance logs at WARN by default, e.g. "No existing dataset at ..., it will be created" on every
+    # new table: nothing a user can act on. LANCEDB_LOG is read once, when lancedb is first imported;
+    # a value the user set is kept.
+    os.environ.setdefault("LANCEDB_LOG", "error")
     try:
         import lancedb
     except ImportError:
