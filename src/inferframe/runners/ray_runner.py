@@ -157,6 +157,44 @@ class _JobState:
         return list(out.values())
 
 
+class _Idle:
+    """An actor that does nothing (see ``_absorb_restart_warning``)."""
+
+    def __init__(self, _arg: Any) -> None:
+        pass
+
+
+_RESTART_WARNING_ABSORBED = False
+
+
+def _absorb_restart_warning(ray) -> None:
+    """Keep Ray's "constructor arguments in the object store and max_restarts > 0" line off the terminal.
+
+    Ray Data starts every actor-pool worker with object-store refs as constructor arguments and
+    ``max_restarts=-1``, and the driver's core worker then logs at error level that a restart would fail
+    if those refs were lost (ray-project/ray#53727). Ray Data holds them for the operator's whole life,
+    so the line is nothing a user can act on. Ray logs it once per process: one throwaway actor, created
+    while stderr points at /dev/null, uses that once, so no job prints it and every other log still shows.
+    """
+    global _RESTART_WARNING_ABSORBED
+    if _RESTART_WARNING_ABSORBED:
+        return
+    _RESTART_WARNING_ABSORBED = True
+    import sys
+
+    ref = ray.put(None)
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        actor = ray.remote(num_cpus=0, max_restarts=1)(_Idle).remote(ref)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    ray.kill(actor, no_restart=True)
+
+
 class RayRunner:
     """Run plans on a Ray cluster with Ray Data; results equal the local runner's, row for row.
 
@@ -191,6 +229,7 @@ class RayRunner:
         ctx.execution_options.preserve_order = True  # results in the plan's order, as locally
         ctx.enable_progress_bars = False  # the driver draws inferframe's own line
         ctx.raise_original_map_exception = True  # a worker's inferframe error reaches the driver as itself
+        _absorb_restart_warning(ray)
         return ray
 
     def cluster_cpus(self) -> int:
