@@ -142,8 +142,8 @@ def _guard() -> Iterator[None]:
     except CLIError as e:
         _echo_error(str(e))
         raise typer.Exit(e.code) from None
-    except KeyboardInterrupt:
-        _echo_error("interrupted")
+    except KeyboardInterrupt as e:  # the library's one line says what was kept and how to resume
+        _echo_error(str(e) or "interrupted")
         raise typer.Exit(INTERRUPTED) from None
     except (ServiceError, LocalServerError, BatchAPIError) as e:
         _echo_error(str(e))

@@ -233,11 +233,20 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         plan = self._optimized()
-        with self._progress(plan, progress) as recorder:
-            for batch in get_runner().run(plan):
-                if recorder is not None:
-                    recorder.observe(batch)
-                yield batch
+        try:
+            with self._progress(plan, progress) as recorder:
+                for batch in get_runner().run(plan):
+                    if recorder is not None:
+                        recorder.observe(batch)
+                    yield batch
+        except KeyboardInterrupt as e:
+            if e.args or not has_ai(plan):
+                raise
+            from inferframe.dataframe.interrupt import interrupted_message
+            from inferframe.observe import last_run
+
+            # one line on what was kept and how to go on, instead of the executor's internals
+            raise KeyboardInterrupt(interrupted_message(plan, last_run())) from None
         if report is not None and recorder is not None:
             from inferframe.dataframe.report import report as write_report
 

@@ -75,6 +75,7 @@ class OpenAIProvider(Provider):
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._session = None
+        self._closed = False
 
     def __reduce__(self):
         raise TypeError("A live provider holds a key and a connection pool; pickle its ProviderSpec instead.")
@@ -112,6 +113,8 @@ class OpenAIProvider(Provider):
 
     # --- sending --------------------------------------------------------------------------------
     async def _client(self):
+        if self._closed:  # a request still running when the job stopped must not open a new session
+            raise ConnectionError("the job stopped: this provider's connections are closed")
         if self._session is None:
             import aiohttp
 
@@ -125,6 +128,8 @@ class OpenAIProvider(Provider):
     async def send(self, request: Request) -> Outcome:
         import aiohttp
 
+        if self._closed:
+            return Outcome(error_kind=ErrorKind.CONNECTION, message="the job stopped before this request was sent")
         session = await self._client()
         url = self._url(request.endpoint)
         try:
@@ -211,6 +216,7 @@ class OpenAIProvider(Provider):
         return out
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None
