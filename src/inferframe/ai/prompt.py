@@ -240,22 +240,32 @@ class PromptOperator(AIOperator):
         return err
 
     async def _validated(self, request: Callable[[], Request], result: Result) -> Result:
-        """Check a structured answer; optionally ask once more with the validation error (``request()``: its request)."""
+        """Check a structured answer; optionally ask once more with the validation error (``request()``: its request).
+
+        A valid answer whose string ends in a loop (a phrase repeated to the length bound) fails too.
+        """
+        from inferframe.structured.repetition import looping_field, repetition_message
+
         cut = result.error is None and result.value is not None and result.finish_reason == "length"
         if self.config.repair and (cut or (result.error is not None and result.error.kind == ErrorKind.LENGTH)):
             # A structured answer cut off mid-way is repaired like an invalid one.
             raw = result.value if cut else result.error.raw or ""
             problem = "the answer was cut off before the JSON was complete"
         elif cut:
-            return self._failed(result, RowError(ErrorKind.LENGTH, "The answer was cut off at max_tokens before the "
-                                                 "JSON was complete; raise max_tokens.", None, result.attempts,
-                                                 result.value))
+            return self._failed(result, RowError(ErrorKind.LENGTH, self._cut_message(result.value), None,
+                                                 result.attempts, result.value))
         elif result.error is not None or result.value is None:
             return result
         else:
             value, problem = self.validator.validate(result.value)
-            if problem is None:
+            loop = looping_field(value) if problem is None else None
+            if problem is None and loop is None:
                 return dataclasses.replace(result, value=value)
+            if loop is not None and not self.config.repair:
+                return self._failed(result, RowError(ErrorKind.LENGTH, repetition_message(
+                    loop[1], loop[0], llama_cpp=self._llama_cpp), None, result.attempts, result.value))
+            if loop is not None:
+                problem = f"field {loop[0]!r} repeats {loop[1]!r} over and over; write it once"
             raw = result.value
         if self.config.repair:
             retry = await self.runtime.run_one(self._repair_request(request(), raw, problem))
@@ -271,6 +281,20 @@ class PromptOperator(AIOperator):
                 raw, problem, result = retry.value, problem2, merged
         return self._failed(result, RowError(ErrorKind.SCHEMA, f"The answer does not match the return format: {problem}",
                                              None, result.attempts, raw))
+
+    @property
+    def _llama_cpp(self) -> bool:
+        """The answers come from a llama.cpp server (a grammar enforces the format; DRY sampling is there)."""
+        return getattr(getattr(self.wire, "capabilities", None), "structured_outputs", None) == "grammar"
+
+    def _cut_message(self, raw: str) -> str:
+        """Why a structured answer was cut at max_tokens: a loop (more tokens will not help), else too few tokens."""
+        from inferframe.structured.repetition import repeated_phrase, repetition_message
+
+        phrase = repeated_phrase(raw or "")
+        if phrase is not None:
+            return repetition_message(phrase, llama_cpp=self._llama_cpp)
+        return "The answer was cut off at max_tokens before the JSON was complete; raise max_tokens."
 
     def _failed(self, result: Result, err: RowError) -> Result:
         """A row whose answer cannot be used: an error (or, with on_error="raise", the end of the job)."""

@@ -24,6 +24,13 @@ MAX_INPUT_TOKENS = 512
 # The server embeds n_parallel inputs at a time on the CPU (measured 5-12 short inputs/s on a busy
 # 2-core machine): small requests keep every request well inside the HTTP timeout.
 MAX_BATCH_INPUTS = 8
+# DRY ("don't repeat yourself") sampling for structured answers: a token that would continue a
+# sequence already seen (in the prompt or the answer) longer than dry_allowed_length tokens is
+# penalised by dry_multiplier * dry_base ** (length - allowed), so a loop (a summary repeating its
+# sentence) is broken within a few tokens; '"' and ':' reset the count, so a JSON key or a short
+# label copied from the prompt costs nothing. Greedy decoding (temperature 0) applies it too.
+# llama.cpp's repeat_penalty is not used: it penalises every recent token, digits and labels too.
+ANTI_REPETITION = {"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": 256}
 
 
 class LocalProvider(LlamaCppProvider):
@@ -73,18 +80,28 @@ class LocalProvider(LlamaCppProvider):
 
     @classmethod
     def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
+        """A compact grammar of ``schema`` (its free-text strings bounded) and DRY sampling (``ANTI_REPETITION``).
+
+        A request option of the same name (e.g. ``dry_multiplier=0``) replaces the field.
+
+        Example:
+            >>> f = LocalProvider.format_fields(LocalProvider.capabilities, "chat", "R", {"type": "string"}, None)
+            >>> print(f["grammar"].splitlines()[0], f["dry_multiplier"])
+            root ::= "\\"" char{1,300} "\\"" 0.8
+        """
         if choices is not None:
             # A grammar of the bare labels makes the first token start a label.
             return {"grammar": "root ::= " + " | ".join(_gbnf_literal(c) for c in choices)}
         # llama.cpp's own schema grammar lets a base model pad with whitespace until max_tokens:
         # ours admits compact JSON only.
-        return {"grammar": json_schema_to_gbnf(schema)}
+        return {"grammar": json_schema_to_gbnf(schema), **ANTI_REPETITION}
 
     @classmethod
     def default_max_tokens(cls, schema: dict) -> int | None:
-        """1.5x the tokens of a full compact answer (strings ~48 tokens, lists 4 items), from 64 to 2048.
+        """1.5x the tokens of a full compact answer (strings at their bound, lists 4 items), from 64 to 2048.
 
-        Without it a small base model can write one string or list until the context is full.
+        Without it a small base model can write one list until the context is full; a string ends
+        at its bound in the grammar, within this budget.
         """
         return max(64, min(2048, int(1.5 * answer_token_bound(schema))))
 

@@ -30,6 +30,9 @@ enforced, because every answer goes through :class:`~inferframe.structured.Valid
 fine-tuned models reject even the numeric and array bounds; size limits (nesting depth, number of
 properties, enum values) are left to the server to report.
 
+With ``lengths=True`` a strict schema keeps ``minLength`` and ``maxLength``: for servers that enforce
+them while generating (the local llama.cpp grammar bounds every free-text string by them).
+
 With ``strict=False`` the schema is plain JSON Schema for servers without strict mode: only fields
 without defaults are ``required``, ``dict[str, X]`` is ``{"type": "object", "additionalProperties": X}``,
 and ``pattern``, ``minLength``, ``maxLength`` and ``uniqueItems`` are kept.
@@ -61,12 +64,13 @@ _NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 _STRICT_KEEP = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
                           "minItems", "maxItems", "format"})
-_LOOSE_KEEP = _STRICT_KEEP | {"pattern", "minLength", "maxLength", "uniqueItems"}
+_LENGTHS = frozenset({"minLength", "maxLength"})
+_LOOSE_KEEP = _STRICT_KEEP | _LENGTHS | {"pattern", "uniqueItems"}
 _FORMATS = {"date": "date", "datetime": "date-time", "time": "time"}
 _ENUM_JSON_TYPE = {"string": "string", "integer": "integer", "boolean": "boolean"}
 
 
-def json_schema_for(return_format: Any, *, strict: bool = True) -> tuple[str, dict]:
+def json_schema_for(return_format: Any, *, strict: bool = True, lengths: bool = False) -> tuple[str, dict]:
     """A (name, JSON schema) pair that makes a server produce ``return_format``.
 
     Parameters:
@@ -74,6 +78,7 @@ def json_schema_for(return_format: Any, *, strict: bool = True) -> tuple[str, di
             subclass, a list of choices, or another annotation of supported types.
         strict: follow OpenAI's strict-mode rules (see the module docstring); False gives plain JSON
             Schema with optional fields left out of ``required``.
+        lengths: keep strings' ``minLength``/``maxLength`` in strict mode too (for a grammar, not OpenAI).
 
     Returns:
         ``name`` matching ``^[a-zA-Z0-9_-]{1,64}$`` (the model's class name when it fits) and a fresh
@@ -86,12 +91,13 @@ def json_schema_for(return_format: Any, *, strict: bool = True) -> tuple[str, di
         >>> json_schema_for(["yes", "no"])[1]["properties"]["label"]
         {'type': 'string', 'enum': ['yes', 'no']}
     """
-    return schema_of_spec(build_spec(return_format), strict=strict)
+    return schema_of_spec(build_spec(return_format), strict=strict, lengths=lengths)
 
 
-def schema_of_spec(spec: Spec, *, strict: bool = True) -> tuple[str, dict]:
+def schema_of_spec(spec: Spec, *, strict: bool = True, lengths: bool = False) -> tuple[str, dict]:
     """``json_schema_for`` for an already parsed :class:`Spec`."""
-    schema = _emit(spec.root, strict)
+    keep = _LOOSE_KEEP if not strict else _STRICT_KEEP | _LENGTHS if lengths else _STRICT_KEEP
+    schema = _emit(spec.root, strict, keep)
     if spec.wrapper_key is not None:
         schema = {
             "type": "object",
@@ -133,8 +139,9 @@ def response_format_for(name: str, schema: dict, endpoint: str) -> dict:
     return {"structured_outputs": {"json": schema}}
 
 
-def _emit(node: Node, strict: bool) -> dict:
-    body = _emit_body(node, strict)
+def _emit(node: Node, strict: bool, keep: frozenset) -> dict:
+    """``keep``: the constraint keywords kept."""
+    body = _emit_body(node, strict, keep)
     annotations = {}
     if node.title:
         annotations["title"] = node.title
@@ -146,10 +153,10 @@ def _emit(node: Node, strict: bool) -> dict:
     return {**annotations, **body}
 
 
-def _emit_body(node: Node, strict: bool) -> dict:
+def _emit_body(node: Node, strict: bool, keep: frozenset) -> dict:
     kind = node.kind
     if kind == "object":
-        props = {f.key: _emit(f.node, strict) for f in node.fields}
+        props = {f.key: _emit(f.node, strict, keep) for f in node.fields}
         required = [f.key for f in node.fields] if strict else [f.key for f in node.fields if f.required]
         out: dict = {"type": "object", "properties": props}
         if required or strict:
@@ -157,9 +164,9 @@ def _emit_body(node: Node, strict: bool) -> dict:
         out["additionalProperties"] = False
         return out
     if kind == "array":
-        return {"type": "array", "items": _emit(node.item, strict), **_keywords(node, strict)}
+        return {"type": "array", "items": _emit(node.item, strict, keep), **_keywords(node, keep)}
     if kind == "map":
-        value = _emit(node.item, strict)
+        value = _emit(node.item, strict, keep)
         if not strict:
             return {"type": "object", "additionalProperties": value}
         return {
@@ -176,11 +183,10 @@ def _emit_body(node: Node, strict: bool) -> dict:
         return {"type": _ENUM_JSON_TYPE[node.value_kind], "enum": list(node.choices)}
     if kind in _FORMATS:
         return {"type": "string", "format": _FORMATS[kind]}
-    return {"type": kind, **_keywords(node, strict)}
+    return {"type": kind, **_keywords(node, keep)}
 
 
-def _keywords(node: Node, strict: bool) -> dict:
-    keep = _STRICT_KEEP if strict else _LOOSE_KEEP
+def _keywords(node: Node, keep: frozenset) -> dict:
     out = {}
     for key, value in node.constraints:
         if key not in keep:
