@@ -170,14 +170,17 @@ def _pairs(examples: Any) -> list[tuple[Any, Any]]:
 
 
 def _read_file(path: str):
-    import inferframe as ifr
+    # The io layer directly: the ai layer sits below the DataFrame API and must not import it.
+    import pyarrow as pa
+
+    from inferframe.io.readers import open_source, scan, source_schema
 
     suffix = os.path.splitext(path)[1].lower()
     fmt = _FILE_FORMATS.get(suffix)
     if fmt is None:
         raise PlanError(f"examples: cannot tell the format of {path!r}; use .csv, .parquet or .jsonl")
-    reader = {"csv": ifr.read_csv, "parquet": ifr.read_parquet, "json": ifr.read_json}[fmt]
-    return reader(path).to_arrow()
+    src = open_source(fmt, path)
+    return pa.Table.from_batches(list(scan(src)), schema=source_schema(src))
 
 
 def _table_pairs(table) -> list[tuple[Any, Any]]:
