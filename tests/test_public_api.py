@@ -49,7 +49,7 @@ def _layer(module: str) -> str | None:
 
 def test_all_is_pinned():
     assert sorted(ifr.__all__) == sorted([
-        "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "DriftWarning", "PromptLayoutHint", "ErrorKind",
+        "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "DriftWarning", "PromptLayoutHint", "ErrorKind",
         "Evaluation", "evaluate",
         "ExecutionError", "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
         "MediaError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",

@@ -13,12 +13,11 @@ from inferframe.dataframe import (
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
 from inferframe.observe import DriftWarning, set_history
-# Reachable as inferframe.PromptLayoutHint (the name its message gives for filterwarnings); not yet in __all__,
-# whose list tests/test_public_api.py pins.
+# Public so that warnings.filterwarnings(category=inferframe.PromptLayoutHint) can silence it; its message names it so.
 from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
 from inferframe.errors import (
-    BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
+    ArgumentTypeError, BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
     LocalServerError, MediaError, PathNotFoundError, PathNotWritableError, PlanError, RowFailed, SchemaMismatchError,
     ServiceError, UDFError,
 )
@@ -32,7 +31,7 @@ from inferframe.udf import cls, func, method
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
+    "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
     "cls", "col", "from_arrow",

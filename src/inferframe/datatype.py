@@ -23,6 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from inferframe.errors import ArgumentTypeError, ExpressionTypeError, PlanError
+
 
 class _ImageType(pa.ExtensionType):
     """Encoded image bytes (PNG/JPEG/...), one image per row."""
@@ -74,7 +76,7 @@ class DataType:
 
     def __init__(self, arrow_type: pa.DataType) -> None:
         if not isinstance(arrow_type, pa.DataType):
-            raise TypeError(f"DataType needs a pyarrow.DataType, got {type(arrow_type).__name__}")
+            raise ArgumentTypeError(f"DataType needs a pyarrow.DataType, got {type(arrow_type).__name__}")
         self._arrow = arrow_type
 
     # --- constructors -------------------------------------------------
@@ -162,7 +164,7 @@ class DataType:
     def embedding(cls, inner: "DataType", size: int) -> "DataType":
         """A fixed-size vector, e.g. ``DataType.embedding(DataType.float32(), 384)``."""
         if size <= 0:
-            raise ValueError(f"embedding size must be positive, got {size}")
+            raise PlanError(f"embedding size must be positive, got {size}; pass the model's vector size, e.g. 384.")
         return cls(pa.list_(_as_arrow(inner), size))
 
     @classmethod
@@ -178,7 +180,7 @@ class DataType:
     @classmethod
     def python(cls) -> "DataType":
         """Arbitrary Python objects are not stored; use a concrete type instead."""
-        raise TypeError(
+        raise ExpressionTypeError(
             "inferframe keeps every column in Arrow, so it has no Python-object type. "
             "Declare a concrete return_dtype (string, struct, list, ...) or serialise the value."
         )
@@ -298,25 +300,25 @@ def _arrow_from_python_type(tp: Any) -> pa.DataType:
         non_none = [a for a in args if a is not type(None)]
         if len(non_none) == 1:
             return _arrow_from_python_type(non_none[0])
-        raise TypeError(f"Cannot map the union {tp!r} to one column type; use a single type or Optional[T].")
+        raise ExpressionTypeError(f"Cannot map the union {tp!r} to one column type; use a single type or Optional[T].")
     if origin is typing.Annotated:
         return _arrow_from_python_type(args[0])
     if origin is typing.Literal:
         kinds = {type(a) for a in args}
         if len(kinds) != 1:
-            raise TypeError(f"Literal values of mixed types {tp!r} cannot share one column type.")
+            raise ExpressionTypeError(f"Literal values of mixed types {tp!r} cannot share one column type.")
         return _arrow_from_python_type(kinds.pop())
     if origin in (list, tuple, set, frozenset, typing.Sequence) or tp in (list, tuple):
         if not args:
-            raise TypeError(f"Cannot infer the element type of bare {tp!r}; annotate it, e.g. list[str].")
+            raise ExpressionTypeError(f"Cannot infer the element type of bare {tp!r}; annotate it, e.g. list[str].")
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             args = (args[0],)
         if origin is tuple and len(set(args)) > 1:
-            raise TypeError(f"Tuples with mixed element types {tp!r} cannot be one list column; use a TypedDict.")
+            raise ExpressionTypeError(f"Tuples with mixed element types {tp!r} cannot be one list column; use a TypedDict.")
         return pa.list_(_arrow_from_python_type(args[0]))
     if origin is dict or tp is dict:
         if len(args) != 2:
-            raise TypeError("Cannot infer the key/value types of a bare dict; annotate it, e.g. dict[str, int].")
+            raise ExpressionTypeError("Cannot infer the key/value types of a bare dict; annotate it, e.g. dict[str, int].")
         return pa.map_(_arrow_from_python_type(args[0]), _arrow_from_python_type(args[1]))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return pa.string()
@@ -331,7 +333,7 @@ def _arrow_from_python_type(tp: Any) -> pa.DataType:
         return pa.struct([pa.field(k, _arrow_from_python_type(hints[k])) for k in tp.model_fields])
     if isinstance(tp, DataType):
         return tp.to_arrow()
-    raise TypeError(
+    raise ExpressionTypeError(
         f"Cannot map the Python type {tp!r} to a column type. "
         "Pass return_dtype=inferframe.DataType.<type>() explicitly."
     )

@@ -6,6 +6,7 @@ The hierarchy::
     ├── PlanError (ValueError)              the plan is wrong; raised before any data is read
     │   ├── ColumnNotFoundError (KeyError)  a column name does not exist
     │   ├── ExpressionTypeError (TypeError) an expression does not fit its inputs' types
+    │   ├── ArgumentTypeError (TypeError)   an argument of a call has the wrong Python type
     │   ├── PathNotFoundError (FileNotFoundError)  an input path matches no file
     │   └── PathNotWritableError (OSError)  the output location cannot be written
     ├── UDFError                            a user function raised or returned the wrong type
@@ -48,6 +49,21 @@ class ColumnNotFoundError(PlanError, KeyError):
 
 class ExpressionTypeError(PlanError, TypeError):
     """An expression cannot be applied to the types of its inputs."""
+
+
+class ArgumentTypeError(PlanError, TypeError):
+    """An argument of an inferframe call has the wrong Python type; the message names it, what came and what fits.
+
+    Subclasses TypeError, so ``except TypeError`` still catches it.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> try:
+        ...     ifr.from_pydict([1, 2])
+        ... except TypeError as e:
+        ...     isinstance(e, ifr.ArgumentTypeError), isinstance(e, ifr.PlanError)
+        (True, True)
+    """
 
 
 class PathNotFoundError(PlanError, FileNotFoundError):

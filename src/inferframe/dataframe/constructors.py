@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.dataframe.dataframe import DataFrame, in_memory
-from inferframe.errors import PlanError
+from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.plan import logical as lp
 
 
@@ -20,7 +20,7 @@ def from_pydict(data: dict[str, Any]) -> DataFrame:
         2
     """
     if not isinstance(data, dict):
-        raise TypeError(f"from_pydict() takes a dict of columns, got {type(data).__name__}")
+        raise ArgumentTypeError(f"from_pydict() takes a dict of columns, got {type(data).__name__}")
     lengths = {k: len(v) for k, v in data.items()}
     if len(set(lengths.values())) > 1:
         raise PlanError(f"from_pydict(): columns have different lengths {lengths}; every column needs one value per row.")
@@ -48,7 +48,7 @@ def from_arrow(data: Any) -> DataFrame:
     elif isinstance(data, (list, tuple)):
         data = pa.Table.from_batches(list(data))
     if not isinstance(data, pa.Table):
-        raise TypeError(f"from_arrow() takes a pyarrow Table or RecordBatch(es), got {type(data).__name__}")
+        raise ArgumentTypeError(f"from_arrow() takes a pyarrow Table or RecordBatch(es), got {type(data).__name__}")
     return in_memory(data)
 
 
@@ -67,7 +67,8 @@ def from_ray_dataset(ds: Any) -> DataFrame:
     if not tables:
         arrow_schema = getattr(schema, "base_schema", schema)
         if not isinstance(arrow_schema, pa.Schema):
-            raise TypeError("from_ray_dataset(): the dataset is empty and has no Arrow schema to keep.")
+            raise PlanError("from_ray_dataset(): the dataset is empty and has no Arrow schema to keep; "
+                            "pass a dataset with at least one row or an Arrow schema.")
         return in_memory(arrow_schema.empty_table())
     return in_memory(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0])
 

@@ -10,6 +10,7 @@ import json
 import pyarrow as pa
 
 from inferframe.datatype import compact
+from inferframe.errors import PlanError
 from inferframe.observe.progress import in_notebook  # noqa: F401  (it lives there: the progress line needs it too)
 
 
@@ -52,7 +53,7 @@ def render_text(table: pa.Table, *, max_width: int | None = 30, total: int | Non
 
     styles = {None: box.ROUNDED, "fancy": box.ROUNDED, "simple": box.SIMPLE, "markdown": box.MARKDOWN, "plain": None, "grid": box.SQUARE}
     if format not in styles:
-        raise ValueError(f"show(format=...) takes one of {', '.join(repr(k) for k in styles if k)}, got {format!r}")
+        raise PlanError(f"show(format=...) takes one of {', '.join(repr(k) for k in styles if k)}, got {format!r}")
     t = Table(box=styles[format], show_lines=False, header_style="bold")
     for field in table.schema:
         t.add_column(f"{field.name}\n{compact(field.type)}", overflow="fold", max_width=(max_width + 2) if max_width else None)

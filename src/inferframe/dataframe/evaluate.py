@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from inferframe.dataframe.constructors import from_arrow, from_pandas, read_csv, read_json, read_parquet
 from inferframe.dataframe.dataframe import DataFrame
-from inferframe.errors import ColumnNotFoundError, PlanError
+from inferframe.errors import ArgumentTypeError, ColumnNotFoundError, PlanError
 from inferframe.expressions.expression import Expression, col
 
 _PRED, _TRUTH, _ERR, _ROW = "__eval_prediction", "__eval_truth", "__eval_error", "__eval_row"
@@ -171,20 +171,20 @@ class Evaluation:
 
     def _check(self, thresholds: dict[str, Any], known: tuple[str, ...], method: str, ok, word: str) -> None:
         if not thresholds:
-            raise TypeError(f"{method}() needs at least one threshold, e.g. {method}({known[0]}=0.9).")
+            raise ArgumentTypeError(f"{method}() needs at least one threshold, e.g. {method}({known[0]}=0.9).")
         failures = []
         for metric, threshold in thresholds.items():
             if metric not in known:
-                raise TypeError(f"{method}() got an unknown metric {metric!r}; it takes: {', '.join(known)}.")
+                raise ArgumentTypeError(f"{method}() got an unknown metric {metric!r}; it takes: {', '.join(known)}.")
             if isinstance(threshold, dict):
                 if metric not in _AT_LEAST_DICT:
-                    raise TypeError(f"{method}({metric}=...) takes a number, not a dict.")
+                    raise ArgumentTypeError(f"{method}({metric}=...) takes a number, not a dict.")
                 for key, t in threshold.items():
                     value, label = self._lookup(metric, key), f"{metric}[{key!r}]"
                     failures += self._compare(label, value, t, ok, word)
             else:
                 if metric in _AT_LEAST_DICT:
-                    raise TypeError(f"{method}({metric}=...) takes a dict of thresholds, e.g. {metric}={{'name': 0.9}}.")
+                    raise ArgumentTypeError(f"{method}({metric}=...) takes a dict of thresholds, e.g. {metric}={{'name': 0.9}}.")
                 failures += self._compare(metric, getattr(self, metric), threshold, ok, word)
         if failures:
             context = f"prediction {self.prediction!r} vs truth {self.truth!r}, {self.rows - self.unlabelled} labelled rows"
@@ -344,7 +344,7 @@ def _as_frame(df: Any) -> DataFrame:
         return from_pandas(df)
     if hasattr(df, "to_arrow"):
         return from_arrow(df.to_arrow())
-    raise TypeError(f"evaluate() takes an inferframe DataFrame (or anything with .to_arrow()), got {type(df).__name__}.")
+    raise ArgumentTypeError(f"evaluate() takes an inferframe DataFrame (or anything with .to_arrow()), got {type(df).__name__}.")
 
 
 def _resolve(spec: Any, role: str) -> tuple[Expression, str]:
@@ -352,7 +352,7 @@ def _resolve(spec: Any, role: str) -> tuple[Expression, str]:
         return col(spec), spec
     if isinstance(spec, Expression):
         return spec, spec.name()
-    raise TypeError(f"evaluate({role}=...) takes a column name or an inferframe.col(...) expression, "
+    raise ArgumentTypeError(f"evaluate({role}=...) takes a column name or an inferframe.col(...) expression, "
                     f"got {type(spec).__name__}: {spec!r}")
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from inferframe.datatype import DataType, to_datatype
+from inferframe.errors import ArgumentTypeError, ExpressionTypeError
 from inferframe.expressions.nodes import Agg, Alias, Call, Cast, Col, Lit, Node, UDFCall, Unnest
 from inferframe.expressions.udf_spec import UDFSpec, resolve_return_dtype
 
@@ -29,7 +30,7 @@ def to_node(value: Any) -> Node:
     if isinstance(value, Node):
         return value
     if isinstance(value, DataType):
-        raise TypeError("A DataType is not a value; did you mean .cast(dtype)?")
+        raise ExpressionTypeError("A DataType is not a value; did you mean .cast(dtype)?")
     return Lit(value)
 
 
@@ -98,7 +99,7 @@ class Expression:
         return str(self._node)
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise ExpressionTypeError(
             "An expression has no truth value; combine predicates with & | ~ instead of and/or/not."
         )
 
@@ -623,7 +624,7 @@ def col(name: str) -> Expression:
         'review'
     """
     if not isinstance(name, str):
-        raise TypeError(f"col() takes a column name (str), got {type(name).__name__}")
+        raise ArgumentTypeError(f"col() takes a column name (str), got {type(name).__name__}")
     return Expression(Col(name))
 
 
@@ -674,5 +675,5 @@ def make_call(spec: UDFSpec, args: tuple, kwargs: dict) -> Expression:
         else:
             kwargs_layout.append((k, "const", v))
     if not nodes:
-        raise TypeError(f"{spec.name}() needs at least one column argument, e.g. {spec.name}(col('x')).")
+        raise ExpressionTypeError(f"{spec.name}() needs at least one column argument, e.g. {spec.name}(col('x')).")
     return Expression(UDFCall(spec.bind(tuple(layout), tuple(kwargs_layout)), tuple(nodes)))

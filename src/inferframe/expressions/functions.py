@@ -13,6 +13,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from inferframe.errors import ExpressionTypeError
+
 
 @dataclasses.dataclass(frozen=True)
 class Function:
@@ -204,10 +206,10 @@ def _list_join(args, params):
 def _struct_get(args, params):
     t = _type(args[0])
     if not pa.types.is_struct(t):
-        raise TypeError(f"struct.get() needs a struct column, got {t}")
+        raise ExpressionTypeError(f"struct.get() needs a struct column, got {t}")
     if t.get_field_index(params["field"]) < 0:
         names = [t.field(i).name for i in range(t.num_fields)]
-        raise TypeError(f"struct has no field {params['field']!r}; fields are {names}")
+        raise ExpressionTypeError(f"struct has no field {params['field']!r}; fields are {names}")
     if isinstance(args[0], pa.StructArray) and args[0].null_count == 0:
         return args[0].field(params["field"])  # no parent nulls to apply: the child as it is (no kernel call)
     return pc.struct_field(args[0], [params["field"]])
@@ -266,7 +268,7 @@ class ConstVector:
 
         arr = np.asarray(values)
         if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-            raise TypeError(f"a constant vector must be a flat list or 1-D array of numbers, got shape {arr.shape} of {arr.dtype}")
+            raise ExpressionTypeError(f"a constant vector must be a flat list or 1-D array of numbers, got shape {arr.shape} of {arr.dtype}")
         self.values = tuple(float(v) for v in arr)
 
     def __len__(self) -> int:
@@ -295,7 +297,7 @@ def vector_size(t: pa.DataType) -> int | None:
         v = t.value_type
         if pa.types.is_floating(v) or pa.types.is_integer(v):
             return t.list_size if pa.types.is_fixed_size_list(t) else None
-    raise TypeError(
+    raise ExpressionTypeError(
         f"{t} is not a vector; vector functions need fixed_size_list<float> or list<float> columns, "
         "e.g. from embed_text() or .cast(DataType.embedding(DataType.float32(), 384))"
     )
@@ -386,7 +388,7 @@ def _cosine_similarity(args, params):
     sa, sb = vector_size(a_arr.type), vector_size(b_arr.type)
     if sa is not None and sb is not None and sa != sb:
         what = "the constant vector has" if b is None else "the second has"
-        raise TypeError(
+        raise ExpressionTypeError(
             f"the vectors differ in size: the first has {sa} values per row, {what} {sb}. "
             "Compare embeddings of the same model and size (embed_text(..., dimensions=) or the same model on both sides)"
         )

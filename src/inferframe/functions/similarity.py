@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from inferframe.errors import ArgumentTypeError, ExpressionTypeError
 from inferframe.expressions.expression import Expression, _call
 from inferframe.expressions.functions import ConstVector
 
@@ -42,16 +43,16 @@ def cosine_similarity(a: Any, b: Any) -> Expression:
         {'s': [0.0]}
     """
     if not isinstance(a, Expression):
-        raise TypeError(f"cosine_similarity(): the first argument must be a column expression such as col('embedding'), got {type(a).__name__}.")
+        raise ArgumentTypeError(f"cosine_similarity(): the first argument must be a column expression such as col('embedding'), got {type(a).__name__}.")
     if isinstance(b, Expression):
         return _call("cosine_similarity", a, b)
     if isinstance(b, (list, tuple, np.ndarray)):
         try:
             vec = ConstVector(b)
         except (TypeError, ValueError) as e:
-            raise TypeError(f"cosine_similarity(): {e}") from None
+            raise ExpressionTypeError(f"cosine_similarity(): {e}") from None
         return _call("cosine_similarity", a, vector=vec)
-    raise TypeError(
+    raise ArgumentTypeError(
         f"cosine_similarity(): the second argument must be an expression or a constant vector (list or numpy array), "
         f"got {type(b).__name__}."
     )
