@@ -1,9 +1,15 @@
 import ast
+import importlib
 import pathlib
+import pkgutil
+import types
+
+import pytest
 
 import inferframe as ifr
 
 ROOT = pathlib.Path(ifr.__file__).parent
+ROOT_PACKAGE = "inferframe"
 
 # DESIGN.md's layers, top imports bottom. Where the table's row order cannot be an import order the
 # dependency decides: the runners compose the executor (so they sit above it), the logical plan holds
@@ -12,7 +18,9 @@ ROOT = pathlib.Path(ifr.__file__).parent
 # Top-level modules that are layers of their own: session (settings resolved into plans) sits under
 # the AI layer and above runtime/providers.
 # "cli" (the command line) and "__main__" (python -m inferframe) sit above everything: they use the public API.
-LAYERS = ["__main__", "cli", "doctor", "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
+# "inferframe" is the root package (inferframe/__init__.py, the public API's names): only the command line sits
+# above it, so `import inferframe` or `from inferframe import X` inside any layer fails the layer test.
+LAYERS = ["__main__", "cli", "doctor", ROOT_PACKAGE, "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
           "runtime", "providers", "structured", "media", "io", "observe"]
 # Modules every layer may use: errors, types and small value classes with no inferframe imports of a layer.
 BASE = {"errors", "datatype", "series", "file"}
@@ -39,12 +47,23 @@ def _imports(path: pathlib.Path, pkg: str) -> list[str]:
             found += [f"{base}.{a.name}" for a in node.names] + [base]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names]
-    return [m for m in found if m.startswith("inferframe.")]
+    return [m for m in found if m == ROOT_PACKAGE or m.startswith(ROOT_PACKAGE + ".")]
 
 
 def _layer(module: str) -> str | None:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None
+    return parts[1] if len(parts) > 1 else ROOT_PACKAGE if module == ROOT_PACKAGE else None
+
+
+def _public_packages():
+    """inferframe and every subpackage whose __init__ declares ``__all__``."""
+    out = [ifr]
+    for info in pkgutil.iter_modules(ifr.__path__, prefix="inferframe."):
+        if info.ispkg:
+            module = importlib.import_module(info.name)
+            if hasattr(module, "__all__"):
+                out.append(module)
+    return out
 
 
 def test_all_is_pinned():
@@ -61,6 +80,29 @@ def test_all_is_pinned():
         assert getattr(ifr, name) is not None
 
 
+@pytest.mark.parametrize("package", _public_packages(), ids=lambda m: m.__name__)
+def test_all_names_every_public_member(package):
+    """As httpx's test_exported_members: ``__all__`` lists every public name of the package and nothing else.
+
+    Submodules become attributes of their package when imported, so a module counts only where ``__all__``
+    names it on purpose (``inferframe.functions``).
+    """
+    exported = package.__all__
+    assert len(exported) == len(set(exported)), sorted(n for n in exported if exported.count(n) > 1)
+    missing = [name for name in exported if not hasattr(package, name)]
+    assert not missing, f"{package.__name__}.__all__ names what it does not define: {missing}"
+    public = {
+        name for name, value in vars(package).items()
+        if not name.startswith("_") and (not isinstance(value, types.ModuleType) or name in exported)
+    }
+    assert sorted(public - set(exported)) == [], f"public in {package.__name__} but not in __all__"
+
+
+def test_public_packages_are_found():
+    names = {m.__name__ for m in _public_packages()}
+    assert {"inferframe", "inferframe.functions", "inferframe.observe", "inferframe.dataframe"} <= names, names
+
+
 def test_every_package_is_a_layer_with_an_init():
     packages = {p.parent.name for p in ROOT.glob("*/*.py")} - {"simulator"}
     assert packages <= set(LAYERS), packages - set(LAYERS)
@@ -70,11 +112,10 @@ def test_every_package_is_a_layer_with_an_init():
     assert top <= set(LAYERS) | BASE, top - set(LAYERS) - BASE
 
 
-def test_layers_import_one_way():
-    """A lower layer never imports a higher one (function-local imports included)."""
+def _layer_violations(modules: dict[str, pathlib.Path]) -> list[str]:
     rank = {name: i for i, name in enumerate(LAYERS)}
     bad = []
-    for name, path in _modules().items():
+    for name, path in modules.items():
         me = _layer(name)
         if me not in rank:
             continue
@@ -83,7 +124,23 @@ def test_layers_import_one_way():
             other = _layer(target)
             if other in rank and rank[other] < rank[me]:
                 bad.append(f"{name} imports {target}")
+    return bad
+
+
+def test_layers_import_one_way():
+    """A lower layer never imports a higher one (function-local imports included)."""
+    bad = _layer_violations(_modules())
     assert not bad, bad
+
+
+@pytest.mark.parametrize("line", ["import inferframe", "import inferframe as ifr", "from inferframe import col",
+                                  "from inferframe.dataframe import DataFrame", "from .. import functions"])
+def test_layer_check_catches_an_upward_import(tmp_path, line):
+    """The root package and the user API rank above the ai layer: importing them from ai is a violation."""
+    module = tmp_path / "probe.py"
+    module.write_text(f"def f():\n    {line}\n")
+    assert _layer_violations({"inferframe.ai.probe": module}), line
+    assert not _layer_violations({"inferframe.cli.probe": module}), line
 
 
 def test_base_modules_import_no_layer():

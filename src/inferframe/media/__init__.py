@@ -17,8 +17,6 @@ Example:
     ('input_image', 'data:image/png;base64,')
 """
 
-from __future__ import annotations
-
 from ._errors import MediaError
 from .download import DownloadError, fetch_many, fetch_many_sync
 from .files import basename, classify, looks_like_text, mime_for, pdf_text, read_text_file
