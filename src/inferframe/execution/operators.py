@@ -42,10 +42,6 @@ def scan(node: Source, ctx: ExecContext) -> Batches:
         yield batch
 
 
-def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
-
-
 def project(batches: Batches, exprs: tuple[Node, ...], schema: pa.Schema) -> Batches:
     for batch in batches:
         arrays = [evaluate(e, batch) for e in exprs]

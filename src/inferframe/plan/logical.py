@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from inferframe.errors import ExpressionTypeError, PlanError
 from inferframe.expressions.functions import vector_size
-from inferframe.expressions.nodes import Col, Node, column_not_found, contains_udf
+from inferframe.expressions.nodes import Col, Node, column_not_found
 
 
 class LogicalPlan:
@@ -114,9 +114,6 @@ class Project(LogicalPlan):
 
     def describe(self) -> str:
         return f"Project [{', '.join(str(e) for e in self.exprs)}]"
-
-    def has_udf(self) -> bool:
-        return any(contains_udf(e) for e in self.exprs)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
