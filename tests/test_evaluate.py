@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 import inferframe as ifr
-from inferframe.dataframe.evaluate import Evaluation, evaluate
+from inferframe.dataframe.evaluation import Evaluation, evaluate
 from inferframe.errors import ColumnNotFoundError, PlanError
 from inferframe.structured.arrow_types import arrow_type_for
 

@@ -4,7 +4,7 @@ from inferframe.dataframe.constructors import (
     from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist, from_ray_dataset, read_csv, read_json, read_parquet,
 )
 from inferframe.dataframe.dataframe import DataFrame, GroupedDataFrame
-from inferframe.dataframe.evaluate import Evaluation, evaluate
+from inferframe.dataframe.evaluation import Evaluation, evaluate
 from inferframe.dataframe.report import report
 from inferframe.dataframe.runs import run_sample, runs
 from inferframe.dataframe.schema import Schema
