@@ -26,6 +26,8 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.json as pajson
 
+from inferframe.errors import ArgumentTypeError, PlanError
+
 __all__ = ["FORMATS", "normalize_options", "file_format", "option"]
 
 FORMATS = ("parquet", "csv", "json", "glob")
@@ -60,8 +62,8 @@ def normalize_options(format: str, options: dict[str, Any]) -> tuple[tuple[str, 
         options: keyword options given by the user; lists become tuples.
 
     Raises:
-        ValueError: unknown format or option name.
-        TypeError: an option has the wrong type.
+        PlanError: unknown format or option name.
+        ArgumentTypeError: an option has the wrong type.
 
     Example::
 
@@ -69,18 +71,19 @@ def normalize_options(format: str, options: dict[str, Any]) -> tuple[tuple[str, 
         ()
     """
     if format not in _OPTIONS:
-        raise ValueError(f"Unknown format {format!r}; expected one of {', '.join(FORMATS)}.")
+        raise PlanError(f"Unknown format {format!r}; expected one of {', '.join(FORMATS)}.")
     allowed = _OPTIONS[format]
     out = []
     for key, value in options.items():
         if key not in allowed:
             valid = ", ".join(sorted(allowed)) or "none"
-            raise ValueError(f"Unknown option {key!r} for {format}; valid options: {valid}.")
+            raise PlanError(f"Unknown option {key!r} for {format}; valid options: {valid}.")
         if isinstance(value, list):
             value = tuple(value)
         expected = allowed[key]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise TypeError(f"Option {key!r} for {format} has type {type(value).__name__}")
+            raise ArgumentTypeError(f"Option {key!r} for {format} has type {type(value).__name__}; "
+                                    f"it takes {getattr(expected, '__name__', expected)}.")
         out.append((key, value))
     return tuple(sorted(out, key=lambda kv: kv[0]))
 
@@ -124,7 +127,7 @@ def file_format(format: str, options: tuple[tuple[str, Any], ...]) -> ds.FileFor
         read = pajson.ReadOptions(**_pick(options, block_size="block_size"))
         parse = pajson.ParseOptions(**_pick(options, newlines_in_values="newlines_in_values"))
         return ds.JsonFileFormat(read_options=read, parse_options=parse)
-    raise ValueError(f"Format {format!r} has no file reader")
+    raise PlanError(f"Format {format!r} has no file reader; read parquet, csv or json.")
 
 
 def _csv_format(options: tuple[tuple[str, Any], ...]) -> ds.CsvFileFormat:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from inferframe.errors import PlanError
 from inferframe.io._jsonl import encode_jsonl
 
 __all__ = [
@@ -54,7 +55,7 @@ class PartWriter(Protocol):
 
 
 def check_writable(format: str, schema: pa.Schema, compression: str | None) -> None:
-    """Raise ValueError now if ``format`` cannot store ``schema`` or use ``compression``.
+    """Raise PlanError now if ``format`` cannot store ``schema`` or use ``compression``.
 
     Args:
         format: ``parquet``, ``csv`` or ``json``.
@@ -66,19 +67,19 @@ def check_writable(format: str, schema: pa.Schema, compression: str | None) -> N
         >>> check_writable("csv", pa.schema([("v", pa.list_(pa.int8()))]), None)
         Traceback (most recent call last):
         ...
-        ValueError: CSV cannot store nested column(s) v (list<item: int8>); write parquet or json...
+        inferframe.errors.PlanError: CSV cannot store nested column(s) v (list<item: int8>); write parquet or json...
     """
     if format not in WRITE_FORMATS:
-        raise ValueError(f"Unknown write format {format!r}; expected one of {WRITE_FORMATS}.")
+        raise PlanError(f"Unknown write format {format!r}; expected one of {WRITE_FORMATS}.")
     if format == "csv":
         nested = [f for f in schema if pa.types.is_nested(f.type)]
         if nested:
             listed = ", ".join(f"{f.name} ({f.type})" for f in nested)
-            raise ValueError(
+            raise PlanError(
                 f"CSV cannot store nested column(s) {listed}; write parquet or json instead."
             )
     if compression is not None and format != "parquet" and compression not in _CODEC_EXTENSION:
-        raise ValueError(
+        raise PlanError(
             f"Unsupported compression {compression!r} for {format}; "
             f"use one of {', '.join(_CODEC_EXTENSION)} or None."
         )
@@ -138,7 +139,7 @@ def open_part_writer(
         return _CsvPart(sink, schema)
     if format == "json":
         return _JsonPart(sink)
-    raise ValueError(f"Unknown write format {format!r}; expected one of {WRITE_FORMATS}.")
+    raise PlanError(f"Unknown write format {format!r}; expected one of {WRITE_FORMATS}.")
 
 
 class _ParquetPart:

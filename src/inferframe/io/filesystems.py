@@ -20,6 +20,8 @@ import re
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from inferframe.errors import PlanError
+
 __all__ = ["split_scheme", "filesystem_for", "local_path", "display_path"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -86,7 +88,7 @@ def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
             Must not contain glob wildcards (resolve those against the base directory).
 
     Raises:
-        ValueError: the scheme is unknown, or needs a package that is not installed.
+        PlanError: the scheme is unknown, or needs a package that is not installed.
 
     Example::
 
@@ -114,7 +116,7 @@ def _fsspec_filesystem_for(uri: str, scheme: str) -> tuple[pafs.FileSystem, str]
     try:
         import fsspec
     except ImportError as e:
-        raise ValueError(
+        raise PlanError(
             f"Cannot open {uri!r}: pyarrow has no built-in filesystem for '{scheme}://' "
             "and fsspec is not installed. Install it with `pip install fsspec` "
             "(plus the package for this protocol)."
@@ -126,7 +128,7 @@ def _fsspec_filesystem_for(uri: str, scheme: str) -> tuple[pafs.FileSystem, str]
     except ValueError as e:
         if "Protocol not known" not in str(e):
             raise
-        raise ValueError(
+        raise PlanError(
             f"Unknown filesystem protocol '{scheme}://' in {uri!r}: neither pyarrow nor "
             "fsspec recognise it. Check the spelling, or install the fsspec "
             "implementation that provides it (for example `pip install s3fs` for s3://, "
@@ -135,10 +137,10 @@ def _fsspec_filesystem_for(uri: str, scheme: str) -> tuple[pafs.FileSystem, str]
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
 
 
-def _missing_package_error(uri: str, scheme: str, detail: str) -> ValueError:
+def _missing_package_error(uri: str, scheme: str, detail: str) -> PlanError:
     package = _PACKAGE_FOR_PROTOCOL.get(scheme)
     hint = f"`pip install {package}`" if package else "the package named above"
-    return ValueError(
+    return PlanError(
         f"Cannot open {uri!r}: the '{scheme}://' filesystem needs an optional package "
         f"that is not installed ({detail}). Install it with {hint}."
     )

@@ -20,6 +20,8 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from inferframe.errors import PlanError
+
 MODES = ("create", "overwrite", "append")
 
 
@@ -84,14 +86,14 @@ def write_lance(batches: Iterable[pa.RecordBatch], schema: pa.Schema, uri: str, 
         (2, True)
     """
     if mode not in MODES:
-        raise ValueError(f"write_lance(): mode must be one of {', '.join(MODES)}, got {mode!r}.")
+        raise PlanError(f"write_lance(): mode must be one of {', '.join(MODES)}, got {mode!r}.")
     if not isinstance(table, str) or not table:
-        raise ValueError("write_lance(): table= needs a table name, e.g. table='items'.")
+        raise PlanError("write_lance(): table= needs a table name, e.g. table='items'.")
     lancedb = _lancedb()
     db = lancedb.connect(uri, **options)
     exists = _exists(db, table)
     if mode == "create" and exists:
-        raise ValueError(
+        raise PlanError(
             f"write_lance(): table {table!r} already exists in {uri}. "
             "Use mode='overwrite' to replace it or mode='append' to add rows."
         )

@@ -33,7 +33,7 @@ from typing import Union
 
 import pyarrow.fs as pafs
 
-from inferframe.errors import PathNotFoundError
+from inferframe.errors import ArgumentTypeError, PathNotFoundError, PlanError
 from inferframe.io._glob import glob_to_regex, has_glob, is_hidden, split_glob
 from inferframe.io.filesystems import filesystem_for, local_path, split_scheme
 
@@ -65,7 +65,7 @@ def resolve_paths(
     Raises:
         PathNotFoundError: an entry matches no file; the message names it (a PlanError and a
             FileNotFoundError).
-        ValueError: unknown protocol, missing optional package, or mixed filesystems.
+        PlanError: unknown protocol, missing optional package, or mixed filesystems.
 
     Example::
 
@@ -121,7 +121,7 @@ def resolve_file_infos(
         if chosen is None:
             chosen = fs
         elif fs is not chosen and not chosen.equals(fs):
-            raise ValueError(
+            raise PlanError(
                 f"All paths must be on one filesystem, but {entry!r} is on "
                 f"'{fs.type_name}' while earlier paths are on '{chosen.type_name}'. "
                 "Read them separately and concatenate the results."
@@ -138,20 +138,22 @@ def _as_entries(path: object) -> list[str]:
     elif isinstance(path, (list, tuple)):
         items = list(path)
     else:
-        raise TypeError(
-            f"path must be a str, os.PathLike or a list of them, not {type(path).__name__}"
+        raise ArgumentTypeError(
+            f"path must be a str, os.PathLike or a list of them, not {type(path).__name__}; "
+            "pass e.g. 'data/*.parquet' or ['a.csv', 'b.csv']."
         )
     if not items:
-        raise ValueError("No paths given: pass at least one file, directory or glob.")
+        raise PlanError("No paths given: pass at least one file, directory or glob.")
     out = []
     for item in items:
         if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"path entries must be str or os.PathLike, not {type(item).__name__}")
+            raise ArgumentTypeError(f"path entries must be str or os.PathLike, not {type(item).__name__}; "
+                                    "pass each file, directory or glob as text.")
         text = os.fspath(item)
         if not isinstance(text, str):
-            raise TypeError(f"path entries must be text, not {type(text).__name__}")
+            raise ArgumentTypeError(f"path entries must be text, not {type(text).__name__}; decode bytes paths first.")
         if not text:
-            raise ValueError("Empty path: pass a file, directory or glob.")
+            raise PlanError("Empty path: pass a file, directory or glob.")
         out.append(text)
     return out
 
@@ -163,7 +165,7 @@ def _normalize_extensions(extensions: Iterable[str] | None) -> tuple[str, ...] |
         extensions = [extensions]
     exts = tuple(e.lower() if e.startswith(".") else "." + e.lower() for e in extensions)
     if not exts:
-        raise ValueError("extensions must name at least one extension, or be None")
+        raise PlanError("extensions must name at least one extension (e.g. ['.csv']), or be None for every file.")
     return exts
 
 
@@ -224,7 +226,7 @@ def _resolve_glob(
 ) -> tuple[pafs.FileSystem, list[pafs.FileInfo]]:
     base, pattern = split_glob(rest)
     if scheme is not None and not base:
-        raise ValueError(
+        raise PlanError(
             f"Glob wildcards in the bucket or host of {entry!r} are not supported; "
             "put them after the first '/'."
         )

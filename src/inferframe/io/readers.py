@@ -38,6 +38,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from inferframe.errors import ArgumentTypeError, ColumnNotFoundError, PlanError
 from inferframe.io._batches import cast_batch
 from inferframe.io._formats import FORMATS, file_format, normalize_options, option
 from inferframe.io.errors import SchemaMismatchError
@@ -96,7 +97,7 @@ class ScanSource:
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
-            raise ValueError(f"Unknown format {self.format!r}; expected one of {FORMATS}.")
+            raise PlanError(f"Unknown format {self.format!r}; expected one of {FORMATS}.")
         # Lists would make the frozen source unhashable and mutable from outside.
         object.__setattr__(self, "paths", tuple(self.paths))
         object.__setattr__(self, "options", tuple(tuple(kv) for kv in self.options))
@@ -122,7 +123,7 @@ def open_source(
 
     Raises:
         PathNotFoundError: nothing matches (a FileNotFoundError); raised at plan time, not mid-query.
-        ValueError / TypeError: unknown format, option or protocol.
+        PlanError / ArgumentTypeError: unknown format, option or protocol; an option of the wrong type.
 
     Example::
 
@@ -169,7 +170,8 @@ def source_schema(src: ScanSource) -> pa.Schema:
     if src.format == "glob":
         return GLOB_SCHEMA
     if not src.paths:
-        raise ValueError("The source has no files and no explicit schema to scan with.")
+        raise PlanError("The source has no files and no explicit schema to scan with; "
+                        "pass schema= or at least one file.")
     first = src.paths[0]
     try:
         if src.format == "parquet":
@@ -257,11 +259,11 @@ def scan(
         [40, 40, 20]
     """
     if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
+        raise PlanError(f"limit must be >= 0 (or None for every row), got {limit}")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise PlanError(f"batch_size must be >= 1, got {batch_size}")
     if filter is not None and not isinstance(filter, pc.Expression):
-        raise TypeError(f"filter must be a pyarrow.compute.Expression, not {type(filter).__name__}")
+        raise ArgumentTypeError(f"filter must be a pyarrow.compute.Expression, not {type(filter).__name__}")
     target = source_schema(src)
     cols = _check_columns(target, columns)
     projected = pa.schema([target.field(name) for name in cols])
@@ -278,15 +280,15 @@ def _check_columns(schema: pa.Schema, columns: Sequence[str] | None) -> list[str
     if columns is None:
         return list(schema.names)
     if isinstance(columns, str):
-        raise TypeError("columns must be a list of names, not a single string")
+        raise ArgumentTypeError(f"columns must be a list of names, not a single string; pass [{columns!r}].")
     cols = list(columns)
     missing = [c for c in cols if c not in schema.names]
     if missing:
-        raise KeyError(
+        raise ColumnNotFoundError(
             f"Unknown column(s) {missing}; available: {', '.join(schema.names)}"
         )
     if len(set(cols)) != len(cols):
-        raise ValueError(f"columns lists a name twice: {cols}")
+        raise PlanError(f"columns lists a name twice: {cols}; name each column once.")
     return cols
 
 

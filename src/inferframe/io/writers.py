@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from inferframe.errors import PathNotWritableError
+from inferframe.errors import ArgumentTypeError, PathNotWritableError, PlanError, SchemaMismatchError
 from inferframe.io._batches import cast_batch
 from inferframe.io._part_writers import (
     PartWriter,
@@ -150,9 +150,9 @@ class PendingWrite:
                  compression: str | None = None, filesystem: pafs.FileSystem | None = None,
                  mode: str = "overwrite") -> None:
         if mode not in WRITE_MODES:
-            raise ValueError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
+            raise PlanError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
         if not isinstance(rows_per_file, int) or rows_per_file < 1:
-            raise ValueError(f"rows_per_file must be a positive integer, got {rows_per_file!r}")
+            raise PlanError(f"rows_per_file must be a positive integer, got {rows_per_file!r}")
         check_writable(format, schema, compression)
         self.format, self.schema, self.rows_per_file, self.compression, self.mode = (
             format, schema, rows_per_file, compression, mode)
@@ -334,8 +334,9 @@ def _conformed(
         elif isinstance(item, pa.RecordBatch):
             parts = [item]
         else:
-            raise TypeError(
-                f"Item {index} is a {type(item).__name__}, not a pyarrow RecordBatch or Table"
+            raise ArgumentTypeError(
+                f"Item {index} is a {type(item).__name__}, not a pyarrow RecordBatch or Table; "
+                "pass an iterable of RecordBatches or Tables"
             )
         for batch in parts:
             yield _conform(batch, schema, index)
@@ -345,15 +346,16 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema, index: int) -> pa.RecordB
     if batch.schema.equals(schema):
         return batch
     if batch.schema.names != schema.names:
-        raise ValueError(
-            f"Batch {index} has columns {batch.schema.names}, expected {schema.names}"
+        raise SchemaMismatchError(
+            f"Batch {index} has columns {batch.schema.names}, expected {schema.names}; "
+            "give every batch the same columns in the same order"
         )
     if batch.schema.types == schema.types:
         return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
     return cast_batch(
         batch,
         schema,
-        lambda name, e: ValueError(
+        lambda name, e: SchemaMismatchError(
             f"Batch {index}: column {name!r} cannot be cast to the output schema's "
             f"{schema.field(name).type}: {e}"
         ),
