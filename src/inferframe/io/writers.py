@@ -106,8 +106,8 @@ def write_dataset(
         The final paths of the written files, in order (URIs for remote roots).
 
     Raises:
-        ValueError: bad format, mode, compression, rows_per_file, or a batch that
-            does not fit ``schema``; CSV with nested columns.
+        PlanError: bad format, mode, compression, rows_per_file, or a batch that
+            does not fit ``schema`` (SchemaMismatchError); CSV with nested columns.
         PathNotWritableError: ``root`` is an existing file, or cannot be created or
             written (read-only, no permission); an OSError, raised before any batch is read.
 
