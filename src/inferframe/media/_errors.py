@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inferframe.errors import MediaError
+from inferframe.errors import ArgumentTypeError, MediaError
 
 __all__ = ["MediaError", "describe_bytes", "require_bytes"]
 
@@ -15,9 +15,9 @@ def describe_bytes(data: bytes, n: int = 16) -> str:
 
 
 def require_bytes(data: object, what: str) -> bytes:
-    """Return data as bytes (bytes, bytearray and memoryview accepted) or raise a TypeError naming `what`."""
+    """Return data as bytes (bytes, bytearray and memoryview accepted) or raise an ArgumentTypeError naming `what`."""
     if isinstance(data, bytes):
         return data
     if isinstance(data, (bytearray, memoryview)):
         return bytes(data)
-    raise TypeError(f"{what} expects bytes, got {type(data).__name__}")
+    raise ArgumentTypeError(f"{what} expects bytes, got {type(data).__name__}")

@@ -13,7 +13,7 @@ from urllib.request import url2pathname
 
 import aiohttp
 
-from inferframe.errors import DownloadError
+from inferframe.errors import DownloadError, PlanError
 
 __all__ = ["DownloadError", "fetch_many", "fetch_many_sync"]
 
@@ -146,9 +146,9 @@ async def fetch_many(
         >>> tmp.cleanup()
     """
     if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
+        raise PlanError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise PlanError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
     items = list(urls)
     results: list[bytes | Exception | None] = [None] * len(items)

@@ -13,6 +13,8 @@ import re
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
+from inferframe.errors import PlanError
+
 from ._errors import MediaError, describe_bytes, require_bytes
 from .image import sniff_mime
 
@@ -291,7 +293,7 @@ def pdf_text(data: bytes, max_pages: int | None = None) -> str:
     """
     data = require_bytes(data, "pdf_text()")
     if max_pages is not None and (isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1):
-        raise ValueError(f"max_pages must be a positive int or None, got {max_pages!r}")
+        raise PlanError(f"max_pages must be a positive int or None, got {max_pages!r}")
     if sniff_mime(data) != "application/pdf":
         found = sniff_mime(data)
         raise MediaError(f"Could not read PDF: the bytes are not a PDF ({found or describe_bytes(data)})")

@@ -10,6 +10,8 @@ import base64
 import io
 from typing import TYPE_CHECKING
 
+from inferframe.errors import PlanError
+
 from ._errors import MediaError, describe_bytes, require_bytes
 
 if TYPE_CHECKING:
@@ -178,7 +180,7 @@ def decode(data: bytes) -> PILImage.Image:
 
 def _check_max_size(max_size: int) -> int:
     if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
-        raise ValueError(f"max_size must be a positive int, got {max_size!r}")
+        raise PlanError(f"max_size must be a positive int, got {max_size!r}")
     return max_size
 
 
@@ -219,7 +221,7 @@ def resize(img: PILImage.Image, max_size: int) -> PILImage.Image:
 
 def _format_name(format: str) -> str:
     if not isinstance(format, str) or format.lower() not in _FORMATS:
-        raise ValueError(f"format must be one of 'png', 'jpeg', 'webp', got {format!r}")
+        raise PlanError(f"format must be one of 'png', 'jpeg', 'webp', got {format!r}")
     return _FORMATS[format.lower()]
 
 
@@ -253,7 +255,7 @@ def encode(img: PILImage.Image, format: str = "png", quality: int = 85) -> bytes
     """
     fmt = _format_name(format)
     if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
-        raise ValueError(f"quality must be an int from 1 to 100, got {quality!r}")
+        raise PlanError(f"quality must be an int from 1 to 100, got {quality!r}")
     buf = io.BytesIO()
     if fmt == "JPEG":
         _flatten(img).save(buf, "JPEG", quality=quality)
@@ -344,5 +346,5 @@ def to_data_url(data: bytes, mime: str) -> str:
     """
     data = require_bytes(data, "to_data_url()")
     if not isinstance(mime, str) or "/" not in mime or any(c in mime for c in " ,;"):
-        raise ValueError(f"mime must be a type like 'image/png', got {mime!r}")
+        raise PlanError(f"mime must be a type like 'image/png', got {mime!r}")
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"

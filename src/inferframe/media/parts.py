@@ -20,6 +20,8 @@ import base64
 import binascii
 from typing import Any
 
+from inferframe.errors import ArgumentTypeError, PlanError
+
 from ._errors import MediaError, require_bytes
 from .files import basename, classify, mime_for, pdf_text, read_text_file
 from .image import normalize, sniff_mime, to_data_url
@@ -34,7 +36,7 @@ PDF_MODES = ("file", "text")
 
 def _check_api(api: str) -> str:
     if api not in APIS:
-        raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
+        raise PlanError(f"api must be 'chat' or 'responses', got {api!r}")
     return api
 
 
@@ -51,7 +53,7 @@ def text_part(text: str, api: str) -> dict[str, Any]:
     """
     _check_api(api)
     if not isinstance(text, str):
-        raise TypeError(f"text_part() expects a str, got {type(text).__name__}")
+        raise ArgumentTypeError(f"text_part() expects a str, got {type(text).__name__}")
     return {"type": "text" if api == "chat" else "input_text", "text": text}
 
 
@@ -103,7 +105,7 @@ def image_part(
     """
     _check_api(api)
     if detail not in DETAILS:
-        raise ValueError(f"detail must be one of {', '.join(map(repr, DETAILS))}, got {detail!r}")
+        raise PlanError(f"detail must be one of {', '.join(map(repr, DETAILS))}, got {detail!r}")
     if isinstance(data_or_url, str):
         lowered = data_or_url[:8].lower()
         if lowered.startswith(("http://", "https://")):
@@ -161,9 +163,9 @@ def file_part(
     """
     _check_api(api)
     if pdf_mode not in PDF_MODES:
-        raise ValueError(f"pdf_mode must be 'file' or 'text', got {pdf_mode!r}")
+        raise PlanError(f"pdf_mode must be 'file' or 'text', got {pdf_mode!r}")
     if not isinstance(name, str):
-        raise TypeError(f"file_part() expects name to be a str, got {type(name).__name__}")
+        raise ArgumentTypeError(f"file_part() expects name to be a str, got {type(name).__name__}")
     data = require_bytes(data, "file_part()")
     filename = basename(name) or "file"
     kind = classify(name, data)
