@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from inferframe.errors import PlanError
 from inferframe.observe.history import MAX_CATEGORIES, RunHistory, drift
 from inferframe.observe.owner import owner_tag
 from inferframe.observe.stats import CURRENT_RUN, latency_quantile
@@ -71,7 +72,7 @@ def set_history(enabled: bool = True, *, sample: float = 0.01, max_sample: int =
         >>> set_history()
     """
     if not 0 <= sample <= 1:
-        raise ValueError(f"sample is a share of rows between 0 and 1, got {sample!r}")
+        raise PlanError(f"sample is a share of rows between 0 and 1, got {sample!r}; e.g. set_history(sample=0.05).")
     SETTINGS.enabled, SETTINGS.sample, SETTINGS.max_sample, SETTINGS.directory = enabled, sample, max_sample, directory
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from inferframe.errors import PlanError
+
 _BASE = {
     "boolean": '"true" | "false"',
     "null": '"null"',
@@ -82,7 +84,8 @@ class _Grammar:
     def ref(self, ref: str) -> str:
         if ref not in self.named:
             if not ref.startswith("#/"):
-                raise ValueError(f"only local $refs are supported, got {ref!r}")
+                raise PlanError(f"only local $refs are supported, got {ref!r}; put the definition under $defs "
+                                "and refer to it as '#/$defs/<name>'.")
             node: Any = self.root
             for part in ref[2:].split("/"):
                 node = node[part]
