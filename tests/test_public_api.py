@@ -11,10 +11,17 @@ import inferframe as ifr
 ROOT = pathlib.Path(ifr.__file__).parent
 ROOT_PACKAGE = "inferframe"
 
-# DESIGN.md's layers, top imports bottom. Where the table's row order cannot be an import order the
-# dependency decides: the runners compose the executor (so they sit above it), the logical plan holds
-# expression nodes (so plan sits above expressions), in-process models sit above the AI layer whose
-# result columns and vector helpers they use, and observe (counters, progress) is the floor every layer reports to.
+# DESIGN.md's layers, top imports bottom; its "knows nothing of" column holds for every row. Where the table's
+# row order cannot be an import order the dependency decides (the table is the design, this list the order):
+# - plan above expressions: the logical plan holds expression nodes and its rules rewrite them (table: expressions
+#   first), and every operator that evaluates an expression imports expressions/evaluate;
+# - runners above execution, plan, ai, runtime, providers and io (table: next to last): a runner runs the
+#   physical operators and implements the coordinator the runtime's shared limits go through; it still
+#   imports nothing of the user's API (dataframe, functions, udf);
+# - execution above plan (table: plan above execution, since plan does physical planning) until the one
+#   physical planner (issue 24 item 2) leaves the executor no plan node to read; then the two swap;
+# - in-process models above the AI layer whose result columns and vector helpers they use;
+# - observe (counters, progress, run history, evaluation's scoring) is the floor every layer reports to.
 # Top-level modules that are layers of their own: session (settings resolved into plans) sits under
 # the AI layer and above runtime/providers.
 # "cli" (the command line) and "__main__" (python -m inferframe) sit above everything: they use the public API.
