@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.config import AICallConfig
-from inferframe.ai.requests import build_body, build_request, column_kind
+from inferframe.ai.requests import BodyTemplate, EstimatedRequest, build_body, build_request, column_kind
 from inferframe.ai.operator import AIOperator
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
@@ -47,6 +47,7 @@ class PromptOperator(AIOperator):
         self.wire = provider_class(config.provider)  # builds every row's body: looked up once
         self.validator = None
         self._template: KeyTemplate | bool | None = None  # text rows' cache keys (False: not usable)
+        self._bodies: BodyTemplate | bool | None = None  # text rows' bodies (False: not usable)
         self.value_type = pa.string()
         if config.return_format is not None:
             from inferframe.structured import Validator, arrow_type_for
@@ -95,7 +96,10 @@ class PromptOperator(AIOperator):
         requests: dict[int, Request | None] = {}
         early: dict[int, RowError] = dict(empty)
         if todo:
-            built, failed = self._requests([[c[i] for i in todo] for c in cols], kinds, [None] * len(cols), len(todo))
+            sub = [[c[i] for i in todo] for c in cols]
+            built, failed = self._text_requests(sub), {}
+            if built is None:
+                built, failed = self._requests(sub, kinds, [None] * len(cols), len(todo))
             requests = dict(zip(todo, built))
             early.update({todo[j]: err for j, err in failed.items()})
             send = [i for i in todo if requests[i] is not None]
@@ -108,6 +112,28 @@ class PromptOperator(AIOperator):
             return requests[i]
 
         return await self._finish(results, early, request)
+
+    def _text_requests(self, cols: list[list]) -> list[Request] | None:
+        """Requests of text rows (no null among them) from a template of the body; None where it does not apply.
+
+        Checked against the body built the usual way for the first row of every batch, as the keys are.
+        """
+        if self._bodies is False or any(type(v) is not str for c in cols for v in c):
+            return None
+        if self._bodies is None:
+            try:
+                self._bodies = BodyTemplate(build_body(self.config, [KeyTemplate.SLOT], ["text"], None, self.wire),
+                                            KeyTemplate.SLOT)
+            except (ValueError, TypeError):
+                self._bodies = False
+                return None
+        texts = cols[0] if len(cols) == 1 else ["".join(vals) for vals in zip(*cols)]
+        probe = build_request(self.config, [c[0] for c in cols], ["text"] * len(cols), None, self.wire)
+        if probe is None or self._bodies.fill(texts[0]) != probe.body:
+            self._bodies = False
+            return None
+        fill, endpoint, wire, model = self._bodies.fill, self.config.endpoint, self.wire, self.config.model
+        return [EstimatedRequest(endpoint, fill(t), wire, model) for t in texts]
 
     def _text_keys(self, cols: list[list]) -> list | None:
         """The cache keys of text rows from a template of the body, or None where it does not apply.
