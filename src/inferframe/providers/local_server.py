@@ -30,7 +30,7 @@ import urllib.request
 import warnings
 from pathlib import Path
 
-from inferframe.errors import LocalServerError
+from inferframe.errors import LocalServerError, PlanError
 from inferframe.providers.llama_build import rebuild_command
 from inferframe.providers.local_files import model_name, resolve_binary, resolve_model
 
@@ -145,9 +145,9 @@ class LocalServer:
         self.n_parallel = _resolve_parallel(n_parallel)
         self.threads = int(threads) if threads is not None else _usable_cpus()
         if self.threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+            raise PlanError(f"threads must be >= 1, got {threads}; pass a thread count or None for every usable CPU.")
         if ctx_per_slot < 64:
-            raise ValueError(f"ctx_per_slot must be >= 64, got {ctx_per_slot}")
+            raise PlanError(f"ctx_per_slot must be >= 64 tokens, got {ctx_per_slot}; e.g. ctx_per_slot=2048.")
         self.ctx_per_slot = int(ctx_per_slot)
         self.temperature = temperature
         self.embeddings = bool(embeddings)
@@ -687,7 +687,7 @@ def _resolve_parallel(n_parallel: int | None) -> int:
             raise LocalServerError(f"{_ENV_PARALLEL}={raw!r} must be >= 1")
         return n_parallel
     if int(n_parallel) < 1:
-        raise ValueError(f"n_parallel must be >= 1, got {n_parallel}")
+        raise PlanError(f"n_parallel must be >= 1, got {n_parallel}")
     return int(n_parallel)
 
 

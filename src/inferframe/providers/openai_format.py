@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from inferframe.errors import ErrorKind
+from inferframe.errors import ErrorKind, PlanError
 from inferframe.providers.interface import LimitHints, Outcome, Usage
 from inferframe.providers.tokens import count_text
 
@@ -120,7 +120,8 @@ def content_parts(parts: list, api: str, media: MediaOptions) -> str | list[dict
             out.append(file_part(name or "file", value, api, pdf_mode=media.pdf_mode, max_size=media.max_image_size,
                                  format=media.image_format, detail=media.image_detail))
         else:
-            raise ValueError("a conversation column must be the only input of prompt()")
+            raise PlanError("a conversation column must be the only input of prompt(); "
+                            "pass it alone, e.g. prompt(col('messages')), with instructions in system_message=.")
     return out
 
 
