@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, _call, col, lit
 from inferframe.functions.files import download, file
 
@@ -23,7 +24,8 @@ def format(template: str, *args: Any) -> Expression:
     """Fill each ``{}`` in ``template`` with the matching argument's value (as text)."""
     holes = template.count("{}")
     if holes != len(args):
-        raise ValueError(f"format(): the template has {holes} '{{}}' placeholders but got {len(args)} arguments.")
+        raise PlanError(f"format(): the template has {holes} '{{}}' placeholders but got {len(args)} arguments; "
+                        "give one argument per '{}'.")
     if not args:
         return lit(template)
     return _call("format", *args, template=template)

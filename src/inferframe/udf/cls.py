@@ -21,6 +21,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
+from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.expressions.udf import (
     ClassSpec, UDFSpec, is_async_callable, make_call, resolve_return_dtype, with_file_args,
 )
@@ -111,7 +112,7 @@ class ClsHandle:
     def __call__(self, *args: Any, **kwargs: Any):
         fn = getattr(self._spec.cls, "__call__", None)
         if fn is None or fn is object.__call__:
-            raise TypeError(f"{self._spec.cls.__name__} has no __call__; call one of its methods instead.")
+            raise ArgumentTypeError(f"{self._spec.cls.__name__} has no __call__; call one of its methods instead.")
         return BoundMethod(self._spec, "__call__", fn)(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -123,9 +124,9 @@ class ClsFactory:
 
     def __init__(self, cls: type, *, max_concurrency: int | None, use_process: bool, gpus: float) -> None:
         if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+            raise PlanError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if gpus < 0:
-            raise ValueError(f"gpus must be >= 0, got {gpus}")
+            raise PlanError(f"gpus must be >= 0 (a share of one GPU per instance, e.g. 0.5), got {gpus}")
         self.cls = cls
         self.options = dict(max_concurrency=max_concurrency, use_process=use_process, gpus=gpus)
         self.__name__ = cls.__name__
@@ -136,7 +137,7 @@ class ClsFactory:
         try:
             inspect.signature(self.cls).bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"{self.cls.__name__}(...): {e}") from None
+            raise ArgumentTypeError(f"{self.cls.__name__}(...): {e}") from None
         return ClsHandle(ClassSpec(self.cls, args, kwargs, **self.options))
 
     def __repr__(self) -> str:

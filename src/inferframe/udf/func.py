@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
 from inferframe.expressions.udf import UDFSpec, is_async_callable, make_call, resolve_return_dtype, with_file_args
 
@@ -27,9 +28,9 @@ class Func:
     def __init__(self, fn: Callable, *, return_dtype: Any = None, is_batch: bool = False,
                  max_concurrency: int | None = None, batch_size: int | None = None) -> None:
         if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+            raise PlanError(f"max_concurrency must be at least 1, got {max_concurrency}")
         if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise PlanError(f"batch_size must be at least 1, got {batch_size}")
         self.fn = fn
         functools.update_wrapper(self, fn)
         self.spec = UDFSpec(
