@@ -81,7 +81,11 @@ def from_pandas(df: Any) -> DataFrame:
 def _read(format: str, path: Any, **options: Any) -> DataFrame:
     from inferframe.io import open_source, source_schema
 
-    paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else os.fspath(path)
+    try:
+        paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else os.fspath(path)
+    except TypeError:
+        raise ArgumentTypeError(f"read_{format}() takes a path, glob or URI (str or os.PathLike) or a list of them, "
+                                f"got {type(path).__name__}; pass e.g. 'data/*.{format}'.") from None
     src = open_source(format, paths, **options)
     return DataFrame(lp.Source(src, source_schema(src)))
 
