@@ -17,12 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from inferframe.errors import PlanError
+from inferframe.errors import PathNotFoundError, PlanError
 
 __all__ = ["load_examples", "nearest"]
-
-_FILE_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "json", ".json": "json",
-                 ".ndjson": "json"}
 
 
 def load_examples(examples: Any, labels: Sequence[str], *, per_label: int | None = None,
@@ -170,17 +167,17 @@ def _pairs(examples: Any) -> list[tuple[Any, Any]]:
 
 
 def _read_file(path: str):
-    # The io layer directly: the ai layer sits below the DataFrame API and must not import it.
-    import pyarrow as pa
+    # The io layer's one table of file suffixes, as the CLI's INPUT and evaluate(golden=) read files;
+    # the io layer directly, since the ai layer sits below the DataFrame API.
+    from inferframe.io.formats import file_spec
 
-    from inferframe.io.readers import open_source, scan, source_schema
-
-    suffix = os.path.splitext(path)[1].lower()
-    fmt = _FILE_FORMATS.get(suffix)
-    if fmt is None:
-        raise PlanError(f"examples: cannot tell the format of {path!r}; use .csv, .parquet or .jsonl")
-    src = open_source(fmt, path)
-    return pa.Table.from_batches(list(scan(src)), schema=source_schema(src))
+    try:
+        spec = file_spec(path)
+    except PathNotFoundError:
+        raise
+    except PlanError as e:
+        raise PlanError(f"examples: {e}") from None
+    return spec.table()
 
 
 def _table_pairs(table) -> list[tuple[Any, Any]]:

@@ -33,10 +33,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from inferframe.dataframe.constructors import from_arrow, from_pandas, read_csv, read_json, read_parquet
+from inferframe.dataframe.constructors import from_arrow, from_pandas
 from inferframe.dataframe.dataframe import DataFrame
-from inferframe.errors import ArgumentTypeError, ColumnNotFoundError, PlanError
+from inferframe.errors import ArgumentTypeError, ColumnNotFoundError, PathNotFoundError, PlanError
 from inferframe.expressions.expression import Expression, col
+from inferframe.io.formats import file_spec
 from inferframe.observe.evaluation import check_types, score
 
 _PRED, _TRUTH, _ERR, _ROW = "__eval_prediction", "__eval_truth", "__eval_error", "__eval_row"
@@ -389,17 +390,21 @@ def _read_golden(golden: Any) -> tuple[pa.Table, str]:
     except TypeError:
         raise PlanError(f"evaluate(golden=...) takes a path to a CSV or Parquet file (or a DataFrame), "
                         f"got {type(golden).__name__}.") from None
-    readers = {".csv": read_csv, ".parquet": read_parquet, ".pq": read_parquet, ".jsonl": read_json, ".json": read_json}
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in readers:
-        raise PlanError(f"evaluate(golden={path!r}): cannot tell the format from the extension {ext or '(none)'!r}; "
-                        "use a .csv or .parquet golden file (or pass a DataFrame).")
+    # The one table of file suffixes, as the CLI's INPUT and classify_text(examples=) read files.
+    spec = None
     try:
-        return readers[ext](path).to_arrow(), f"the golden file {path!r}"
+        spec = file_spec(path)
+        return spec.table(), f"the golden file {path!r}"
+    except PlanError as e:
+        if spec is None and not isinstance(e, PathNotFoundError):  # the name tells no format
+            raise PlanError(f"evaluate(golden={path!r}): {e} Or pass a DataFrame.") from None
+        error = e
     except Exception as e:  # noqa: BLE001 - any failure to read is reported as one plan error
-        raise PlanError(f"evaluate(golden={path!r}): the golden file could not be read ({type(e).__name__}: "
-                        f"{str(e).rstrip('.')}). Check that the path exists (a relative path starts from "
-                        f"{os.getcwd()!r}) and holds a valid {ext.lstrip('.')} file with a header row.") from None
+        error = e
+    kind = spec.reader if spec is not None else "data"
+    raise PlanError(f"evaluate(golden={path!r}): the golden file could not be read ({type(error).__name__}: "
+                    f"{str(error).rstrip('.')}). Check that the path exists (a relative path starts from "
+                    f"{os.getcwd()!r}) and holds a valid {kind} file with a header row.") from None
 
 
 def _join_index(truth_table: pa.Table, table: pa.Table, keys: list[str], where: str) -> pa.Array:

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import hashlib
@@ -367,8 +368,12 @@ class ResponseCache:
             return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def clear(self) -> None:
+        """Delete every answer and give the space back to the disk (``inferframe cache clear``)."""
         with self._lock:
             self._db.execute("DELETE FROM responses")
+            # VACUUM cannot run while another connection reads the file; the rows are gone either way
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._db.execute("VACUUM")
 
     def close(self) -> None:
         with self._lock:
