@@ -19,7 +19,7 @@ from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
-from inferframe.plan.inspect import cheap_total, estimate_inputs, has_ai
+from inferframe.plan.inspect import cheap_total, estimate_inputs, has_ai, source_rows
 from inferframe.plan.optimizer import optimize
 
 
@@ -293,15 +293,12 @@ class DataFrame:
     def count_rows(self) -> int:
         if self._result is not None:
             return self._result.num_rows
-        plan = self._optimized()
-        if isinstance(plan, lp.Source) and plan.filter is None and plan.limit is None and not isinstance(plan.source, lp.InMemory):
-            from inferframe.io import estimate_rows
+        from inferframe.io import estimate_rows
 
-            n = estimate_rows(plan.source)
-            if n is not None:
-                return n
-        if isinstance(plan, lp.Source) and isinstance(plan.source, lp.InMemory) and plan.limit is None:
-            return plan.source.table.num_rows
+        plan = self._optimized()
+        n = source_rows(plan, estimate_rows)
+        if n is not None:
+            return n
         from inferframe.runners import get_runner
 
         return sum(b.num_rows for b in get_runner().run(plan))
@@ -395,7 +392,7 @@ class DataFrame:
 
         report = options.pop("report", None)
         runner = get_runner()
-        if self._result is None and getattr(runner, "writes_in_workers", False):
+        if self._result is None and runner.writes_in_workers:
             # Workers write part files under the temporary directory; they appear in root at commit, all at once.
             pending = PendingWrite(str(root), format, self._plan.schema, **options)
             plan = self._optimized()
@@ -444,9 +441,9 @@ class DataFrame:
         """
         from inferframe.runners import get_runner
 
-        runner = get_runner()
-        if self._result is None and hasattr(runner, "to_dataset"):
-            return runner.to_dataset(self._optimized())
+        dataset = get_runner().to_dataset(self._optimized()) if self._result is None else None
+        if dataset is not None:
+            return dataset
         import ray.data
 
         return ray.data.from_arrow(self.to_arrow())

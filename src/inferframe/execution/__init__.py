@@ -3,6 +3,7 @@
 Example:
     >>> import inferframe as ifr
     >>> from inferframe.execution.executor import execute
-    >>> sum(b.num_rows for b in execute(ifr.from_pydict({"a": [1, 2, 3]})._plan))
+    >>> from inferframe.plan.physical import plan_physical
+    >>> sum(b.num_rows for b in execute(plan_physical(ifr.from_pydict({"a": [1, 2, 3]})._plan)))
     3
 """

@@ -1,13 +1,13 @@
-"""Turn an optimized logical plan into a pipeline of streaming operators and run it.
+"""Run a physical plan (``plan.physical``) in this process as a pipeline of streaming operators.
 
 Scans, UDF stages and nearest-neighbour searches each run in their own thread
 behind a small bounded queue, so reading, model work and writing overlap while
-memory stays flat.
+memory stays flat; an exchange (sort, aggregate, distinct, join, repartition)
+gathers its input into one Arrow table.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
@@ -17,115 +17,107 @@ from inferframe.execution.context import ExecContext
 from inferframe.execution.nearest import nearest
 from inferframe.execution.stream import prefetch
 from inferframe.execution.udf_ops import UDFOperator
-from inferframe.expressions.nodes import Col, Node, UDFCall, contains_udf
-from inferframe.plan import logical as lp
+from inferframe.plan import physical as pp
 
 Batches = Iterator[pa.RecordBatch]
 
 
 class _Builder:
+    """Physical operators -> streams of record batches, each in this process (sources and UDF stages in threads)."""
+
     def __init__(self, ctx: ExecContext) -> None:
         self.ctx = ctx
-        self.names = (f"__udf_{i}" for i in itertools.count())  # the UDF stages' output columns
 
-    def build(self, plan: lp.LogicalPlan) -> Batches:
-        ctx = self.ctx
-        if isinstance(plan, lp.Source):
-            return prefetch(ops.scan(plan, ctx), ctx, maxsize=2, name="scan")
-        if isinstance(plan, lp.Project):
-            stream, exprs = self.run_udfs(self.build(plan.input), plan.exprs, plan.input.schema)
-            return ops.project(stream, exprs, plan.schema)
-        if isinstance(plan, lp.Filter):
-            stream = self.build(plan.input)
-            if contains_udf(plan.predicate):
-                stream, (pred,) = self.run_udfs(stream, (plan.predicate,), plan.input.schema)
-                keep = tuple(Col(n) for n in plan.schema.names)
-                return ops.project(ops.filter_(stream, pred), keep, plan.schema)
-            return ops.filter_(stream, plan.predicate)
-        if isinstance(plan, lp.Limit):
-            return ops.limit(self.build(plan.input), plan.n)
-        if isinstance(plan, lp.IntoBatches):
-            return ops.rebatch(self.build(plan.input), plan.batch_size)
-        if isinstance(plan, lp.Explode):
-            return ops.explode(self.build(plan.input), plan.columns, plan.schema)
-        if isinstance(plan, lp.Concat):
-            return ops.concat([self.build(c) for c in plan.inputs], plan.schema)
-        if isinstance(plan, lp.Nearest):
+    def build(self, op: pp.PhysicalOp) -> Batches:
+        return pp.dispatch(_RUN, op)(self, op)
+
+    def read_table(self, op: pp.ReadTable) -> Batches:
+        return prefetch(ops.scan_table(op.table, self.ctx), self.ctx, maxsize=2, name="scan")
+
+    def read_files(self, op: pp.ReadFiles) -> Batches:
+        return prefetch(ops.scan(op.source, self.ctx), self.ctx, maxsize=2, name="scan")
+
+    def map(self, op: pp.Map) -> Batches:
+        return map_stream(op, self.build(op.input))
+
+    def limit(self, op: pp.Limit) -> Batches:
+        return ops.limit(self.build(op.input), op.n)
+
+    def rebatch(self, op: pp.Rebatch) -> Batches:
+        return ops.rebatch(self.build(op.input), op.size)
+
+    def union(self, op: pp.Union) -> Batches:
+        return ops.concat([self.build(i) for i in op.inputs], op.schema)
+
+    def udf_stage(self, op: pp.UDFStage) -> Batches:
+        udf = UDFOperator(op.call, op.out_name, op.out_type, self.ctx)
+        return prefetch(udf.run(self.build(op.input)), self.ctx, maxsize=2, name=f"udf-{op.call.udf.name}")
+
+    def exchange(self, op: pp.Exchange) -> Batches:
+        ctx, node = self.ctx, op.spec
+        if op.kind == "nearest":
             # Its own thread, like a UDF stage: the matrix products overlap reading and what comes after.
-            stream = nearest(self.build(plan.left), self.build(plan.right), plan, ctx)
+            stream = nearest(self.build(op.inputs[0]), self.build(op.inputs[1]), node, ctx)
             return prefetch(stream, ctx, maxsize=2, name="nearest")
-        return self.blocking(plan)
-
-    def blocking(self, plan: lp.LogicalPlan) -> Batches:
-        ctx = self.ctx
-        table = ops.gather(self.build(plan.children()[0]), plan.children()[0].schema)
-        if isinstance(plan, lp.Sort):
-            return ops.emit(ops.sort(table, plan.keys, plan.descending, plan.nulls_first), ctx)
-        if isinstance(plan, lp.Distinct):
-            return ops.emit(ops.distinct(table, plan.on), ctx)
-        if isinstance(plan, lp.Aggregate):
-            return ops.emit(ops.aggregate(table, plan.group_by, plan.aggs, plan.schema), ctx)
-        if isinstance(plan, lp.Join):
-            right = ops.gather(self.build(plan.right), plan.right.schema)
-            return ops.emit(ops.join(table, right, plan, plan.schema), ctx)
-        if isinstance(plan, lp.Repartition):
-            return ops.repartition(table, plan.num_partitions, plan.by, ctx)
-        raise TypeError(f"internal: no physical operator for {type(plan).__name__}")
-
-    def run_udfs(self, stream: Batches, exprs: tuple[Node, ...], schema: pa.Schema) -> tuple[Batches, tuple[Node, ...]]:
-        """Give each UDF call its own stage (innermost first); rewrite exprs to read their outputs."""
-        stream, _, exprs = lift_udfs(stream, exprs, schema, self.udf_stage, self.names)
-        return stream, exprs
-
-    def udf_stage(self, stream: Batches, call: UDFCall, name: str, schema: pa.Schema) -> tuple[Batches, pa.Schema]:
-        field = call.to_field(schema)
-        op = UDFOperator(call, name, field.type, self.ctx)
-        stream = prefetch(op.run(stream), self.ctx, maxsize=2, name=f"udf-{call.udf.name}")
-        return stream, schema.append(pa.field(name, field.type))
+        table = ops.gather(self.build(op.input), op.input.schema)
+        if op.kind == "repartition":
+            return ops.repartition(table, node.num_partitions, node.by, ctx)
+        if op.kind == "join":
+            right = ops.gather(self.build(op.inputs[1]), op.inputs[1].schema)
+            return ops.emit(ops.join(table, right, node, op.schema), ctx)
+        return ops.emit(_GATHERED[op.kind](table, node), ctx)
 
 
-def lift_udfs(stream: Any, exprs: tuple[Node, ...], schema: pa.Schema, add_stage: Callable,
-              names: Iterator[str]) -> tuple[Any, pa.Schema, tuple[Node, ...]]:
-    """Give each UDF call in ``exprs`` its own stage, innermost first; the exprs then read the stages' columns.
+# The exchanges that work on their whole input as one table, here.
+_GATHERED: dict[str, Callable[[pa.Table, Any], pa.Table]] = {
+    "sort": lambda t, n: ops.sort(t, n.keys, n.descending, n.nulls_first),
+    "distinct": lambda t, n: ops.distinct(t, n.on),
+    "aggregate": lambda t, n: ops.aggregate(t, n.group_by, n.aggs, n.schema),
+}
 
-    ``add_stage(stream, call, name, schema) -> (stream, schema)`` appends one stage (this executor's
-    operator, or a Ray Data stage); ``names`` gives each stage's output column a fresh name.
+_RUN: dict[type, Callable[[_Builder, Any], Batches]] = {
+    pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
+    pp.Limit: _Builder.limit, pp.Rebatch: _Builder.rebatch, pp.Union: _Builder.union,
+    pp.UDFStage: _Builder.udf_stage, pp.Exchange: _Builder.exchange,
+}
+
+
+def map_stream(op: pp.Map, batches: Batches) -> Batches:
+    """Run a per-batch physical operator over ``batches`` (in this process's pipeline, or in a Ray task).
 
     Example:
         >>> import pyarrow as pa
-        >>> from inferframe.expressions.nodes import Col
-        >>> lift_udfs("s", (Col("a"),), pa.schema([("a", pa.int64())]), None, iter(()))
-        ('s', a: int64, (Col(column='a'),))
+        >>> from inferframe.plan import physical as pp
+        >>> op = pp.MapBatches(schema=pa.schema([("a", pa.int64())]), fn=lambda b: b.slice(0, 1))
+        >>> [b.num_rows for b in map_stream(op, iter([pa.record_batch({"a": [1, 2]})]))]
+        [1]
     """
-    if not any(contains_udf(e) for e in exprs):
-        return stream, schema, exprs
-    state = [stream, schema]
-
-    def extract(node: Node) -> Node:
-        if not isinstance(node, UDFCall):
-            return node
-        name = next(names)
-        state[0], state[1] = add_stage(state[0], node, name, state[1])
-        return Col(name)
-
-    new_exprs = tuple(e.transform_up(extract) for e in exprs)
-    return state[0], state[1], new_exprs
+    return pp.dispatch(_MAPS, op)(op, batches)
 
 
-def execute(plan: lp.LogicalPlan, *, morsel_size: int = 8192, services: Any = None) -> Batches:
-    """Run an (already optimized) plan, yielding its record batches in order.
+_MAPS: dict[type, Callable[[Any, Batches], Batches]] = {
+    pp.Project: lambda op, s: ops.project(s, op.exprs, op.schema),
+    pp.Filter: lambda op, s: ops.filter_(s, op.predicate),
+    pp.Explode: lambda op, s: ops.explode(s, op.columns, op.schema),
+    pp.MapBatches: lambda op, s: (op.fn(b) for b in s),
+}
+
+
+def execute(op: pp.PhysicalOp, *, morsel_size: int = 8192, services: Any = None) -> Batches:
+    """Run a physical plan (``plan.physical.plan_physical``), yielding its record batches in order.
 
     Closing the iterator early, an error, or Ctrl-C stops every stage and joins its thread.
     ``services`` is what the runner shares with this run's operators (opaque here).
 
     Example:
         >>> import inferframe as ifr
-        >>> batches = list(execute(ifr.from_pydict({"a": [1, 2]})._plan))
+        >>> from inferframe.plan.physical import plan_physical
+        >>> batches = list(execute(plan_physical(ifr.from_pydict({"a": [1, 2]})._plan)))
         >>> sum(b.num_rows for b in batches)
         2
     """
     ctx = ExecContext(morsel_size=morsel_size, services=services)
     try:
-        yield from _Builder(ctx).build(plan)
+        yield from _Builder(ctx).build(op)
     finally:
         ctx.close()

@@ -104,11 +104,13 @@ class InstancePool:
 
             slots = gpu_slots(self.owner.gpus, index, self._gpus)
             # Keys reach the worker through its environment, from the runner (never through a pickle).
-            secrets = getattr(self.ctx.services, "worker_env", None)
+            services = self.ctx.services  # the runner's RunServices, or None for a bare run
+            secrets = services.worker_env if services is not None else None
             env = dict(secrets() if secrets is not None else {})
             if slots:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(slots)
-            inst = ProcessInstance(self.owner, env=env, start=False, counters=getattr(self.ctx.services, "counters", None))
+            counters = services.counters if services is not None else None
+            inst = ProcessInstance(self.owner, env=env, start=False, counters=counters)
             with self._lock:
                 self._starting.append(inst)
                 closed = self._closed

@@ -16,24 +16,21 @@ from inferframe.errors import ExecutionError
 from inferframe.execution.context import ExecContext
 from inferframe.expressions.evaluate import evaluate, to_pyarrow_filter
 from inferframe.expressions.nodes import Node
-from inferframe.plan.logical import InMemory, JOIN_TYPES, Source
+from inferframe.plan.logical import JOIN_TYPES, Source
 
 Batches = Iterator[pa.RecordBatch]
 _PA_MAJOR = int(pa.__version__.split(".")[0])
 
 
+def scan_table(table: pa.Table, ctx: ExecContext) -> Batches:
+    """An in-memory table's batches, ``ctx.morsel_size`` rows at most each."""
+    for batch in table.to_batches(max_chunksize=ctx.morsel_size):
+        ctx.check()
+        yield batch
+
+
 def scan(node: Source, ctx: ExecContext) -> Batches:
-    """Read the source's batches, applying the pushed-down columns, filter and limit."""
-    if isinstance(node.source, InMemory):
-        table = node.source.table
-        if node.columns is not None:
-            table = table.select(list(node.columns))
-        if node.limit is not None:
-            table = table.slice(0, node.limit)
-        for batch in table.to_batches(max_chunksize=ctx.morsel_size):
-            ctx.check()
-            yield batch
-        return
+    """Read a file source's batches, applying the pushed-down columns, filter and limit."""
     from inferframe.io import scan as io_scan
 
     pred = to_pyarrow_filter(node.filter) if node.filter is not None else None

@@ -113,3 +113,22 @@ def cheap_total(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None] 
             n = min(n, plan.limit)
         return n
     return None
+
+
+def source_rows(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None]) -> int | None:
+    """Rows of a plan that only reads a source (no filter, no limit), from its table or its files' metadata; else None.
+
+    Parameters:
+        plan: an optimized logical plan.
+        count_source: rows of a file source from its metadata, or None (the caller's reader).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> source_rows(ifr.from_pydict({"a": [1, 2, 3]})._plan, lambda s: None), source_rows(ifr.from_pydict({"a": [1]}).limit(1)._plan, lambda s: None)
+        (3, None)
+    """
+    if not isinstance(plan, lp.Source) or plan.filter is not None or plan.limit is not None:
+        return None
+    if isinstance(plan.source, lp.InMemory):
+        return plan.source.table.num_rows
+    return count_source(plan.source)

@@ -35,6 +35,14 @@ class LogicalPlan:
     def describe(self) -> str:
         return type(self).__name__
 
+    def to_physical(self, inputs: tuple) -> Any:
+        """This node's physical operator over its planned ``inputs`` (``plan.physical``), for a node the planner does not know.
+
+        The built-in nodes are planned by ``plan.physical``; an operator defined elsewhere returns,
+        e.g., a ``MapBatches`` here and runs on every runner. None: no physical operator.
+        """
+        return None
+
     def tree(self, indent: int = 0) -> str:
         pad = "  " * indent
         lines = [f"{pad}* {self.describe()}"]

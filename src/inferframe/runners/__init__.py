@@ -1,6 +1,7 @@
 """Where a physical plan runs: the local runner by default, or Ray."""
 
+from inferframe.runners.base import Runner
 from inferframe.runners.current import get_runner, set_runner_native, set_runner_ray
 from inferframe.runners.local import LocalRunner
 
-__all__ = ["LocalRunner", "get_runner", "set_runner_native", "set_runner_ray"]
+__all__ = ["LocalRunner", "Runner", "get_runner", "set_runner_native", "set_runner_ray"]

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from inferframe.runners.base import Runner
 from inferframe.runners.local import LocalRunner
 
-_RUNNER: Any = None
+_RUNNER: Runner | None = None
 
 
-def get_runner():
+def get_runner() -> Runner:
     """The runner of this process (chosen from ``INFERFRAME_RUNNER`` the first time)."""
     global _RUNNER
     if _RUNNER is None:
@@ -41,7 +42,7 @@ def set_runner_native(morsel_size: int = 8192) -> LocalRunner:
     return _RUNNER
 
 
-def set_runner_ray(address: str | None = None, **init_options: Any):
+def set_runner_ray(address: str | None = None, **init_options: Any) -> Runner:
     """Run every DataFrame on Ray from now on (``set_runner_native()`` goes back).
 
     Parameters:

@@ -15,12 +15,13 @@ import pyarrow as pa
 from inferframe.ai.run import RunServices
 from inferframe.execution.executor import execute
 from inferframe.observe.stats import CURRENT_RUN
-from inferframe.plan.logical import LogicalPlan
+from inferframe.plan.physical import PhysicalOp
 from inferframe.providers import secrets
+from inferframe.runners.base import Runner
 from inferframe.runtime.coordinator import LocalCoordinator
 
 
-class LocalRunner:
+class LocalRunner(Runner):
     """Run plans in this process, streaming record batches.
 
     Each run gets its own services: one coordinator, so every AI call of the job that reaches the
@@ -36,6 +37,6 @@ class LocalRunner:
     def __init__(self, morsel_size: int = 8192) -> None:
         self.morsel_size = morsel_size
 
-    def run(self, plan: LogicalPlan) -> Iterator[pa.RecordBatch]:
+    def execute(self, op: PhysicalOp) -> Iterator[pa.RecordBatch]:
         services = RunServices(LocalCoordinator(), CURRENT_RUN, secrets.worker_env)
-        return execute(plan, morsel_size=self.morsel_size, services=services)
+        return execute(op, morsel_size=self.morsel_size, services=services)

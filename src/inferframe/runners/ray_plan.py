@@ -1,10 +1,10 @@
-"""The physical plan on Ray Data: each logical operator becomes Ray Data operators over Arrow blocks.
+"""The physical plan on Ray Data: each physical operator (``plan.physical``) becomes Ray Data operators over Arrow blocks.
 
 Streaming work (scans, projections, filters, ``@func``/``@cls`` UDFs, AI calls) runs as
 ``map_batches`` tasks or actor pools, so Ray's streaming executor gives backpressure, retries and
 placement; ``sort``, ``groupby``, ``distinct`` and ``repartition`` use Ray's distributed shuffles,
 so no step gathers the whole table on one machine. What a worker runs is this project's own
-code (``io.scan``, ``evaluate``, ``UDFOperator``, ``operators.*``): results match the local runner.
+code (``io.scan``, the executor's ``map_stream``, ``UDFOperator``, ``operators.*``): results match the local runner.
 
 Inner, left, semi and anti joins use Ray's distributed hash join (both sides shuffled by key).
 Two exceptions, said where they happen: right and full outer joins gather both sides into one
@@ -27,8 +27,9 @@ import pyarrow.compute as pc
 from inferframe.execution import operators as ops
 from inferframe.execution.context import ExecContext
 from inferframe.expressions.evaluate import to_pyarrow_filter
-from inferframe.expressions.nodes import Node, UDFCall
+from inferframe.expressions.nodes import UDFCall
 from inferframe.plan import logical as lp
+from inferframe.plan import physical as pp
 
 # Rows per block read from an in-memory table, and per read task of a big Parquet file (row groups).
 BLOCK_ROWS = 64_000
@@ -92,19 +93,22 @@ def _fragments(node: lp.Source) -> list[dict]:
     return items
 
 
-def source(node: lp.Source, ray_data: Any):
-    if isinstance(node.source, lp.InMemory):
-        table = node.source.table
-        if node.columns is not None:
-            table = table.select(list(node.columns))
-        if node.limit is not None:
-            table = table.slice(0, node.limit)
-        blocks = [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
-        return ray_data.from_arrow(blocks)
+def source_table(table: pa.Table):
+    """An in-memory table as blocks of ``BLOCK_ROWS`` rows."""
+    import ray.data
+
+    blocks = [table.slice(i, BLOCK_ROWS) for i in range(0, table.num_rows, BLOCK_ROWS)] or [table]
+    return ray.data.from_arrow(blocks)
+
+
+def source_files(node: lp.Source):
+    """A file source: one read task per file, or per group of row groups of a big Parquet file."""
+    import ray.data
+
     items = _fragments(node)
     if not items:
-        return ray_data.from_arrow([node.schema.empty_table()])
-    ds = ray_data.from_items(items, override_num_blocks=len(items))
+        return ray.data.from_arrow([node.schema.empty_table()])
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
     ds = ds.map_batches(_read_items, fn_kwargs={"node": node}, batch_size=1, batch_format="pyarrow")
     return ds.limit(node.limit) if node.limit is not None else ds
 
@@ -117,19 +121,11 @@ def _read_items(items: pa.Table, node: lp.Source) -> pa.Table:
 # --- streaming operators --------------------------------------------------------------------------
 
 
-def _project(table: pa.Table, exprs: tuple, schema: pa.Schema) -> pa.Table:
-    return _table(ops.project(iter(_batches(table)), exprs, schema), schema)
+def map_block(table: pa.Table, op: pp.Map) -> pa.Table:
+    """One block through a per-batch physical operator, with the local executor's own code (``map_stream``)."""
+    from inferframe.execution.executor import map_stream
 
-
-def _filter(table: pa.Table, predicate: Node, keep: tuple | None, schema: pa.Schema) -> pa.Table:
-    out = ops.filter_(iter(_batches(table)), predicate)
-    if keep is not None:
-        out = ops.project(out, keep, schema)
-    return _table(out, schema)
-
-
-def _explode(table: pa.Table, columns: tuple, schema: pa.Schema) -> pa.Table:
-    return _table(ops.explode(iter(_batches(table)), columns, schema), schema)
+    return _table(map_stream(op, iter(_batches(table))), op.schema)
 
 
 def _cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -163,12 +159,9 @@ class UDFStage:
         self.schema = out_schema
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        counted = hasattr(self.services, "batch_done")
-        if counted:
-            self.services.batch_started()
+        self.services.batch_started()
         out = _table(self.op.run(iter(_batches(table))), self.schema)
-        if counted:
-            self.services.batch_done(batch_key(self.op.out_name, table))
+        self.services.batch_done(batch_key(self.op.out_name, table))
         return out
 
     def __del__(self) -> None:
@@ -208,20 +201,20 @@ def _actors_for(call: UDFCall, cluster_cpus: int) -> dict:
     return {}
 
 
-def udf_stage(ds, call: UDFCall, out_name: str, in_schema: pa.Schema, services: Callable[[], Any], cluster_cpus: int):
-    field = call.to_field(in_schema)
-    out_schema = in_schema.append(pa.field(out_name, field.type))
+def udf_stage(ds, op: pp.UDFStage, services: Callable[[], Any], cluster_cpus: int):
+    """One UDF stage: stateless tasks for a plain ``@func``, an actor pool for model classes and AI calls."""
+    call = op.call
     options = _actors_for(call, cluster_cpus)
     batch_size = call.udf.batch_size or None
-    args = (_ray_call(call), out_name, field.type, out_schema, services)
+    args = (_ray_call(call), op.out_name, op.out_type, op.schema, services)
     if not options:  # a plain @func: stateless batch tasks
-        return ds.map_batches(_udf_task, fn_args=args, batch_format="pyarrow", batch_size=batch_size), out_schema
+        return ds.map_batches(_udf_task, fn_args=args, batch_format="pyarrow", batch_size=batch_size)
     gpus = options.pop("num_gpus", None)
     if gpus:
         options["num_gpus"] = gpus
         batch_size = batch_size or GPU_BATCH_ROWS  # Ray Data asks GPU stages for a batch size
     return ds.map_batches(UDFStage, fn_constructor_args=args, batch_format="pyarrow", batch_size=batch_size,
-                          **options), out_schema
+                          **options)
 
 
 def _udf_task(table: pa.Table, call: UDFCall, out_name: str, out_type: pa.DataType, out_schema: pa.Schema,
@@ -400,9 +393,9 @@ def repartition(ds, node: lp.Repartition, cluster_cpus: int):
     return ds.repartition(n, shuffle=False)
 
 
-def into_batches(ds, node: lp.IntoBatches):
-    """Blocks of ``batch_size`` rows, so the work after it spreads over the workers batch by batch."""
-    return ds.repartition(target_num_rows_per_block=node.batch_size)
+def into_batches(ds, size: int):
+    """Blocks of ``size`` rows, so the work after it spreads over the workers batch by batch."""
+    return ds.repartition(target_num_rows_per_block=size)
 
 
 def write_block(table: pa.Table, pending) -> pa.Table:

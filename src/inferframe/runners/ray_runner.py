@@ -3,7 +3,7 @@
 ``set_runner_ray()`` (or ``INFERFRAME_RUNNER=ray``) makes every DataFrame run here instead of in
 this process; pipeline code does not change. Each job gets one coordinator actor (shared rate
 limits, breaker, and the workers' counters, see ``runners.ray_limits``); the plan becomes a Ray
-Data pipeline (``runners.ray_plan``); the driver streams the result blocks in order and shows
+Data pipeline from the one physical plan (``plan.physical``, run by ``runners.ray_plan``); the driver streams the result blocks in order and shows
 the whole cluster's counters in the progress line and ``last_run()``.
 
 Example:
@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import threading
 import time
@@ -28,12 +27,12 @@ import pyarrow as pa
 
 from inferframe.ai.run import RunServices
 from inferframe.errors import InferframeError, ServiceError
-from inferframe.execution.executor import lift_udfs
-from inferframe.expressions.nodes import Col, Node, contains_udf
 from inferframe.observe.stats import CURRENT_RUN, RunCounters
 from inferframe.plan import logical as lp
+from inferframe.plan import physical as pp
 from inferframe.providers import secrets
 from inferframe.runners import ray_plan as rp
+from inferframe.runners.base import Runner
 
 
 def _ray():
@@ -195,7 +194,7 @@ def _absorb_restart_warning(ray) -> None:
     ray.kill(actor, no_restart=True)
 
 
-class RayRunner:
+class RayRunner(Runner):
     """Run plans on a Ray cluster with Ray Data; results equal the local runner's, row for row.
 
     Parameters:
@@ -236,21 +235,21 @@ class RayRunner:
         return int(self.connect().cluster_resources().get("CPU", 1))
 
     # --- running ------------------------------------------------------------------------------
-    def run(self, plan: lp.LogicalPlan) -> Iterator[pa.RecordBatch]:
+    writes_in_workers = True
+
+    def execute(self, op: pp.PhysicalOp) -> Iterator[pa.RecordBatch]:
         ray = self.connect()
         with _Job(ray) as job, _own_errors():
-            ds = _Builder(job, self.cluster_cpus()).build(plan)
+            ds = _Builder(job, self.cluster_cpus()).build(op)
             for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
-                table = rp._cast_to(table, plan.schema)
+                table = rp._cast_to(table, op.schema)
                 yield from table.combine_chunks().to_batches()
-
-    writes_in_workers = True
 
     def write_parts(self, plan: lp.LogicalPlan, pending: Any) -> list[list[str]]:
         """Each task writes its rows as part files under ``pending``'s temporary directory; the names, in order."""
         ray = self.connect()
         with _Job(ray) as job, _own_errors():
-            ds = _Builder(job, self.cluster_cpus()).build(plan)
+            ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
             ds = ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
             ds = ds.map_batches(rp.write_block, fn_kwargs={"pending": pending}, batch_format="pyarrow", batch_size=None)
             return [names for t in ds.iter_batches(batch_format="pyarrow", batch_size=None)
@@ -260,7 +259,7 @@ class RayRunner:
         """The plan as a Ray Dataset (for ``df.to_ray_dataset()``); AI calls in it report to no progress line."""
         job = _Job(self.connect(), poll=False)  # lives as long as the dataset: nothing on the driver to update
         job.__enter__()
-        ds = _Builder(job, self.cluster_cpus()).build(plan)
+        ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
 
 
@@ -334,72 +333,73 @@ class _Job:
 
 
 class _Builder:
-    """Logical plan -> Ray Dataset."""
+    """Physical operators -> a Ray Dataset: per-batch maps as tasks, UDF stages as tasks or actor pools,
+    exchanges as Ray's shuffles, sort and join (``runners.ray_plan``)."""
 
     def __init__(self, job: _Job, cluster_cpus: int) -> None:
         self.job = job
         self.cpus = cluster_cpus
-        self.names = (f"__udf_{i}" for i in itertools.count())
 
-    def build(self, plan: lp.LogicalPlan):
+    def build(self, op: pp.PhysicalOp):
+        return pp.dispatch(_RUN, op)(self, op)
+
+    def read_table(self, op: pp.ReadTable):
+        return rp.source_table(op.table)
+
+    def read_files(self, op: pp.ReadFiles):
+        return rp.source_files(op.source)
+
+    def map(self, op: pp.Map):
+        return self.build(op.input).map_batches(rp.map_block, fn_kwargs={"op": op.alone()}, batch_format="pyarrow")
+
+    def limit(self, op: pp.Limit):
+        return self.build(op.input).limit(op.n)
+
+    def rebatch(self, op: pp.Rebatch):
+        return rp.into_batches(self.build(op.input), op.size)
+
+    def union(self, op: pp.Union):
+        parts = [self.build(i).map_batches(_conform_block, fn_kwargs={"schema": op.schema}, batch_format="pyarrow")
+                 for i in op.inputs]
+        return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+
+    def udf_stage(self, op: pp.UDFStage):
+        return rp.udf_stage(self.build(op.input), op, self.job.services, self.cpus)
+
+    def exchange(self, op: pp.Exchange):
         import ray.data as rd
 
-        if isinstance(plan, lp.Source):
-            return rp.source(plan, rd)
-        if isinstance(plan, lp.Project):
-            ds, schema, exprs = self.run_udfs(self.build(plan.input), plan.exprs, plan.input.schema)
-            return ds.map_batches(rp._project, fn_kwargs={"exprs": exprs, "schema": plan.schema}, batch_format="pyarrow")
-        if isinstance(plan, lp.Filter):
-            ds = self.build(plan.input)
-            keep = None
-            pred = plan.predicate
-            if contains_udf(pred):
-                ds, _, (pred,) = self.run_udfs(ds, (pred,), plan.input.schema)
-                keep = tuple(Col(n) for n in plan.schema.names)
-            return ds.map_batches(rp._filter, fn_kwargs={"predicate": pred, "keep": keep, "schema": plan.schema},
-                                  batch_format="pyarrow")
-        if isinstance(plan, lp.Limit):
-            return self.build(plan.input).limit(plan.n)
-        if isinstance(plan, lp.Explode):
-            return self.build(plan.input).map_batches(rp._explode, fn_kwargs={"columns": plan.columns, "schema": plan.schema},
-                                                      batch_format="pyarrow")
-        if isinstance(plan, lp.Concat):
-            parts = [self.build(c).map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
-                     for c in plan.inputs]
-            return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
-        if isinstance(plan, lp.Sort):
-            return rp.sort(self.build(plan.input), plan)
-        if isinstance(plan, lp.Distinct):
-            return rp.distinct(self.build(plan.input), plan, self.cpus)
-        if isinstance(plan, lp.Aggregate):
-            ds = rp.aggregate(self.build(plan.input), plan, self.cpus)
-            if not plan.group_by and all(op in rp._PARTIAL for op, _, _ in plan.aggs):
-                tables = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # one partial row a block
-                partials = pa.concat_tables(tables) if tables else pa.table({})
-                return rd.from_arrow(rp.finish_aggregate(partials, plan))
-            return ds
-        if isinstance(plan, lp.Join):
-            if plan.how in rp._RAY_JOIN and rp._hash_joinable(plan):
-                return rp.join(self.build(plan.left), self.build(plan.right), plan, self.cpus)
-            return rp.broadcast_join(self.build(plan.left), self._gathered(plan.right), plan)
-        if isinstance(plan, lp.Nearest):
-            return rp.nearest(self.build(plan.left), self._gathered(plan.right), plan)
-        if isinstance(plan, lp.Repartition):
-            return rp.repartition(self.build(plan.input), plan, self.cpus)
-        if isinstance(plan, lp.IntoBatches):
-            return rp.into_batches(self.build(plan.input), plan)
-        raise TypeError(f"internal: no Ray operator for {type(plan).__name__}")
+        node = op.spec
+        if op.kind == "sort":
+            return rp.sort(self.build(op.input), node)
+        if op.kind == "distinct":
+            return rp.distinct(self.build(op.input), node, self.cpus)
+        if op.kind == "repartition":
+            return rp.repartition(self.build(op.input), node, self.cpus)
+        if op.kind == "nearest":
+            return rp.nearest(self.build(op.inputs[0]), self._gathered(op.inputs[1]), node)
+        if op.kind == "join":
+            if node.how in rp._RAY_JOIN and rp._hash_joinable(node):
+                return rp.join(self.build(op.inputs[0]), self.build(op.inputs[1]), node, self.cpus)
+            return rp.broadcast_join(self.build(op.inputs[0]), self._gathered(op.inputs[1]), node)
+        # aggregate
+        ds = rp.aggregate(self.build(op.input), node, self.cpus)
+        if not node.group_by and all(f in rp._PARTIAL for f, _, _ in node.aggs):
+            tables = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # one partial row a block
+            partials = pa.concat_tables(tables) if tables else pa.table({})
+            return rd.from_arrow(rp.finish_aggregate(partials, node))
+        return ds
 
-    def _gathered(self, plan: lp.LogicalPlan):
+    def _gathered(self, op: pp.PhysicalOp):
         """A side held whole (a join's build side, a search index): one object in the object store."""
         ray = self.job.ray
-        tables = list(self.build(plan).iter_batches(batch_format="pyarrow", batch_size=None))
-        table = pa.concat_tables([rp._cast_to(t, plan.schema) for t in tables]) if tables else plan.schema.empty_table()
+        tables = list(self.build(op).iter_batches(batch_format="pyarrow", batch_size=None))
+        table = pa.concat_tables([rp._cast_to(t, op.schema) for t in tables]) if tables else op.schema.empty_table()
         return ray.put(table)
 
-    def run_udfs(self, ds, exprs: tuple[Node, ...], schema: pa.Schema):
-        """Each UDF call becomes its own Ray stage (innermost first); exprs are rewritten to read their outputs."""
-        def stage(ds, call, name, schema):
-            return rp.udf_stage(ds, call, name, schema, self.job.services, self.cpus)
 
-        return lift_udfs(ds, exprs, schema, stage, self.names)
+_RUN = {
+    pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
+    pp.Limit: _Builder.limit, pp.Rebatch: _Builder.rebatch, pp.Union: _Builder.union,
+    pp.UDFStage: _Builder.udf_stage, pp.Exchange: _Builder.exchange,
+}
