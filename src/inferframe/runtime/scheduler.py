@@ -54,7 +54,10 @@ MIN_SHARED_CHARS = 64
 # Rows one stream releases ahead of their place in flight. Releasing in small bursts costs one
 # pass of the event loop per burst instead of per row (bench/prefix_schedule_cost.py, 20,000 rows:
 # the scheduling's CPU per row fell from 22.0 to 18.4 us with 16); a burst is still in group order.
-AHEAD = 16
+# It also bounds how fast rows reach free slots: about AHEAD per two passes of a busy event loop. With
+# 16, 512 slots at 200 ms held 280-300 requests in flight on 2 loaded CPUs (bare aiohttp about 350);
+# with 128 (one batch of rows), 360-430 (issue 23).
+AHEAD = 128
 # The tree is split this deep at most; below, rows stay in sorted order (which still keeps
 # neighbours sharing the most together). Bounds the cost on pathological texts (a, aa, aaa, ...).
 MAX_DEPTH = 8
@@ -131,7 +134,7 @@ class PrefixScheduler:
     Parameters:
         lanes: server slots to keep apart (1: one stream, for servers without slots).
         pinned: each lane is one server slot (llama.cpp), released when its request is answered;
-            otherwise the single lane keeps ``AHEAD`` rows released ahead of their place in
+            otherwise the single lane keeps ``AHEAD`` (128) rows released ahead of their place in
             flight (``release`` is then called when the request holds an in-flight slot).
         depth: requests a pinned lane holds at once. Two keep the slot's next row waiting at
             the server, so the slot is never idle between rows: llama.cpp saves an idle slot
