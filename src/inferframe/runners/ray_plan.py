@@ -128,7 +128,7 @@ def map_block(table: pa.Table, op: pp.Map) -> pa.Table:
     return _table(map_stream(op, iter(_batches(table))), op.schema)
 
 
-def _cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def cast_to(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table if table.schema == schema else table.select(schema.names).cast(schema)
 
 
@@ -281,7 +281,12 @@ def aggregate(ds, node: lp.Aggregate, cluster_cpus: int):
         # The local runner gives groups in key order (nulls last): so does this.
         return sort(ds, lp.Sort(node, tuple(keys), (False,) * len(keys), False))
     if all(op in _PARTIAL for op, _, _ in node.aggs):
-        return ds.map_batches(_partial_aggregate, fn_kwargs={"node": node}, batch_format="pyarrow", batch_size=None)
+        import ray.data
+
+        ds = ds.map_batches(_partial_aggregate, fn_kwargs={"node": node}, batch_format="pyarrow", batch_size=None)
+        tables = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # one partial row a block
+        partials = pa.concat_tables(tables) if tables else pa.table({})
+        return ray.data.from_arrow(finish_aggregate(partials, node))
     return ds.repartition(1).map_batches(_aggregate_group, fn_kwargs={"node": node}, batch_format="pyarrow",
                                          batch_size=None)
 
@@ -339,6 +344,22 @@ def _hash_joinable(node: lp.Join) -> bool:
     return not any(pa.types.is_null(f.type) for side in (node.left, node.right) for f in side.schema)
 
 
+def hold_whole(ds, schema: pa.Schema):
+    """A side held whole (a join's build side, a search index): one object in the object store."""
+    import ray
+
+    tables = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))
+    table = pa.concat_tables([cast_to(t, schema) for t in tables]) if tables else schema.empty_table()
+    return ray.put(table)
+
+
+def join_any(left, right, node: lp.Join, cluster_cpus: int):
+    """Ray's hash join where it gives the local runner's result; else the right side broadcast to every task."""
+    if node.how in _RAY_JOIN and _hash_joinable(node):
+        return join(left, right, node, cluster_cpus)
+    return broadcast_join(left, hold_whole(right, node.right.schema), node)
+
+
 def join(left, right, node: lp.Join, cluster_cpus: int):
     """Ray's distributed hash join (both sides shuffled by key); the right side's clashing names get the prefix."""
     left_names = set(node.left.schema.names)
@@ -347,7 +368,7 @@ def join(left, right, node: lp.Join, cluster_cpus: int):
         right = right.map_batches(_rename, fn_kwargs={"renames": renames}, batch_format="pyarrow")
     out = left.join(right, join_type=_RAY_JOIN[node.how], num_partitions=_partitions(cluster_cpus),
                     on=tuple(node.left_on), right_on=tuple(node.right_on))
-    return out.map_batches(_cast_to, fn_kwargs={"schema": node.schema}, batch_format="pyarrow")
+    return out.map_batches(cast_to, fn_kwargs={"schema": node.schema}, batch_format="pyarrow")
 
 
 def _join_batch(table: pa.Table, right_ref, node: lp.Join) -> pa.Table:
@@ -381,8 +402,10 @@ def _nearest_batch(table: pa.Table, right_ref, node: lp.Nearest) -> pa.Table:
         ctx.close()
 
 
-def nearest(ds, right_table_ref, node: lp.Nearest):
-    return ds.map_batches(_nearest_batch, fn_kwargs={"right_ref": right_table_ref, "node": node}, batch_format="pyarrow")
+def nearest(ds, right, node: lp.Nearest):
+    """Each task searches its left rows against the whole right side, held once in the object store."""
+    right_ref = hold_whole(right, node.right.schema)
+    return ds.map_batches(_nearest_batch, fn_kwargs={"right_ref": right_ref, "node": node}, batch_format="pyarrow")
 
 
 def repartition(ds, node: lp.Repartition, cluster_cpus: int):

@@ -242,7 +242,7 @@ class RayRunner(Runner):
         with _Job(ray) as job, _own_errors():
             ds = _Builder(job, self.cluster_cpus()).build(op)
             for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
-                table = rp._cast_to(table, op.schema)
+                table = rp.cast_to(table, op.schema)
                 yield from table.combine_chunks().to_batches()
 
     def write_parts(self, plan: lp.LogicalPlan, pending: Any) -> list[list[str]]:
@@ -281,7 +281,7 @@ def _own_errors():
 
 
 def _conform_block(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    return rp._cast_to(table, schema)
+    return rp.cast_to(table, schema)
 
 
 class _Job:
@@ -367,36 +367,18 @@ class _Builder:
         return rp.udf_stage(self.build(op.input), op, self.job.services, self.cpus)
 
     def exchange(self, op: pp.Exchange):
-        import ray.data as rd
+        return _EXCHANGES[op.kind](*(self.build(i) for i in op.inputs), op.spec, self.cpus)
 
-        node = op.spec
-        if op.kind == "sort":
-            return rp.sort(self.build(op.input), node)
-        if op.kind == "distinct":
-            return rp.distinct(self.build(op.input), node, self.cpus)
-        if op.kind == "repartition":
-            return rp.repartition(self.build(op.input), node, self.cpus)
-        if op.kind == "nearest":
-            return rp.nearest(self.build(op.inputs[0]), self._gathered(op.inputs[1]), node)
-        if op.kind == "join":
-            if node.how in rp._RAY_JOIN and rp._hash_joinable(node):
-                return rp.join(self.build(op.inputs[0]), self.build(op.inputs[1]), node, self.cpus)
-            return rp.broadcast_join(self.build(op.inputs[0]), self._gathered(op.inputs[1]), node)
-        # aggregate
-        ds = rp.aggregate(self.build(op.input), node, self.cpus)
-        if not node.group_by and all(f in rp._PARTIAL for f, _, _ in node.aggs):
-            tables = list(ds.iter_batches(batch_format="pyarrow", batch_size=None))  # one partial row a block
-            partials = pa.concat_tables(tables) if tables else pa.table({})
-            return rd.from_arrow(rp.finish_aggregate(partials, node))
-        return ds
 
-    def _gathered(self, op: pp.PhysicalOp):
-        """A side held whole (a join's build side, a search index): one object in the object store."""
-        ray = self.job.ray
-        tables = list(self.build(op).iter_batches(batch_format="pyarrow", batch_size=None))
-        table = pa.concat_tables([rp._cast_to(t, op.schema) for t in tables]) if tables else op.schema.empty_table()
-        return ray.put(table)
-
+# Each exchange on Ray's own shuffles, sort and join: (input datasets..., logical spec, cluster CPUs) -> dataset.
+_EXCHANGES = {
+    "sort": lambda ds, node, cpus: rp.sort(ds, node),
+    "distinct": rp.distinct,
+    "aggregate": rp.aggregate,
+    "repartition": rp.repartition,
+    "join": rp.join_any,
+    "nearest": lambda left, right, node, cpus: rp.nearest(left, right, node),
+}
 
 _RUN = {
     pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
