@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 import tempfile
 import time
 
@@ -79,4 +80,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: inferframe's one line (what the cache kept, how to resume) instead of a traceback.
+        print(f"\n{exc or 'interrupted'}", file=sys.stderr)
+        raise SystemExit(130) from None
