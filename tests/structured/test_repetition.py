@@ -40,6 +40,8 @@ def test_a_phrase_repeated_to_the_end_is_a_loop_and_ordinary_text_is_not():
     assert repeated_phrase('{"rating":3,"summary":"It is fun. ' + LOOP[:-5]) == "Great anime."
     assert repeated_phrase("Great anime. Great anime. A fun show with a great cast, well worth it.") is None
     assert repeated_phrase("ha ha ha") is None and repeated_phrase("-" * 80) is None
+    # Cut at max_tokens, a run of one digit is a loop too (Gemma writes "1000000..." one token a digit).
+    assert repeated_phrase('{"rating":1,"summary":"1' + "0" * 60, min_distinct=0) == "0"
     assert looping_field({"rating": 2, "tags": ["ok", "Nice. " + "So so. " * 9]}) == ("tags[1]", "So so.")
     assert looping_field({"rating": 2, "summary": "Short and fine."}) is None
 

@@ -317,7 +317,7 @@ class PromptOperator(AIOperator):
         """Why a structured answer was cut at max_tokens: a loop (more tokens will not help), else too few tokens."""
         from inferframe.structured.repetition import repeated_phrase, repetition_message
 
-        phrase = repeated_phrase(raw or "")
+        phrase = repeated_phrase(raw or "", min_distinct=0)
         if phrase is not None:
             return repetition_message(phrase, llama_cpp=self._llama_cpp)
         return "The answer was cut off at max_tokens before the JSON was complete; raise max_tokens."

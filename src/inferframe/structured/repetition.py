@@ -20,11 +20,13 @@ MAX_PERIOD = 200    # the longest phrase looked for, in characters
 _SHOWN = 60
 
 
-def repeated_phrase(text: str) -> str | None:
+def repeated_phrase(text: str, min_distinct: int = 2) -> str | None:
     """The phrase ``text`` ends by repeating (at least 3 times, over 40+ characters), else None.
 
     The last repeat may be cut off (the limit fell inside it). The shortest such phrase is returned,
-    trimmed of surrounding spaces.
+    trimmed of surrounding spaces. A phrase needs ``min_distinct`` different letters or digits: in
+    a finished string a run of '-' or 'x' may be meant; in an answer cut at max_tokens (pass 0)
+    "0000..." is a loop too.
     """
     n = len(text)
     for period in range(1, min(MAX_PERIOD, n // MIN_REPEATS) + 1):
@@ -33,7 +35,7 @@ def repeated_phrase(text: str) -> str | None:
         same = 0
         while same < min(need, n - period) and text[n - 1 - same] == text[n - 1 - same - period]:
             same += 1
-        if same >= need and len({c for c in text[n - period:] if c.isalnum()}) >= 2:  # not '----' or 'xxxx'
+        if same >= need and len({c for c in text[n - period:] if c.isalnum()}) >= min_distinct:
             while same < n - period and text[n - 1 - same] == text[n - 1 - same - period]:
                 same += 1  # back to where the loop began, to show the phrase as it was first written
             start = n - same - period
