@@ -15,8 +15,25 @@ and wall seconds per row, then the ratios. ``--max-tokens`` is the cap (default 
 (``response_format``, no bound) and as inferframe does now (compact grammar, the schema-derived
 default max_tokens), each with a client timeout of ``--timeout`` seconds (default 120).
 
+``--summary`` (issue 27) runs ``prompt(format("Rate this review 1-5 and summarise: {}", ...),
+return_format=MovieReview)`` (an int rating 1-5, a free-text summary, a Literal verdict) through
+the whole library over the first ``--rows`` bundled reviews, zero-shot and with every default,
+three times: "before" passes main's request fields as options (grammar with unbounded strings, DRY
+off, the old default max_tokens), "bound, no DRY" only turns DRY off (``dry_multiplier=0``), "after"
+passes nothing. It prints records that validate, records with a non-empty summary, length errors,
+rows reported as "the model repeated itself", rows/s and the mean summary length.
+
     .venv/bin/python bench/local_structured.py [--rows 20] [--max-tokens 200]
     .venv/bin/python bench/local_structured.py --unbounded
+    .venv/bin/python bench/local_structured.py --summary [--rows 60]
+
+Measured 2026-11-25, ``--summary --rows 24`` on the shared 2-core box while other jobs (a second
+llama-server, compilers) ran, so rows/s are low for all three alike:
+
+    way                      validate  with a summary  valid %  length errors  'repeated itself'  rows/s
+    before (main's request)     20/24           11/24    45.8%              4                  1    0.04
+    bound, no DRY               17/24           17/24    70.8%              7                  5    0.12
+    after (defaults)            24/24           24/24   100.0%              0                  0    0.15
 """
 
 from __future__ import annotations
@@ -95,7 +112,10 @@ def main() -> None:
     ap.add_argument("--zero-shot", action="store_true", help="no few-shot system message (as a new user first tries)")
     ap.add_argument("--unbounded", action="store_true", help="one zero-shot row without a user max_tokens, main vs now")
     ap.add_argument("--timeout", type=float, default=120.0, help="client timeout per request with --unbounded")
+    ap.add_argument("--summary", action="store_true", help="issue 27: a free-text summary field, before vs after")
     args = ap.parse_args()
+    if args.summary:
+        return summary(args.rows)
     from inferframe.providers.gbnf import json_schema_to_gbnf
     from inferframe.providers.local_server import get_local_server
     from inferframe.structured import json_schema_for, response_format_for
@@ -164,6 +184,50 @@ def unbounded(url: str, name: str, schema: dict, timeout: float) -> None:
                   f"finish_reason {out['choices'][0]['finish_reason']}")
         except TimeoutError:
             print(f"  {label}: no answer within {timeout:g} s")
+
+
+class MovieReview(BaseModel):
+    rating: int = Field(ge=1, le=5)
+    summary: str
+    verdict: Literal["recommend", "avoid", "neutral"]
+
+
+def summary(n: int) -> None:
+    import inferframe as ifr
+    from inferframe import col
+    from inferframe.functions import format, prompt
+    from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
+    from inferframe.providers.local_server import get_local_server
+    from inferframe.structured import json_schema_for
+
+    schema = json_schema_for(MovieReview)[1]
+    # What main sent: every string unbounded in the grammar, no DRY, max_tokens from 48-token strings.
+    before = {"grammar": json_schema_to_gbnf(schema, max_string_length=None), "dry_multiplier": 0.0,
+              "max_tokens": max(64, int(1.5 * answer_token_bound(schema, max_string_length=None)))}
+    server = get_local_server()
+    df = ifr.read_csv(str(Path(__file__).parent.parent / "examples/data/reviews.csv")).limit(n)
+    question = format("Rate this review 1-5 and summarise: {}", col("review"))
+    ifr.from_pydict({"q": ["warm up"]}).with_column("a", prompt(col("q"), max_tokens=2, cache=False)).to_pydict()
+    print(f"local_structured --summary: {n} bundled reviews, zero-shot, MovieReview(rating 1-5, summary str, "
+          f"verdict Literal), {server.model}, {server.n_parallel} slots, cache off")
+    rows = []
+    ways = (("before (main's request)", before), ("bound, no DRY", {"dry_multiplier": 0.0}), ("after (defaults)", {}))
+    for label, options in ways:
+        t = time.perf_counter()
+        out = df.with_column("r", prompt(question, return_format=MovieReview, cache=False, **options)).to_pydict()
+        secs = time.perf_counter() - t
+        errors = [e for e in out["r_error"] if e is not None]
+        valid = [r for r in out["r"] if r is not None]
+        summarised = [r for r in valid if r["summary"].strip()]
+        loops = sum("repeated itself" in e["message"] for e in errors)
+        length = sum(e["kind"] == "length" for e in errors)
+        mean_len = statistics.mean(len(r["summary"]) for r in valid) if valid else 0.0
+        rows.append([label, f"{len(valid)}/{n}", f"{len(summarised)}/{n}", f"{100 * len(summarised) / n:.1f}%",
+                     str(length), str(loops), f"{n / secs:.2f}", f"{mean_len:.0f}"])
+        if errors:
+            print(f"  {label}: first error: {errors[0]['kind']}: {errors[0]['message'][:200]}")
+    print(table(["way", "validate", "with a summary", "valid %", "length errors", "'repeated itself'", "rows/s",
+                 "summary chars (mean)"], rows, "lrrrrrrr"))
 
 
 if __name__ == "__main__":
