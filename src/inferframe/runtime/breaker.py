@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+from typing import Callable
 
 from inferframe.errors import ErrorKind
 
@@ -37,6 +38,8 @@ class Breaker:
         self.connection_failures = 0
         self.any_success = False
         self.reason: str | None = None
+        # Called with the reason on the first trip that ``notify`` allows: a cluster coordinator tells the other workers.
+        self.on_trip: Callable[[str], None] | None = None
 
     @property
     def tripped(self) -> bool:
@@ -70,6 +73,21 @@ class Breaker:
         """Record ``n`` rows that finished well (answers from the cache: one call per batch)."""
         self.recent.extend([True] * min(n, self.recent.maxlen or n))
 
-    def trip(self, reason: str) -> None:
+    def trip(self, reason: str, *, notify: bool = True) -> None:
+        """Trip with ``reason`` (the first reason stays); ``on_trip`` hears of it unless ``notify`` is False.
+
+        ``notify=False``: the trip came from elsewhere (another worker, told by a coordinator), so it
+        is not reported back.
+
+        Example:
+            >>> b = Breaker(); seen = []
+            >>> b.on_trip = seen.append
+            >>> b.trip("HTTP 401: invalid key"); b.tripped, seen
+            (True, ['HTTP 401: invalid key'])
+            >>> b.trip("other", notify=False); b.reason, seen    # the first reason stays
+            ('HTTP 401: invalid key', ['HTTP 401: invalid key'])
+        """
         if self.reason is None:
             self.reason = reason
+            if notify and self.on_trip is not None:
+                self.on_trip(reason)

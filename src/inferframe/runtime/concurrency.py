@@ -151,6 +151,35 @@ class AdaptiveLimit:
         if int(limit) > grew:
             self._wake(int(limit) - grew)
 
+    def set_ceiling(self, ceiling: int, *, base: int, initial: int) -> None:
+        """Make ``ceiling`` (at least ``minimum``) the hard bound; the size follows within it.
+
+        For a bound that is a share of a larger one (a cluster worker's part of ``max_concurrency``):
+        ``base`` and ``initial`` are the configured target floor and starting bound, applied within
+        the ceiling. A smaller ceiling applies at once; a larger one lets the bound grow.
+
+        Example:
+            >>> lim = AdaptiveLimit(1, 1, base=1)
+            >>> lim.set_ceiling(25, base=64, initial=64); lim.maximum, int(lim.limit)
+            (25, 25)
+            >>> lim.set_ceiling(10, base=64, initial=64); lim.maximum, int(lim.limit)
+            (10, 10)
+        """
+        ceiling = max(self.minimum, int(ceiling))
+        if ceiling == self.maximum:
+            return
+        grew = ceiling > self.maximum
+        self.maximum = ceiling
+        self.base = min(base, ceiling)
+        self.target = min(max(self.target, self.base), ceiling)
+        self._sized = None  # the next size() goes to the size the new ceiling allows at once
+        if self.limit > ceiling:
+            self.limit = float(ceiling)
+        elif grew:
+            start = initial if not self.adaptive else max(self.limit, self.base)
+            if min(start, ceiling) > self.limit:
+                self._set_limit(float(min(start, ceiling)))
+
     def size(self, rate: float | None) -> None:
         """Size the target from ``rate`` (requests/s the limits allow) and the mean latency seen.
 

@@ -18,15 +18,81 @@ Example:
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import threading
+from typing import Protocol
 
+from inferframe.providers.interface import LimitHints
 from inferframe.runtime.breaker import Breaker
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.runtime.config import RuntimeConfig
-from inferframe.runtime.ratelimit import RateLimiter
+from inferframe.runtime.ratelimit import RateLimiter, Ticket
+
+
+class Admission(Protocol):
+    """What the runtime needs of a rate limiter: admit, learn from answers, pause on a spent budget.
+
+    ``RateLimiter`` is the local one; a cluster's leases its budget from one owner.
+    """
+
+    paused_until: float  # admission waits until this monotonic time
+
+    async def acquire(self, tokens: int) -> Ticket:
+        """Wait until one request of ``tokens`` may go."""
+
+    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
+        """An admitted request got its answer (or failed)."""
+
+    def on_429(self, hints: LimitHints | None, retry_after: float, tokens: int = 0) -> bool:
+        """A 429 came back: True when it paused admission for everyone."""
+
+    def correct(self, estimated: int, actual: int) -> None:
+        """Charge usage beyond the estimate."""
+
+    def requests_per_second(self) -> float | None:
+        """Requests per second the known limits allow (None: none known)."""
+
+
+class InFlightBound(Protocol):
+    """What the runtime needs of the in-flight bound (``AdaptiveLimit``): a slot per request, sized by feedback."""
+
+    async def __aenter__(self): ...
+
+    async def __aexit__(self, *exc): ...
+
+    def ahead(self):
+        """The same bound, entered before the rows waiting for a first attempt (a retry)."""
+
+    def size(self, rate: float | None) -> None:
+        """Size the bound from the rate the limits allow."""
+
+    def on_success(self, latency: float, rate: float | None = None) -> None: ...
+
+    def on_rate_limited(self, spent: bool = False) -> None: ...
+
+    def on_fault(self) -> None: ...
+
+    @property
+    def failing(self) -> bool:
+        """Failures persist."""
+
+
+class TripSwitch(Protocol):
+    """What the runtime needs of the breaker (``Breaker``): record attempts and rows, trip, say why."""
+
+    reason: str | None
+
+    @property
+    def tripped(self) -> bool: ...
+
+    def attempt(self, kind: str | None, message: str, service: str) -> None: ...
+
+    def row(self, ok: bool, kind: str | None, message: str) -> None: ...
+
+    def rows_ok(self, n: int) -> None: ...
+
+    def trip(self, reason: str, *, notify: bool = True) -> None: ...
 
 
 @dataclasses.dataclass
@@ -37,9 +103,9 @@ class SharedLimits:
     that ``limiter.requests_per_second()`` allows with each answer's latency.
     """
 
-    limiter: RateLimiter
-    slots: AdaptiveLimit
-    breaker: Breaker
+    limiter: Admission
+    slots: InFlightBound
+    breaker: TripSwitch
 
     @classmethod
     def for_config(cls, config: RuntimeConfig, clock: Clock = REAL) -> "SharedLimits":
@@ -52,15 +118,17 @@ class SharedLimits:
         )
 
 
-class Coordinator(abc.ABC):
-    """Hands out the shared limits of an endpoint+model to every runtime of a job."""
+class Coordinator(Protocol):
+    """Hands out the shared limits of an endpoint+model to every runtime of a job.
 
-    @abc.abstractmethod
+    ``LocalCoordinator`` (one process) and the Ray runner's coordinator (a cluster) satisfy it.
+    """
+
     def limits(self, key: str, config: RuntimeConfig) -> SharedLimits:
         """The limits for ``key`` (endpoint identity and model); built from ``config`` the first time."""
 
 
-class LocalCoordinator(Coordinator):
+class LocalCoordinator:
     """Shared limits for the runtimes of one job in this process (they run on one event loop).
 
     Parameters:

@@ -278,6 +278,16 @@ class RateLimiter:
             rates.append(self.tokens.rate / 60.0 / self.mean_tokens)
         return min(rates) if rates else None
 
+    @property
+    def probe_out(self) -> bool:
+        """A probe request was admitted and its answer has not come back (every other request waits for it)."""
+        return self._probing and not self._probe_done.is_set()
+
+    def probe_lost(self) -> None:
+        """The probe's answer will never come (its sender died): the next ``acquire`` sends a probe again."""
+        if not self._probe_done.is_set():
+            self._probing = False
+
     async def acquire(self, tokens: int) -> Ticket:
         """Wait until one request of ``tokens`` may go; the ticket goes back with its answer to ``release``."""
         if not self._probe_done.is_set():
