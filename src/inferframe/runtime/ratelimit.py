@@ -212,6 +212,39 @@ class _Bucket:
         self.level = level
 
 
+class RefusalRule:
+    """Which 429s show the rate budget spent (see the module docstring): the hints say nothing is left, or a storm.
+
+    Kept per limiter (a process's, or a cluster worker's): it counts the answers so it can tell a
+    storm of 429s from isolated ones.
+
+    Example:
+        >>> rule = RefusalRule()
+        >>> rule.answered(); rule.judge(None, 20, now=0.0)                          # alone, no headers
+        (False, False)
+        >>> rule.answered(); rule.judge(LimitHints(requests_remaining=0), 20, now=0.1)
+        (True, False)
+    """
+
+    def __init__(self) -> None:
+        self.answers = 0  # answers so far: where each 429 stands among them
+        self._recent_429s: collections.deque[tuple[int, float]] = collections.deque(maxlen=STORM_429S)
+
+    def answered(self) -> None:
+        """One answer came back (a 429 included: its ``judge`` follows)."""
+        self.answers += 1
+
+    def judge(self, hints: LimitHints | None, tokens: int, now: float) -> tuple[bool, bool]:
+        """One 429 at ``now``: (its hints say the budget is spent, it is part of a storm of 429s)."""
+        self._recent_429s.append((self.answers, now))
+        spent = hints is not None and (
+            (hints.requests_remaining is not None and hints.requests_remaining < 1)
+            or (hints.tokens_remaining is not None and hints.tokens_remaining < max(1, tokens)))
+        storm = len(self._recent_429s) >= STORM_429S and all(
+            n > self.answers - STORM_ANSWERS and t >= now - STORM_SECONDS for n, t in self._recent_429s)
+        return spent, storm
+
+
 class RateLimiter:
     """Admit requests within RPM/TPM budgets; a 429 that shows the budget spent pauses admission for everyone.
 
@@ -246,8 +279,7 @@ class RateLimiter:
         self.tokens = _Bucket(tpm, burst_seconds, clock)
         self.user_set = (rpm is not None, tpm is not None)
         self.paused_until = 0.0
-        self.answers = 0  # answers released so far: where each 429 stands among them (storm detection)
-        self._recent_429s: collections.deque[tuple[int, float]] = collections.deque(maxlen=STORM_429S)
+        self.refusals = RefusalRule()
         self.in_flight_requests = 0
         self.in_flight_tokens = 0.0
         self.mean_tokens: float | None = None  # tokens per request, to turn a TPM into requests per second
@@ -324,7 +356,7 @@ class RateLimiter:
 
     def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
         """A request admitted with ``tokens`` got its answer (or failed): learn from its limit hints."""
-        self.answers += 1
+        self.refusals.answered()
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.observe(hints, ticket)
@@ -345,19 +377,25 @@ class RateLimiter:
             >>> lim.release(20, None); lim.on_429(LimitHints(requests_remaining=0), 1.0, 20), lim.paused_until
             (True, 1.0)
         """
-        now = self.clock.monotonic()
-        self._recent_429s.append((self.answers, now))
-        spent = hints is not None and (
-            (hints.requests_remaining is not None and hints.requests_remaining < 1)
-            or (hints.tokens_remaining is not None and hints.tokens_remaining < max(1, tokens)))
-        storm = len(self._recent_429s) >= STORM_429S and all(
-            n > self.answers - STORM_ANSWERS and t >= now - STORM_SECONDS for n, t in self._recent_429s)
+        spent, storm = self.refusals.judge(hints, tokens, self.clock.monotonic())
         if not spent:
             self.contradicted()
         if spent or storm:
             self.pause(retry_after)
             return True
         return False
+
+    def adopt(self, rpm: float | None, tpm: float | None, mean_tokens: float | None) -> None:
+        """Take limits another limiter knows (a cluster's coordinator): the rates and tokens per request.
+
+        For a limiter that mirrors what is known, not one that admits: the buckets' levels are left.
+
+        Example:
+            >>> mirror = RateLimiter()
+            >>> mirror.adopt(1200, 60000, 100.0); mirror.requests_per_second(), mirror.tokens.rate
+            (10.0, 60000)
+        """
+        self.requests.rate, self.tokens.rate, self.mean_tokens = rpm, tpm, mean_tokens
 
     def contradicted(self) -> None:
         """A 429 its hints did not predict (budget left in them, or none sent): smaller bursts, same rate.

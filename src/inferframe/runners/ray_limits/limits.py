@@ -15,7 +15,7 @@ from inferframe.runtime.breaker import Breaker
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.runtime.config import RuntimeConfig
-from inferframe.runtime.ratelimit import RateLimiter, Ticket
+from inferframe.runtime.ratelimit import RateLimiter, RefusalRule, Ticket
 
 
 def shared_slots(config: RuntimeConfig, clock: Clock = REAL) -> AdaptiveLimit:
@@ -82,8 +82,8 @@ class _Report:
         return out
 
 
-class LeasedLimiter(RateLimiter):
-    """The RateLimiter interface (acquire/release/pause/correct/observe) over leases of the cluster's budget.
+class LeasedLimiter:
+    """The admission protocol (``runtime.coordinator.Admission``) over leases of the cluster's budget.
 
     ``acquire`` spends the local lease and asks the coordinator for the next chunk when half of it is
     left (ask-ahead, so a busy worker rarely waits); it never blocks the event loop (actor calls are
@@ -106,7 +106,14 @@ class LeasedLimiter(RateLimiter):
 
     def __init__(self, link: ActorLink | None, key: str, config: RuntimeConfig, slots: AdaptiveLimit,
                  breaker: Breaker) -> None:
-        super().__init__(config.rpm, config.tpm)
+        self.clock: Clock = REAL
+        # What the cluster knows of the limits (from every reply): the rates, and what a request costs.
+        self.known = RateLimiter(config.rpm, config.tpm)
+        self.refusals = RefusalRule()  # the local rule for which 429s pause, decided in this worker
+        self.paused_until = 0.0
+        self.in_flight_requests = 0
+        self.in_flight_tokens = 0.0
+        self._lock = asyncio.Lock()
         self.link, self.key, self.slots, self.breaker = link, key, slots, breaker
         self.config = {"rpm": config.rpm, "tpm": config.tpm, "max_concurrency": config.max_concurrency}
         self.slot_base = config.concurrency_base  # the configured bound, applied within each share
@@ -132,7 +139,35 @@ class LeasedLimiter(RateLimiter):
         self._draining = False  # in flight above a share that shrank
         breaker.on_trip = self._tripped
 
-    # --- the RateLimiter interface ------------------------------------------------------------------
+    # --- the admission protocol ---------------------------------------------------------------------
+    @property
+    def requests(self):
+        """The cluster's requests-per-minute as known here (``.rate``)."""
+        return self.known.requests
+
+    @property
+    def tokens(self):
+        """The cluster's tokens-per-minute as known here (``.rate``)."""
+        return self.known.tokens
+
+    @property
+    def mean_tokens(self) -> float | None:
+        return self.known.mean_tokens
+
+    def requests_per_second(self) -> float | None:
+        """Requests per second the cluster's known limits allow (None: none known)."""
+        return self.known.requests_per_second()
+
+    def on_429(self, hints: LimitHints | None, retry_after: float, tokens: int = 0) -> bool:
+        """A 429 came back: ``RateLimiter.on_429``'s rule, decided here; a pause and a contradiction go to the cluster."""
+        spent, storm = self.refusals.judge(hints, tokens, self.clock.monotonic())
+        if not spent:
+            self.contradicted()
+        if spent or storm:
+            self.pause(retry_after)
+            return True
+        return False
+
     async def acquire(self, tokens: int) -> Ticket:
         """Wait until one request of ``tokens`` may go (a lease covers it); FIFO among this worker's rows.
 
@@ -165,7 +200,7 @@ class LeasedLimiter(RateLimiter):
 
     def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
         """A request got its answer (or failed): its hints go with the next lease call."""
-        self.answers += 1  # this worker's answers: on_429 tells a storm of 429s from isolated ones by them
+        self.refusals.answered()  # this worker's answers: on_429 tells a storm of 429s from isolated ones by them
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.observe(hints, ticket)
@@ -192,7 +227,7 @@ class LeasedLimiter(RateLimiter):
         """A spent budget (``on_429``): stop admitting here now, drop the lease, and tell the coordinator at once.
 
         The coordinator pauses every worker. Isolated 429s never get here: the local rule
-        (``RateLimiter.on_429``, inherited) decides in the worker that got the 429, so a 429 with
+        (``RefusalRule``, as in ``RateLimiter.on_429``) decides in the worker that got the 429, so a 429 with
         budget left retries only its row in every process, as in one.
         """
         until = self.clock.monotonic() + seconds
@@ -318,7 +353,7 @@ class LeasedLimiter(RateLimiter):
             if until > self.paused_until + 0.05:  # a pause we did not know of: the lease went with it
                 self._drop_lease()
             self.paused_until = max(self.paused_until, until)
-        self.requests.rate, self.tokens.rate, self.mean_tokens = reply["rpm"], reply["tpm"], reply["mean_tokens"]
+        self.known.adopt(reply["rpm"], reply["tpm"], reply["mean_tokens"])
         if reply["share"] < self.share:  # tell the actor at once that the smaller share is in force,
             self._pending.ack = True     # and again once the requests in flight are within it (release)
             self._draining = True
