@@ -187,9 +187,11 @@ def check_server() -> list[Check]:
             return checks + [Check("llama-server", FAIL, f"started, but one token failed: {type(exc).__name__}: {exc}",
                                    f"rebuild it: {rebuild}", needed=True, log_tail=server._log_tail())]
         try:
-            out = _post(f"{base}/completion", {"prompt": "Once upon a time", "n_predict": 32, "temperature": 0,
-                                               "ignore_eos": True, "cache_prompt": False})
-            speed = float(out.get("timings", {}).get("predicted_per_second") or 0.0)
+            speed = 0.0
+            for _ in range(2):  # the best of two: one busy moment of the machine is not its speed
+                out = _post(f"{base}/completion", {"prompt": "Once upon a time", "n_predict": 32, "temperature": 0,
+                                                   "ignore_eos": True, "cache_prompt": False})
+                speed = max(speed, float(out.get("timings", {}).get("predicted_per_second") or 0.0))
             checks.append(Check("generation speed", OK if speed >= 5 else WARN, f"{speed:.1f} tokens/s (1 slot)",
                                 "" if speed >= 5 else "the machine is slow or busy; the demo will take minutes"))
         except Exception as exc:
