@@ -338,6 +338,8 @@ def test_json_schema_dict_roots():
     ({"$ref": "https://example.com/s.json"}, "only local references"),
     ({"allOf": [{"type": "integer"}, {"minimum": 1}]}, "allOf"),
     ({"type": "null"}, "always null"),
+    ({"type": "object", "properties": 3}, "\"properties\" must map each field name"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"}, "\"required\" must be a list"),
 ])
 def test_json_schema_dict_refusals_name_the_path(sub, reason):
     schema = {"title": "Doc", "type": "object",

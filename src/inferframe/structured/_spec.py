@@ -630,6 +630,11 @@ class _SchemaWalker:
 
     def _object(self, s: dict, path: str, text: str, nullable: bool) -> Node:
         props = s.get("properties") or {}
+        if not isinstance(props, dict):
+            raise plan_error(path, text, "\"properties\" must map each field name to its schema",
+                             "write \"properties\": {\"name\": {\"type\": \"string\"}, ...}")
+        if not isinstance(s.get("required") or [], list):
+            raise plan_error(path, text, "\"required\" must be a list of field names", "write \"required\": [\"name\"]")
         extra = s.get("additionalProperties", True)
         if not props:
             if isinstance(extra, dict) and extra:
