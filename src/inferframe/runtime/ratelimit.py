@@ -244,6 +244,19 @@ class RefusalRule:
             n > self.answers - STORM_ANSWERS and t >= now - STORM_SECONDS for n, t in self._recent_429s)
         return spent, storm
 
+    def react(self, limiter, hints: LimitHints | None, retry_after: float, tokens: int) -> bool:
+        """Apply the rule to ``limiter`` (its clock, ``pause``, ``contradicted``); True when it paused everyone.
+
+        A 429 the hints did not predict shrinks the burst; a spent budget or a storm pauses admission.
+        """
+        spent, storm = self.judge(hints, tokens, limiter.clock.monotonic())
+        if not spent:
+            limiter.contradicted()
+        if spent or storm:
+            limiter.pause(retry_after)
+            return True
+        return False
+
 
 class RateLimiter:
     """Admit requests within RPM/TPM budgets; a 429 that shows the budget spent pauses admission for everyone.
@@ -377,13 +390,7 @@ class RateLimiter:
             >>> lim.release(20, None); lim.on_429(LimitHints(requests_remaining=0), 1.0, 20), lim.paused_until
             (True, 1.0)
         """
-        spent, storm = self.refusals.judge(hints, tokens, self.clock.monotonic())
-        if not spent:
-            self.contradicted()
-        if spent or storm:
-            self.pause(retry_after)
-            return True
-        return False
+        return self.refusals.react(self, hints, retry_after, tokens)
 
     def adopt(self, rpm: float | None, tpm: float | None, mean_tokens: float | None) -> None:
         """Take limits another limiter knows (a cluster's coordinator): the rates and tokens per request.

@@ -160,13 +160,7 @@ class LeasedLimiter:
 
     def on_429(self, hints: LimitHints | None, retry_after: float, tokens: int = 0) -> bool:
         """A 429 came back: ``RateLimiter.on_429``'s rule, decided here; a pause and a contradiction go to the cluster."""
-        spent, storm = self.refusals.judge(hints, tokens, self.clock.monotonic())
-        if not spent:
-            self.contradicted()
-        if spent or storm:
-            self.pause(retry_after)
-            return True
-        return False
+        return self.refusals.react(self, hints, retry_after, tokens)
 
     async def acquire(self, tokens: int) -> Ticket:
         """Wait until one request of ``tokens`` may go (a lease covers it); FIFO among this worker's rows.
