@@ -303,3 +303,47 @@ def test_udf_in_filter_and_nested():
     df = ifr.from_pydict({"x": [1, 2, 3, 4]})
     assert df.where(inc(col("x")) > 2).to_pydict() == {"x": [2, 3, 4]}
     assert df.select(inc(inc(col("x")) * 2).alias("y")).to_pydict() == {"y": [5, 7, 9, 11]}
+
+
+def test_failed_async_batches_leave_no_unretrieved_task_exception(caplog):
+    """When every batch of an async batch UDF fails, the stopped job logs no 'Task exception was never retrieved'."""
+    import gc
+
+    @ifr.func.batch(return_dtype=DataType.int64(), batch_size=2, max_concurrency=4)
+    async def down(x):
+        await asyncio.sleep(0.05)
+        raise ifr.ServiceError("the service is down")
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        with pytest.raises(ifr.ServiceError, match="the service is down"):
+            ifr.from_pydict({"x": list(range(40))}).into_batches(2).select(down(col("x"))).collect()
+        time.sleep(0.3)
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []
+
+
+def test_a_task_failing_after_its_caller_gave_up_is_not_logged_as_lost(caplog):
+    """The shared loop retrieves the error of a task whose caller cancelled it: the caller already has the job's error."""
+    import gc
+
+    from inferframe.execution.context import EventLoopThread
+
+    async def fails_on_cancel():
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            raise RuntimeError("cleanup failed") from None
+
+    loop = EventLoopThread()
+    try:
+        with caplog.at_level("ERROR", logger="asyncio"):
+            fut = loop.submit(fails_on_cancel())
+            time.sleep(0.05)
+            fut.cancel()
+            time.sleep(0.2)
+            del fut
+            gc.collect()
+            loop.call(gc.collect)
+    finally:
+        loop.close()
+    assert [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import threading
 from typing import Any, Callable
 
@@ -27,8 +28,41 @@ class EventLoopThread:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    def submit(self, coro):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+    def submit(self, coro) -> cf.Future:
+        """Run ``coro`` on the loop; a concurrent Future for its result that cancels the task when cancelled.
+
+        Like ``asyncio.run_coroutine_threadsafe``, except that an error the task raises after its
+        caller cancelled the Future (the job already stopped with its own error) is retrieved here,
+        not logged at garbage collection as "Task exception was never retrieved".
+        """
+        result: cf.Future = cf.Future()
+
+        def finish(task: asyncio.Task) -> None:
+            if task.cancelled():
+                result.cancel()
+                return
+            error = task.exception()
+            if not result.set_running_or_notify_cancel():
+                return
+            if error is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(task.result())
+
+        def cancel_task(task: asyncio.Task) -> None:
+            if result.cancelled() and not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(task.cancel)
+
+        def start() -> None:
+            if result.cancelled():
+                coro.close()
+                return
+            task = self.loop.create_task(coro)
+            task.add_done_callback(finish)
+            result.add_done_callback(lambda _: cancel_task(task))
+
+        self.loop.call_soon_threadsafe(start)
+        return result
 
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run a plain callable on the loop thread (e.g. a constructor that needs a running loop)."""
