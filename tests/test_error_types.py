@@ -63,7 +63,6 @@ REFACTOR = [
     ("dataframe/dataframe.py", "TypeError", "Expected a column name or an expression", "user mistake"),
     ("dataframe/dataframe.py", "TypeError", "Expected column names", "user mistake"),
     ("dataframe/dataframe.py", "TypeError", "df[...] takes one column name", "user mistake"),
-    ("runners/current.py", "ValueError", "is not a runner", "user mistake (INFERFRAME_RUNNER)"),
 ]
 
 ALLOWED = INTERNAL + ROW_LEVEL + REFACTOR

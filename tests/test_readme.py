@@ -159,7 +159,7 @@ class Reader:
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
     import inferframe as ifr
-    from inferframe.observe.recorder import set_history
+    from inferframe.session import set_history
     from inferframe.session import reset_provider
     from inferframe.simulator import Simulator, SimulatorConfig
 

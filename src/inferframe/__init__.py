@@ -12,7 +12,7 @@ from inferframe.dataframe import (
     DataFrame, Evaluation, GroupedDataFrame, Schema, evaluate, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
-from inferframe.observe import DriftWarning, set_history
+from inferframe.observe import DriftWarning
 # Public so that warnings.filterwarnings(category=inferframe.PromptLayoutHint) can silence it; its message names it so.
 from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
@@ -24,7 +24,7 @@ from inferframe.errors import (
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
 from inferframe.runners import set_runner_native, set_runner_ray
-from inferframe.session import set_cache, set_prices, set_provider
+from inferframe.session import set_cache, set_history, set_prices, set_provider
 from inferframe.series import Series
 from inferframe.udf import cls, func, method
 

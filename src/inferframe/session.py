@@ -1,4 +1,4 @@
-"""The session: settings a job depends on, set once per process and resolved into the plan when it is built.
+"""The session: the one settings object of this process's jobs, resolved into the plan when it is built.
 
 ``set_provider``, ``set_prices`` and ``set_cache`` change the driver's session. Every AI function
 reads the session when its expression is built and bakes what it needs into the call's config
@@ -6,6 +6,11 @@ reads the session when its expression is built and bakes what it needs into the 
 so the plan means the same in any process: a worker never reads another process's globals. Keys
 never enter the session or the plan: ``set_provider(api_key=...)`` keeps the key in
 ``inferframe.providers.secrets`` and the session holds only its handle.
+
+The driver's own settings live here too, read where a job starts and never by a worker: the run
+history (``set_history``; ``history_dir`` is the one place its directory is worked out), the
+progress line (``set_progress``) and the runner (``inferframe.runners.set_runner_native`` /
+``set_runner_ray`` store it here; ``get_runner`` reads it).
 
 Example:
     >>> import inferframe as ifr
@@ -33,6 +38,31 @@ from inferframe.runtime.cache import CachePolicy, default_cache_dir
 from inferframe.runtime.pricing import Price, check_price, price_of
 
 
+def _history_env() -> bool:
+    return os.environ.get("INFERFRAME_HISTORY", "1").lower() not in ("0", "false", "no")
+
+
+@dataclasses.dataclass(frozen=True)
+class HistorySettings:
+    """What every job with AI calls records in the run history (see ``set_history``).
+
+    Parameters:
+        enabled: record runs at all (default: on unless ``INFERFRAME_HISTORY=0`` when the session starts).
+        sample: share of rows kept for review.
+        max_sample: at most this many review rows per run.
+        directory: where ``runs.sqlite`` lives (None: the job's cache directory).
+
+    Example:
+        >>> HistorySettings(sample=0.05).max_sample
+        1000
+    """
+
+    enabled: bool = dataclasses.field(default_factory=_history_env)
+    sample: float = 0.01
+    max_sample: int = 1000
+    directory: str | None = None
+
+
 @dataclasses.dataclass(frozen=True)
 class Session:
     """Settings of this process's jobs (immutable: each setter makes a new one).
@@ -42,12 +72,19 @@ class Session:
         prices: user prices as ((model, (input, output[, cached_input])), ...) dollars per million tokens.
         cache_policy: the default cache policy (None: ``INFERFRAME_CACHE`` or "read_write").
         cache_dir: the cache directory (None: ``INFERFRAME_CACHE_DIR`` or the XDG cache dir).
+        history: what the run history records (``set_history``).
+        progress: show the progress line (``set_progress``): True, False, or None (on terminals and notebooks).
+        runner: the ``inferframe.runners.Runner`` that runs DataFrames (None: chosen from ``INFERFRAME_RUNNER``
+            by ``get_runner`` at the first job).
     """
 
     provider: ProviderSpec | None = None
     prices: tuple = ()
     cache_policy: CachePolicy | None = None
     cache_dir: str | None = None
+    history: HistorySettings = dataclasses.field(default_factory=HistorySettings)
+    progress: bool | None = None
+    runner: Any = None
 
     def price_of(self, model: str | None) -> Price | None:
         """The model's price, (input, output) or (input, output, cached_input): this session's, else the built-in table."""
@@ -60,6 +97,19 @@ class Session:
         directory = directory if directory is not None else self.cache_dir
         path = Path(directory).expanduser() if directory is not None else default_cache_dir()
         return CachePolicy(policy), str(path.absolute())
+
+    def history_dir(self, directory: Any = None, cache_dir: Any = None) -> str:
+        """Where the run history lives: ``directory``, else ``set_history``'s, else ``cache_dir`` (a job's
+        first AI call's cache directory), else this session's cache directory.
+
+        Example:
+            >>> Session(history=HistorySettings(directory="/tmp/h")).history_dir()
+            '/tmp/h'
+            >>> Session(cache_dir="/tmp/c").history_dir()
+            '/tmp/c'
+        """
+        chosen = directory or self.history.directory or cache_dir
+        return str(chosen) if chosen else self.cache_settings()[1]
 
 
 _lock = threading.Lock()
@@ -140,3 +190,50 @@ def set_cache(policy: str | None = None, directory: str | os.PathLike | None = N
             raise PlanError(f"set_cache(): policy must be one of {', '.join(p.value for p in CachePolicy)}, "
                             f"got {policy!r}.") from None
     _replace(cache_policy=policy, cache_dir=str(directory) if directory is not None else None)
+
+
+def set_history(enabled: bool = True, *, sample: float = 0.01, max_sample: int = 1000,
+                directory: str | os.PathLike | None = None) -> None:
+    """Choose what each job with AI calls records in the run history.
+
+    Parameters:
+        enabled: record runs at all (also ``INFERFRAME_HISTORY=0``).
+        sample: share of rows kept for review (0 turns the sample off): every (1/sample)-th row, so
+            the same data in the same order gives the same sample.
+        max_sample: at most this many rows per run.
+        directory: where ``runs.sqlite`` lives (default: next to the response cache).
+
+    Example:
+        >>> set_history(sample=0.05, max_sample=200)
+        >>> current().history.sample, current().history.max_sample
+        (0.05, 200)
+        >>> set_history()
+    """
+    if not 0 <= sample <= 1:
+        raise PlanError(f"sample is a share of rows between 0 and 1, got {sample!r}; e.g. set_history(sample=0.05).")
+    _replace(history=HistorySettings(enabled, sample, max_sample, str(directory) if directory is not None else None))
+
+
+def set_progress(enabled: bool | None) -> None:
+    """Turn the progress line on or off for every job (None: automatic, on terminals and in notebooks).
+
+    A job's own ``progress=`` argument wins; ``INFERFRAME_PROGRESS=0`` turns it off where this is None.
+
+    Example:
+        >>> set_progress(False); current().progress
+        False
+        >>> set_progress(None)
+    """
+    _replace(progress=enabled)
+
+
+def set_runner(runner: Any) -> None:
+    """Make ``runner`` (an ``inferframe.runners.Runner``) run every DataFrame from now on.
+
+    ``inferframe.runners.set_runner_native`` and ``set_runner_ray`` build the runner and store it here.
+
+    Example:
+        >>> set_runner(None); current().runner is None
+        True
+    """
+    _replace(runner=runner)

@@ -420,9 +420,12 @@ class DataFrame:
 
         from inferframe.dataframe.recording import recording
         from inferframe.observe import job_progress
+        from inferframe.session import current
 
         if not has_ai(plan):
             return contextlib.nullcontext()
+        if progress is None:
+            progress = current().progress
 
         @contextlib.contextmanager
         def both():

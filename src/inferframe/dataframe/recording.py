@@ -22,9 +22,10 @@ def job_info(plan: lp.LogicalPlan) -> dict:
     """The pipeline's identity and calls: the same for every run of the same prompts, whatever the data.
 
     The fingerprint covers each AI call's endpoint, provider and URL, model, system message, options
-    and return format, and the output schema; not the input data, the cache or any key.
+    and return format, and the output schema; not the input data, the cache or any key. Its
+    ``directory`` is the session's ``history_dir`` given the first AI call's cache directory.
     """
-    from inferframe.runtime.cache import default_cache_dir
+    from inferframe.session import current
 
     calls, ident = [], []
     directory = None
@@ -40,7 +41,7 @@ def job_info(plan: lp.LogicalPlan) -> dict:
         directory = directory or c.runtime.cache_dir
     ident.append([[f.name, str(f.type)] for f in plan.schema])
     fingerprint = hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:16]
-    return {"fingerprint": fingerprint, "calls": calls, "directory": str(directory or default_cache_dir())}
+    return {"fingerprint": fingerprint, "calls": calls, "directory": current().history_dir(cache_dir=directory)}
 
 
 def ai_columns(schema: pa.Schema) -> list[str]:
@@ -52,16 +53,15 @@ def ai_columns(schema: pa.Schema) -> list[str]:
 @contextlib.contextmanager
 def recording(plan: lp.LogicalPlan) -> Iterator[Any]:
     """Record the job into the run history (a ``RunRecorder``; None when history is off or no AI column is out)."""
-    from inferframe.observe.recorder import SETTINGS, RunRecorder
+    from inferframe.observe.recorder import RunRecorder
+    from inferframe.session import current
 
     columns = ai_columns(plan.schema)
-    if not SETTINGS.enabled or not columns:
+    settings = current().history
+    if not settings.enabled or not columns:
         yield None
         return
-    job = job_info(plan)
-    if SETTINGS.directory:
-        job["directory"] = SETTINGS.directory
-    recorder = RunRecorder(job, columns)
+    recorder = RunRecorder(job_info(plan), columns, sample=settings.sample, max_sample=settings.max_sample)
     try:
         yield recorder
     except (KeyboardInterrupt, GeneratorExit, SystemExit):  # stopped from outside: Ctrl-C, or the consumer quit

@@ -30,7 +30,7 @@ def report(run_id: str | None = None, path: str | None = None, *, directory: str
     Parameters:
         run_id: the run to report (see ``runs()``); None: the newest.
         path: where to write (default: ``inferframe-report-<run_id>.html`` in the current directory).
-        directory: the history's directory (default: the response cache's, or ``set_history``'s).
+        directory: the history's directory (default: ``set_history``'s, else the response cache's).
 
     Raises:
         PlanError: the history has no run, or no run with this id.
@@ -43,13 +43,10 @@ def report(run_id: str | None = None, path: str | None = None, *, directory: str
         inferframe.errors.PlanError: report(): the run history ... has no run yet; ...
     """
     from inferframe.observe.history import RunHistory
-    from inferframe.observe.recorder import SETTINGS
     from inferframe.observe.report import render_report
-    from inferframe.runtime.cache import default_cache_dir
+    from inferframe.session import current
 
-    # As runs._history(), not imported from there: runs imports the constructors, which import the
-    # DataFrame, whose write() imports this module (a cycle).
-    history = RunHistory(directory or SETTINGS.directory or default_cache_dir())
+    history = RunHistory(current().history_dir(directory))
     if run_id is None:
         newest = history.runs(limit=1)
         if not newest:

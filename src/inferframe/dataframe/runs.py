@@ -17,10 +17,9 @@ import pyarrow.compute as pc
 
 def _history(directory: str | None):
     from inferframe.observe.history import RunHistory
-    from inferframe.observe.recorder import SETTINGS
-    from inferframe.runtime.cache import default_cache_dir
+    from inferframe.session import current
 
-    return RunHistory(directory or SETTINGS.directory or default_cache_dir())
+    return RunHistory(current().history_dir(directory))
 
 
 def runs(limit: int | None = 100, *, directory: str | None = None):
@@ -33,7 +32,7 @@ def runs(limit: int | None = 100, *, directory: str | None = None):
 
     Parameters:
         limit: at most this many runs (None: all).
-        directory: the history's directory (default: the response cache's).
+        directory: the history's directory (default: ``set_history``'s, else the response cache's).
 
     Example:
         >>> import tempfile

@@ -4,7 +4,7 @@ Shown on a terminal while a job with AI calls runs: rows done/total, rows/s,
 in flight and what the other rows wait for (a rate-limit pause, a retry), tokens,
 cost, the share of input the provider's prompt cache served and what it saved,
 retries, 429s, errors and ETA. Quiet when stdout is not a terminal, with
-``progress=False``, or with INFERFRAME_PROGRESS=0.
+``progress=False`` (a job's argument, or the session's ``set_progress``), or with INFERFRAME_PROGRESS=0.
 """
 
 from __future__ import annotations
@@ -19,14 +19,7 @@ from typing import Iterator
 
 from inferframe.observe.stats import CURRENT_RUN, RunStats
 
-_enabled: bool | None = None
 _last: list[dict] = []
-
-
-def set_progress(enabled: bool | None) -> None:
-    """Turn the progress bar on or off for every job (None: automatic, on terminals only)."""
-    global _enabled
-    _enabled = enabled
 
 
 def last_run() -> list[dict]:
@@ -56,8 +49,6 @@ def in_notebook() -> bool:
 def _should_show(explicit: bool | None) -> bool:
     if explicit is not None:
         return explicit
-    if _enabled is not None:
-        return _enabled
     if os.environ.get("INFERFRAME_PROGRESS", "").lower() in ("0", "false", "no"):
         return False
     return sys.stdout.isatty() or in_notebook()
@@ -190,7 +181,11 @@ def waiting_notes(stats: RunStats) -> list[str]:
 
 @contextlib.contextmanager
 def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
-    """Track the AI calls of one job; draw a live line while it runs when ``show`` allows."""
+    """Track the AI calls of one job; draw a live line while it runs when ``show`` allows.
+
+    ``show``: True or False; None: on terminals and in notebooks unless ``INFERFRAME_PROGRESS=0``
+    (the DataFrame passes its job's ``progress=``, else the session's ``set_progress``).
+    """
     CURRENT_RUN.clear()
     stop = threading.Event()
     thread = None

@@ -20,8 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import sqlite3
 import threading
 import time
@@ -32,7 +30,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from inferframe.errors import PlanError
 from inferframe.observe.history import MAX_CATEGORIES, RunHistory, drift
 from inferframe.observe.owner import owner_tag
 from inferframe.observe.stats import CURRENT_RUN, latency_quantile
@@ -40,40 +37,6 @@ from inferframe.observe.stats import CURRENT_RUN, latency_quantile
 
 class DriftWarning(UserWarning):
     """An AI column's output distribution moved against the earlier runs of the same pipeline."""
-
-
-@dataclasses.dataclass
-class HistorySettings:
-    """What every job with AI calls records (see ``set_history``)."""
-
-    enabled: bool = True
-    sample: float = 0.01
-    max_sample: int = 1000
-    directory: str | None = None  # None: the first AI call's cache directory
-
-
-SETTINGS = HistorySettings(enabled=os.environ.get("INFERFRAME_HISTORY", "1").lower() not in ("0", "false", "no"))
-
-
-def set_history(enabled: bool = True, *, sample: float = 0.01, max_sample: int = 1000, directory: str | None = None) -> None:
-    """Choose what each job with AI calls records in the run history.
-
-    Parameters:
-        enabled: record runs at all (also ``INFERFRAME_HISTORY=0``).
-        sample: share of rows kept for review (0 turns the sample off): every (1/sample)-th row, so
-            the same data in the same order gives the same sample.
-        max_sample: at most this many rows per run.
-        directory: where ``runs.sqlite`` lives (default: next to the response cache).
-
-    Example:
-        >>> set_history(sample=0.05, max_sample=200)
-        >>> SETTINGS.sample, SETTINGS.max_sample
-        (0.05, 200)
-        >>> set_history()
-    """
-    if not 0 <= sample <= 1:
-        raise PlanError(f"sample is a share of rows between 0 and 1, got {sample!r}; e.g. set_history(sample=0.05).")
-    SETTINGS.enabled, SETTINGS.sample, SETTINGS.max_sample, SETTINGS.directory = enabled, sample, max_sample, directory
 
 
 LAST_RECORDED: dict = {}  # the newest run this process stored: run_id, directory (evaluate() attaches to it)
@@ -160,14 +123,14 @@ class RunRecorder:
         job: ``fingerprint``, ``calls`` (provider, model, endpoint, prompt_version, label per AI call),
             ``directory`` (where the history lives).
         ai_columns: the output columns that AI calls produced.
-        sample / max_sample: the review sample (default: ``set_history``'s).
+        sample / max_sample: the review sample (a job gets the session's, ``set_history``).
     """
 
-    def __init__(self, job: dict, ai_columns: list[str], sample: float | None = None, max_sample: int | None = None) -> None:
+    def __init__(self, job: dict, ai_columns: list[str], sample: float = 0.01, max_sample: int = 1000) -> None:
         self.job = job
         self.ai_columns = ai_columns
-        self.sample_share = SETTINGS.sample if sample is None else sample
-        self.max_sample = SETTINGS.max_sample if max_sample is None else max_sample
+        self.sample_share = sample
+        self.max_sample = max_sample
         self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.started = time.time()
         self.columns: dict[str, _Column] = {}

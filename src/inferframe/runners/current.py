@@ -1,7 +1,8 @@
-"""Which runner runs DataFrames in this process: the local one unless told otherwise.
+"""Which runner runs DataFrames in this process: the session's, the local one unless told otherwise.
 
 ``INFERFRAME_RUNNER=ray`` (with ``INFERFRAME_RAY_ADDRESS``) picks the Ray runner before the first
-job; ``set_runner_ray()`` and ``set_runner_native()`` switch at any time.
+job; ``set_runner_ray()`` and ``set_runner_native()`` switch at any time. The runner is a setting of
+the session (``inferframe.session``), like the provider and the cache.
 
 Example:
     >>> get_runner().name
@@ -13,33 +14,42 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from inferframe.session import current, set_runner
+from inferframe.errors import PlanError
 from inferframe.runners.base import Runner
 from inferframe.runners.local import LocalRunner
 
-_RUNNER: Runner | None = None
-
 
 def get_runner() -> Runner:
-    """The runner of this process (chosen from ``INFERFRAME_RUNNER`` the first time)."""
-    global _RUNNER
-    if _RUNNER is None:
+    """The session's runner (chosen from ``INFERFRAME_RUNNER`` the first time, then kept in the session)."""
+    runner = current().runner
+    if runner is None:
         choice = os.environ.get("INFERFRAME_RUNNER", "native").strip().lower()
         if choice == "ray":
             from inferframe.runners.ray_runner import RayRunner
 
-            _RUNNER = RayRunner()
+            runner = RayRunner()
         elif choice in ("native", "local", ""):
-            _RUNNER = LocalRunner()
+            runner = LocalRunner()
         else:
-            raise ValueError(f"INFERFRAME_RUNNER={choice!r} is not a runner; use 'native' or 'ray'.")
-    return _RUNNER
+            raise PlanError(f"INFERFRAME_RUNNER={choice!r} is not a runner; use 'native' or 'ray'.")
+        set_runner(runner)
+    return runner
 
 
 def set_runner_native(morsel_size: int = 8192) -> LocalRunner:
-    """Use the local streaming runner (the default)."""
-    global _RUNNER
-    _RUNNER = LocalRunner(morsel_size=morsel_size)
-    return _RUNNER
+    """Use the local streaming runner (the default) for every DataFrame from now on.
+
+    Parameters:
+        morsel_size: rows per batch for vectorised work.
+
+    Example:
+        >>> set_runner_native().name
+        'native'
+    """
+    runner = LocalRunner(morsel_size=morsel_size)
+    set_runner(runner)
+    return runner
 
 
 def set_runner_ray(address: str | None = None, **init_options: Any) -> Runner:
@@ -55,8 +65,8 @@ def set_runner_ray(address: str | None = None, **init_options: Any) -> Runner:
         >>> _ = ifr.set_runner_ray(num_cpus=2)   # doctest: +SKIP
         >>> _ = ifr.set_runner_native()
     """
-    global _RUNNER
     from inferframe.runners.ray_runner import RayRunner
 
-    _RUNNER = RayRunner(address, **init_options)
-    return _RUNNER
+    runner = RayRunner(address, **init_options)
+    set_runner(runner)
+    return runner
