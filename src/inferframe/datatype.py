@@ -18,6 +18,7 @@ import datetime
 import decimal
 import enum
 import types
+from types import MappingProxyType
 import typing
 from typing import Any
 
@@ -276,7 +277,7 @@ def to_datatype(t: Any) -> DataType:
     return DataType.infer_from_type(t)
 
 
-_SCALARS: dict[Any, pa.DataType] = {
+_SCALARS: MappingProxyType[Any, pa.DataType] = MappingProxyType({
     str: pa.string(),
     int: pa.int64(),
     float: pa.float64(),
@@ -288,7 +289,7 @@ _SCALARS: dict[Any, pa.DataType] = {
     datetime.timedelta: pa.duration("us"),
     decimal.Decimal: pa.decimal128(38, 18),
     type(None): pa.null(),
-}
+})
 
 
 def _arrow_from_python_type(tp: Any) -> pa.DataType:

@@ -20,6 +20,7 @@ import os
 import string
 import sys
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Optional
 
 import inferframe as ifr
@@ -27,7 +28,7 @@ from inferframe.cli.base import USAGE, CLIError
 from inferframe.cli.options import unescape
 from inferframe.io.formats import file_spec
 
-_READERS = {"parquet": ifr.read_parquet, "csv": ifr.read_csv, "json": ifr.read_json}
+_READERS = MappingProxyType({"parquet": ifr.read_parquet, "csv": ifr.read_csv, "json": ifr.read_json})
 
 
 def read_input(path: str, fmt: Optional[str]) -> ifr.DataFrame:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import html
 import math
 import os
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -377,7 +378,7 @@ def _show(e: Expression) -> str:
     return repr(e._node.column) if isinstance(e._node, Col) else str(e)
 
 
-_ROLE_HINT = {"prediction": "model's output", "truth": "correct answers", "on": "key shared by df and the golden file"}
+_ROLE_HINT = MappingProxyType({"prediction": "model's output", "truth": "correct answers", "on": "key shared by df and the golden file"})
 
 
 def _read_golden(golden: Any) -> tuple[pa.Table, str]:

@@ -8,6 +8,7 @@ gathers its input into one Arrow table.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
@@ -69,17 +70,17 @@ class _Builder:
 
 
 # The exchanges that work on their whole input as one table, here.
-_GATHERED: dict[str, Callable[[pa.Table, Any], pa.Table]] = {
+_GATHERED: MappingProxyType[str, Callable[[pa.Table, Any], pa.Table]] = MappingProxyType({
     "sort": lambda t, n: ops.sort(t, n.keys, n.descending, n.nulls_first),
     "distinct": lambda t, n: ops.distinct(t, n.on),
     "aggregate": lambda t, n: ops.aggregate(t, n.group_by, n.aggs, n.schema),
-}
+})
 
-_RUN: dict[type, Callable[[_Builder, Any], Batches]] = {
+_RUN: MappingProxyType[type, Callable[[_Builder, Any], Batches]] = MappingProxyType({
     pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
     pp.Limit: _Builder.limit, pp.Rebatch: _Builder.rebatch, pp.Union: _Builder.union,
     pp.UDFStage: _Builder.udf_stage, pp.Exchange: _Builder.exchange,
-}
+})
 
 
 def map_stream(op: pp.Map, batches: Batches) -> Batches:
@@ -95,12 +96,12 @@ def map_stream(op: pp.Map, batches: Batches) -> Batches:
     return pp.dispatch(_MAPS, op)(op, batches)
 
 
-_MAPS: dict[type, Callable[[Any, Batches], Batches]] = {
+_MAPS: MappingProxyType[type, Callable[[Any, Batches], Batches]] = MappingProxyType({
     pp.Project: lambda op, s: ops.project(s, op.exprs, op.schema),
     pp.Filter: lambda op, s: ops.filter_(s, op.predicate),
     pp.Explode: lambda op, s: ops.explode(s, op.columns, op.schema),
     pp.MapBatches: lambda op, s: (op.fn(b) for b in s),
-}
+})
 
 
 def execute(op: pp.PhysicalOp, *, morsel_size: int = 8192, services: Any = None) -> Batches:

@@ -7,6 +7,7 @@ their input into one Arrow table and hand the work to pyarrow/Acero.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Iterable, Iterator
 
 import pyarrow as pa
@@ -160,7 +161,7 @@ def _check_groupable(table: pa.Table, keys, what: str) -> None:
             raise ExecutionError(f"{what} cannot use {k!r} of type {t} as a key; nested types cannot be compared. Pick scalar columns.")
 
 
-_ACERO = {"count_distinct": "count_distinct", "list": "list", "first": "first", "last": "last", "variance": "variance"}
+_ACERO = MappingProxyType({"count_distinct": "count_distinct", "list": "list", "first": "first", "last": "last", "variance": "variance"})
 
 
 def aggregate(table: pa.Table, group_by, aggs, schema: pa.Schema) -> pa.Table:

@@ -171,7 +171,7 @@ class Cast(Node):
         return f"cast({self.child} as {self.dtype})"
 
 
-AGG_OPS = {"sum", "mean", "min", "max", "count", "count_distinct", "list", "first", "last", "stddev", "variance", "any", "all"}
+AGG_OPS = frozenset({"sum", "mean", "min", "max", "count", "count_distinct", "list", "first", "last", "stddev", "variance", "any", "all"})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ import mimetypes
 import posixpath
 import re
 from html.parser import HTMLParser
+from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from inferframe.errors import PlanError
@@ -20,13 +21,13 @@ from .image import sniff_mime
 
 __all__ = ["basename", "classify", "looks_like_text", "mime_for", "pdf_text", "read_text_file"]
 
-_IMAGE_EXTS = {
+_IMAGE_EXTS = frozenset({
     ".png", ".jpg", ".jpeg", ".jpe", ".gif", ".webp", ".bmp", ".tif", ".tiff",
     ".ico", ".avif", ".heic", ".heif",
-}
-_HTML_EXTS = {".html", ".htm", ".xhtml"}
+})
+_HTML_EXTS = frozenset({".html", ".htm", ".xhtml"})
 # mimetypes misses or varies across platforms for these; pin them.
-_EXT_MIME = {
+_EXT_MIME = MappingProxyType({
     ".md": "text/markdown",
     ".markdown": "text/markdown",
     ".txt": "text/plain",
@@ -51,7 +52,7 @@ _EXT_MIME = {
     ".webp": "image/webp",
     ".avif": "image/avif",
     ".heic": "image/heic",
-}
+})
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: it shares that BOM's first two bytes
     (codecs.BOM_UTF32_BE, "utf-32"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from inferframe.errors import PlanError
@@ -30,13 +31,13 @@ __all__ = [
 #: Image types vision APIs accept as-is (OpenAI: PNG, JPEG, WEBP, non-animated GIF).
 PASSTHROUGH_MIMES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 
-_FORMATS = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG", "webp": "WEBP"}
-_FORMAT_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
-_MIME_FORMAT = {v: k for k, v in _FORMAT_MIME.items()}
+_FORMATS = MappingProxyType({"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG", "webp": "WEBP"})
+_FORMAT_MIME = MappingProxyType({"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"})
+_MIME_FORMAT = MappingProxyType({v: k for k, v in _FORMAT_MIME.items()})
 
 # BMP info-header sizes; checking them keeps text that starts with "BM" from sniffing as BMP.
-_BMP_HEADER_SIZES = {12, 16, 40, 52, 56, 64, 108, 124}
-_FTYP_BRANDS = {
+_BMP_HEADER_SIZES = frozenset({12, 16, 40, 52, 56, 64, 108, 124})
+_FTYP_BRANDS = MappingProxyType({
     b"avif": "image/avif",
     b"avis": "image/avif",
     b"heic": "image/heic",
@@ -45,7 +46,7 @@ _FTYP_BRANDS = {
     b"msf1": "image/heif",
     b"qt  ": "video/quicktime",
     b"M4A ": "audio/mp4",
-}
+})
 
 
 def sniff_mime(data: bytes) -> str | None:

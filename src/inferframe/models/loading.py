@@ -14,18 +14,19 @@ import importlib.util
 import json
 import os
 from pathlib import Path
+from types import MappingProxyType
 
 import pyarrow as pa
 
 from inferframe.errors import PlanError
 
-PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+PACKAGED_NAMES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 
 # What each in-process provider needs, and the pip command that installs it.
-_NEEDS = {
+_NEEDS = MappingProxyType({
     "sentence_transformers": (("torch", "sentence_transformers"), 'pip install "inferframe[embed]"'),
     "transformers": (("torch", "transformers"), 'pip install "inferframe[embed]"'),
-}
+})
 
 
 def require(provider: str) -> None:

@@ -69,7 +69,7 @@ def _v3(db: sqlite3.Connection) -> None:
 
 
 # Schema changes are appended here, one small function each; user_version records how many ran.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 
 # A running run stores what it has done every few seconds (its ``ended`` is the last time); one silent for
 # this long is taken as interrupted even where its process cannot be judged (another machine).

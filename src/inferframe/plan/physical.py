@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import pyarrow as pa
@@ -275,7 +276,7 @@ def _exchange(kind: str):
     return rule
 
 
-_RULES: Mapping[type, Callable[[_Planner, Any], PhysicalOp]] = {
+_RULES: Mapping[type, Callable[[_Planner, Any], PhysicalOp]] = MappingProxyType({
     lp.Source: _Planner.source,
     lp.Project: _Planner.project,
     lp.Filter: _Planner.filter,
@@ -289,4 +290,4 @@ _RULES: Mapping[type, Callable[[_Planner, Any], PhysicalOp]] = {
     lp.Join: _exchange("join"),
     lp.Repartition: _exchange("repartition"),
     lp.Nearest: _exchange("nearest"),
-}
+})

@@ -25,11 +25,12 @@ Example:
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any
 
 from inferframe.errors import PlanError
 
-_BASE = {
+_BASE = MappingProxyType({
     "boolean": '"true" | "false"',
     "null": '"null"',
     # Digits are bounded so that a model cannot spend its whole budget on one number.
@@ -40,9 +41,9 @@ _BASE = {
     "value": 'object | array | string | number | boolean | "null"',
     "object": '"{" (string ":" value ("," string ":" value)*)? "}"',
     "array": '"[" (value ("," value)*)? "]"',
-}
-_NEEDS = {"string": ["char"], "value": ["object", "array", "string", "number", "boolean"],
-          "object": ["string", "value"], "array": ["value"]}
+})
+_NEEDS = MappingProxyType({"string": ["char"], "value": ["object", "array", "string", "number", "boolean"],
+          "object": ["string", "value"], "array": ["value"]})
 _SMALL_RANGE = 64  # integer ranges up to this size become a list of their values
 # Characters a free-text string without its own maxLength may have: room for a few sentences (~50
 # words), while a looping string is closed after ~75 tokens instead of running to max_tokens.

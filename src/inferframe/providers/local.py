@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from types import MappingProxyType
 
 from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
 from inferframe.providers.interface import Capabilities
@@ -30,7 +31,7 @@ MAX_BATCH_INPUTS = 8
 # sentence) is broken within a few tokens; '"' and ':' reset the count, so a JSON key or a short
 # label copied from the prompt costs nothing. Greedy decoding (temperature 0) applies it too.
 # llama.cpp's repeat_penalty is not used: it penalises every recent token, digits and labels too.
-ANTI_REPETITION = {"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": 256}
+ANTI_REPETITION = MappingProxyType({"dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2, "dry_penalty_last_n": 256})
 
 
 class LocalProvider(LlamaCppProvider):

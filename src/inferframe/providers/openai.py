@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from types import MappingProxyType
 from typing import Any
 
 from inferframe.errors import BatchAPIError, ErrorKind
@@ -23,7 +24,7 @@ from inferframe.providers import openai_format as wire
 from inferframe.providers.interface import BatchState, Capabilities, Outcome, Provider, Request
 from inferframe.providers.spec import ProviderSpec
 
-_JSON = {"Content-Type": "application/json"}
+_JSON = MappingProxyType({"Content-Type": "application/json"})
 
 try:  # orjson is several times faster for the request/response bodies
     import orjson
@@ -39,11 +40,11 @@ except ImportError:  # pragma: no cover
     _loads = json.loads
 
 # Output sizes and input limits of OpenAI's embedding models, so the column type is exact before anything is sent.
-EMBEDDING_MODELS = {
+EMBEDDING_MODELS = MappingProxyType({
     "text-embedding-3-small": (1536, 8191),
     "text-embedding-3-large": (3072, 8191),
     "text-embedding-ada-002": (1536, 8191),
-}
+})
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "text-embedding-", "chatgpt-")
 # OpenAI's models by whether they read images (the first matching prefix wins; others: not known).
 _OPENAI_VISION = (("gpt-3.5", False), ("o1-mini", False), ("o3-mini", False), ("text-embedding-", False),

@@ -17,6 +17,7 @@ import base64
 import dataclasses
 import json
 import re
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from inferframe.errors import ErrorKind, PlanError
@@ -25,8 +26,8 @@ from inferframe.providers.tokens import count_text
 
 # "chat_logprobs": chat completions read for the first token's top log-probabilities (label scoring);
 # "completion": llama.cpp's native /completion (served at the root, not under /v1).
-PATHS = {"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings",
-         "chat_logprobs": "/chat/completions", "completion": "/completion"}
+PATHS = MappingProxyType({"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings",
+         "chat_logprobs": "/chat/completions", "completion": "/completion"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -439,8 +440,8 @@ def parse_completion(body: dict) -> Outcome:
     return Outcome(value=tokens, usage=u, status=200, finish_reason=body.get("stop_type"))
 
 
-PARSERS = {"chat": parse_chat, "responses": parse_responses, "embeddings": parse_embeddings,
-           "chat_logprobs": parse_chat_logprobs, "completion": parse_completion}
+PARSERS = MappingProxyType({"chat": parse_chat, "responses": parse_responses, "embeddings": parse_embeddings,
+           "chat_logprobs": parse_chat_logprobs, "completion": parse_completion})
 
 
 # A server's way of saying the model cannot read this kind of input (llama.cpp without an mmproj,

@@ -20,6 +20,7 @@ import contextlib
 import os
 import threading
 import time
+from types import MappingProxyType
 import uuid
 from typing import Any, Iterator
 
@@ -371,17 +372,17 @@ class _Builder:
 
 
 # Each exchange on Ray's own shuffles, sort and join: (input datasets..., logical spec, cluster CPUs) -> dataset.
-_EXCHANGES = {
+_EXCHANGES = MappingProxyType({
     "sort": lambda ds, node, cpus: rp.sort(ds, node),
     "distinct": rp.distinct,
     "aggregate": rp.aggregate,
     "repartition": rp.repartition,
     "join": rp.join_any,
     "nearest": lambda left, right, node, cpus: rp.nearest(left, right, node),
-}
+})
 
-_RUN = {
+_RUN = MappingProxyType({
     pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
     pp.Limit: _Builder.limit, pp.Rebatch: _Builder.rebatch, pp.Union: _Builder.union,
     pp.UDFStage: _Builder.udf_stage, pp.Exchange: _Builder.exchange,
-}
+})

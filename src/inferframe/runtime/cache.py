@@ -240,7 +240,7 @@ def _decoded(rows: list[tuple]) -> dict[str, Hit]:
 
 
 # Schema changes are appended here, one small function each; user_version records how many ran.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 
 
 class ResponseCache:

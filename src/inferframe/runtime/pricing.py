@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Union
 
 from inferframe.errors import PlanError
@@ -25,7 +26,7 @@ from inferframe.errors import PlanError
 Price = Union[tuple[float, float], tuple[float, float, float]]
 
 # model -> (input, output, cached input) $ per 1M tokens; embeddings have no prompt cache.
-_DEFAULT: dict[str, Price] = {
+_DEFAULT: MappingProxyType[str, Price] = MappingProxyType({
     "gpt-5": (1.25, 10.0, 0.125),
     "gpt-5.1": (1.25, 10.0, 0.125),
     "gpt-5-mini": (0.25, 2.0, 0.025),
@@ -39,7 +40,7 @@ _DEFAULT: dict[str, Price] = {
     "o4-mini": (1.10, 4.40, 0.275),
     "text-embedding-3-small": (0.02, 0.0),
     "text-embedding-3-large": (0.13, 0.0),
-}
+})
 
 
 def check_price(value: Any, where: str = "price") -> Price:
@@ -133,7 +134,7 @@ def cache_saving(price: Price | None, cached_tokens: int) -> float:
 # provider -> (fewest shared prompt tokens a cache hit needs, the step cached tokens come in), where
 # the provider documents it: OpenAI caches prompts of 1,024 tokens or more, hits in 128-token steps.
 # Others (llama.cpp slots, vLLM/SGLang prefix caches) are taken to reuse any shared prefix.
-PROMPT_CACHE_RULES: dict[str, tuple[int, int]] = {"openai": (1024, 128)}
+PROMPT_CACHE_RULES: MappingProxyType[str, tuple[int, int]] = MappingProxyType({"openai": (1024, 128)})
 
 
 def cacheable_tokens(provider: str | None, shared_tokens: int) -> int:

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import time
+from types import MappingProxyType
 from typing import Optional
 
 import aiohttp
@@ -31,14 +32,14 @@ from .server import Simulator
 
 __all__ = ["run_bench", "main"]
 
-_BODIES = {
+_BODIES = MappingProxyType({
     "chat": ("/chat/completions", lambda i: {"model": "gpt-4o-mini", "messages": [
         {"role": "system", "content": "Classify the sentiment."},
         {"role": "user", "content": f"Row {i}: the product arrived on time and works well."}]}),
     "responses": ("/responses", lambda i: {"model": "gpt-4o-mini", "input": f"Row {i}: summarise this."}),
     "embeddings": ("/embeddings", lambda i: {"model": "text-embedding-3-small", "input": f"row {i} some text",
                                              "encoding_format": "base64"}),
-}
+})
 
 
 async def run_bench(base_url: str, requests: int = 20000, concurrency: int = 256, endpoint: str = "chat") -> dict:

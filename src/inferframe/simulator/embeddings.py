@@ -26,6 +26,7 @@ import math
 import re
 from array import array
 from hashlib import shake_256
+from types import MappingProxyType
 from typing import Any, Sequence
 
 try:  # numpy makes this ~50x faster; the pure-Python path is the fallback
@@ -36,11 +37,11 @@ except ImportError:  # pragma: no cover - depends on the environment
 __all__ = ["embed", "embed_tokens", "encode_vector", "default_dims", "MODEL_DIMS"]
 
 #: Native dimension of the embedding models served.
-MODEL_DIMS = {
+MODEL_DIMS = MappingProxyType({
     "text-embedding-3-small": 1536,
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
-}
+})
 _MAX_DIMS = 3072
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _TEXT_WEIGHT = 0.35  # weight of the whole-text component vs the word components

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Optional
 
 from .jsonio import dumps
@@ -125,7 +126,7 @@ def overloaded() -> SimError:
     return SimError(503, "The server is overloaded or not ready yet.", "server_error", None, None)
 
 
-_DEFAULTS = {
+_DEFAULTS = MappingProxyType({
     400: ("Simulated invalid request.", "invalid_request_error", None),
     401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
     403: ("You are not allowed to sample from this model.", "invalid_request_error", None),
@@ -133,7 +134,7 @@ _DEFAULTS = {
     409: ("Simulated conflict.", "invalid_request_error", None),
     422: ("Simulated unprocessable request.", "invalid_request_error", None),
     429: ("Rate limit reached (simulated). Please try again in 1s.", "requests", "rate_limit_exceeded"),
-}
+})
 
 
 def error_for_status(status: int, message: Optional[str] = None, code: Optional[str] = None) -> SimError:

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from hashlib import blake2b
+from types import MappingProxyType
 from typing import Any
 
 from .errors import SimError, invalid_request
@@ -26,11 +27,11 @@ from .jsonio import dumps
 __all__ = ["Extracted", "chat_messages", "prompt_parts", "responses_input", "type_name"]
 
 _CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-_IMAGE_TOKENS = {"low": 85}
+_IMAGE_TOKENS = MappingProxyType({"low": 85})
 _IMAGE_TOKENS_DEFAULT = 765
 _FILE_TOKENS = 256
-_TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "summary_text": "text",
-               "reasoning_text": "text", "refusal": "refusal"}
+_TEXT_PARTS = MappingProxyType({"text": "text", "input_text": "text", "output_text": "text", "summary_text": "text",
+               "reasoning_text": "text", "refusal": "refusal"})
 
 
 def type_name(v: Any) -> str:

@@ -25,6 +25,7 @@ import inspect
 import json
 import re
 import types
+from types import MappingProxyType
 import typing
 import uuid
 from typing import Any
@@ -219,10 +220,10 @@ def _doc(cls: type) -> str | None:
 
 # --- constraints -----------------------------------------------------------------------------------
 
-_NUMERIC = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum",
-            "multiple_of": "multipleOf"}
-_STRING = {"min_length": "minLength", "max_length": "maxLength", "pattern": "pattern"}
-_ARRAY = {"min_length": "minItems", "max_length": "maxItems"}
+_NUMERIC = MappingProxyType({"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum",
+            "multiple_of": "multipleOf"})
+_STRING = MappingProxyType({"min_length": "minLength", "max_length": "maxLength", "pattern": "pattern"})
+_ARRAY = MappingProxyType({"min_length": "minItems", "max_length": "maxItems"})
 
 
 def _collect_meta(meta: list) -> tuple[dict, str | None, str | None]:
@@ -266,7 +267,7 @@ def _apply_meta(node: Node, found: dict) -> Node:
 
 # --- Python annotations --------------------------------------------------------------------------
 
-_SCALARS: dict[Any, Node] = {
+_SCALARS: MappingProxyType[Any, Node] = MappingProxyType({
     str: Node("string"),
     int: Node("integer"),
     float: Node("number"),
@@ -282,20 +283,20 @@ _SCALARS: dict[Any, Node] = {
     pydantic.FutureDatetime: Node("datetime"),
     pydantic.PastDate: Node("date"),
     pydantic.FutureDate: Node("date"),
-}
+})
 
-_SET_ORIGINS = {set, frozenset, collections.abc.Set, collections.abc.MutableSet}
-_SEQUENCE_ORIGINS = {list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Collection,
-                     collections.abc.Iterable} | _SET_ORIGINS
-_MAPPING_ORIGINS = {dict, collections.abc.Mapping, collections.abc.MutableMapping}
+_SET_ORIGINS = frozenset({set, frozenset, collections.abc.Set, collections.abc.MutableSet})
+_SEQUENCE_ORIGINS = frozenset({list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Collection,
+                     collections.abc.Iterable} | _SET_ORIGINS)
+_MAPPING_ORIGINS = frozenset({dict, collections.abc.Mapping, collections.abc.MutableMapping})
 
-_UNSUPPORTED_REASONS = {
+_UNSUPPORTED_REASONS = MappingProxyType({
     bytes: ("binary data cannot be written as JSON text", "use str (for example base64 text) and decode it later"),
     bytearray: ("binary data cannot be written as JSON text", "use str (for example base64 text) and decode it later"),
     datetime.timedelta: ("durations have no agreed JSON form", "use a number of seconds (float) or an ISO 8601 str"),
     object: ("object has no fixed shape", "give the field a concrete type such as str, int or a nested model"),
     type(None): ("a field that is always null carries no data", "remove it, or use Optional[X]"),
-}
+})
 
 
 class _PyWalker:
@@ -507,7 +508,7 @@ def _json_key(name: str, info: pydantic.fields.FieldInfo) -> str:
 _KEEP_STRING = ("minLength", "maxLength", "pattern", "format")
 _KEEP_NUMBER = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _KEEP_ARRAY = ("minItems", "maxItems", "uniqueItems")
-_TYPE_NAMES = {"string", "integer", "number", "boolean", "object", "array", "null"}
+_TYPE_NAMES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 _ANY_REASON = "a schema without a type accepts any value, which has no fixed column type"
 _ANY_FIX = "give it a \"type\" (string, integer, number, boolean, object or array)"
 

@@ -55,6 +55,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -63,19 +64,19 @@ from inferframe.structured._spec import Node, build_spec
 
 __all__ = ["arrow_type_for"]
 
-_SCALAR_ARROW = {
+_SCALAR_ARROW = MappingProxyType({
     "string": pa.string(),
     "integer": pa.int64(),
     "number": pa.float64(),
     "boolean": pa.bool_(),
     "date": pa.date32(),
     "time": pa.time64("us"),
-}
-_ENUM_ARROW = {
+})
+_ENUM_ARROW = MappingProxyType({
     "string": pa.dictionary(pa.int32(), pa.string()),
     "integer": pa.int64(),
     "boolean": pa.bool_(),
-}
+})
 
 
 def arrow_type_for(return_format: Any) -> pa.DataType:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import re
+from types import MappingProxyType
 from typing import Any
 
 from inferframe.errors import PlanError
@@ -58,16 +59,16 @@ from inferframe.structured._spec import OPENAI_STRING_FORMATS, Node, Spec, build
 __all__ = ["ENDPOINTS", "json_schema_for", "response_format_for", "schema_of_spec"]
 
 ENDPOINTS = ("chat", "responses", "vllm")
-_ENDPOINT_ALIASES = {"chat": "chat", "chat_completions": "chat", "chat/completions": "chat",
-                     "responses": "responses", "vllm": "vllm"}
+_ENDPOINT_ALIASES = MappingProxyType({"chat": "chat", "chat_completions": "chat", "chat/completions": "chat",
+                     "responses": "responses", "vllm": "vllm"})
 _NAME_OK = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 _STRICT_KEEP = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
                           "minItems", "maxItems", "format"})
 _LENGTHS = frozenset({"minLength", "maxLength"})
 _LOOSE_KEEP = _STRICT_KEEP | _LENGTHS | {"pattern", "uniqueItems"}
-_FORMATS = {"date": "date", "datetime": "date-time", "time": "time"}
-_ENUM_JSON_TYPE = {"string": "string", "integer": "integer", "boolean": "boolean"}
+_FORMATS = MappingProxyType({"date": "date", "datetime": "date-time", "time": "time"})
+_ENUM_JSON_TYPE = MappingProxyType({"string": "string", "integer": "integer", "boolean": "boolean"})
 
 
 def json_schema_for(return_format: Any, *, strict: bool = True, lengths: bool = False) -> tuple[str, dict]:

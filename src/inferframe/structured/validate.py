@@ -32,6 +32,7 @@ import datetime
 import enum
 import json
 import re
+from types import MappingProxyType
 from typing import Any
 
 import pydantic
@@ -416,10 +417,10 @@ def _join_errors(errors: list) -> str:
 
 # --- JSON-schema-dict path ---------------------------------------------------------------------
 
-_EXPECT = {"object": "an object", "array": "a list", "map": "an object", "string": "a valid string",
+_EXPECT = MappingProxyType({"object": "an object", "array": "a list", "map": "an object", "string": "a valid string",
            "integer": "a valid integer", "number": "a valid number", "boolean": "a valid boolean",
            "date": "a valid date (YYYY-MM-DD)", "datetime": "a valid date-time (ISO 8601)",
-           "time": "a valid time (HH:MM:SS)"}
+           "time": "a valid time (HH:MM:SS)"})
 
 
 def _check(node: Node, value: Any, loc: tuple, errors: list) -> Any:

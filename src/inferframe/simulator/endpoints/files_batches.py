@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from types import MappingProxyType
 from typing import Any, Optional
 
 from aiohttp import web
@@ -59,7 +60,7 @@ from ..pipeline import check_auth, execute, json_response, simple_handler
 __all__ = ["register", "DEFAULTS", "FILE_PURPOSES", "BATCH_ENDPOINTS"]
 
 #: Module-level defaults for the /_sim/batches controls (copied into each simulator at register time).
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: MappingProxyType[str, Any] = MappingProxyType({
     "validate_s": 0.05,
     "process_s": 0.1,
     "expire_ids": [],
@@ -67,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "fail_custom_ids": [],
     "max_requests": 50_000,
     "max_file_bytes": 200 * 1024 * 1024,
-}
+})
 
 FILE_PURPOSES = ("assistants", "assistants_output", "batch", "batch_output", "fine-tune",
                  "fine-tune-results", "vision", "user_data", "evals")

@@ -42,14 +42,14 @@ KNOWN_PARAMS = frozenset(
     "safety_identifier service_tier store stream stream_options temperature text tool_choice tools top_logprobs "
     "top_p truncation user".split()
 ) | {"id_slot", "cache_prompt"}  # llama.cpp server's prompt-cache fields: one body serves both servers
-_TEXT_FORMAT = {"type": "text"}
+_TEXT_FORMAT = (("type", "text"),)  # a fresh dict per response: dict(_TEXT_FORMAT)
 #: Top-level keys the live API returns that the SDK's Response model does not declare.
 WIRE_ONLY_KEYS = frozenset({"store", "billing", "frequency_penalty", "presence_penalty"})
 
 
 def _text_format(text: Any) -> tuple[str, Any, dict]:
     if text is None:
-        return "text", None, _TEXT_FORMAT
+        return "text", None, dict(_TEXT_FORMAT)
     if not isinstance(text, dict):
         raise invalid_request(
             f"Invalid type for 'text': expected an object, but got {type_name(text)} instead.",
@@ -58,7 +58,7 @@ def _text_format(text: Any) -> tuple[str, Any, dict]:
         )
     fmt = text.get("format")
     if fmt is None:
-        return "text", None, _TEXT_FORMAT
+        return "text", None, dict(_TEXT_FORMAT)
     if not isinstance(fmt, dict):
         raise invalid_request(
             f"Invalid type for 'text.format': expected an object, but got {type_name(fmt)} instead.",
