@@ -12,6 +12,7 @@ from inferframe.dataframe import (
     DataFrame, Evaluation, GroupedDataFrame, Schema, evaluate, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
+from inferframe.dataframe import from_duckdb, from_huggingface, from_polars, read_lance, sql
 from inferframe.observe import DriftWarning
 # Public so that warnings.filterwarnings(category=inferframe.PromptLayoutHint) can silence it; its message names it so.
 from inferframe.functions.layout_hint import PromptLayoutHint
@@ -38,4 +39,5 @@ __all__ = [
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
     "set_runner_ray",
+    "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql",
 ]

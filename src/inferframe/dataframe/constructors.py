@@ -42,14 +42,34 @@ def from_pylist(rows: list[dict]) -> DataFrame:
 
 
 def from_arrow(data: Any) -> DataFrame:
-    """A DataFrame from a pyarrow Table, RecordBatch or list of RecordBatches."""
+    """A DataFrame from Arrow data: a pyarrow Table, RecordBatch(es), RecordBatchReader or Dataset, or any object
+    exporting ``__arrow_c_stream__`` or ``__arrow_c_array__`` (polars, DuckDB, pandas, nanoarrow, ...).
+
+    A table is used as it is (no copy); a stream is read when the plan runs, batch by batch, never
+    gathered. A one-shot stream (a RecordBatchReader) is read by the first run only: call
+    ``.collect()`` to run the DataFrame more than once. View and large string/binary/list types become
+    their plain kinds, which the engine's functions take.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from_arrow(pa.table({"a": [1, None]})).to_pydict()
+        {'a': [1, None]}
+        >>> from_arrow(pa.table({"a": [1, 2, 3]}).to_reader(max_chunksize=2)).limit(2).to_pydict()
+        {'a': [1, 2]}
+    """
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     elif isinstance(data, (list, tuple)):
+        if not all(isinstance(b, pa.RecordBatch) for b in data):
+            raise ArgumentTypeError("from_arrow() takes a list of pyarrow RecordBatches; the list holds other values.")
         data = pa.Table.from_batches(list(data))
-    if not isinstance(data, pa.Table):
-        raise ArgumentTypeError(f"from_arrow() takes a pyarrow Table or RecordBatch(es), got {type(data).__name__}")
-    return in_memory(data)
+    if isinstance(data, pa.Table):
+        from inferframe.io.arrow_stream import engine_table
+
+        return in_memory(engine_table(data))
+    from inferframe.dataframe.interop import from_arrow_object
+
+    return from_arrow_object(data)
 
 
 def from_ray_dataset(ds: Any) -> DataFrame:

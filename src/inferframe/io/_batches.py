@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-__all__ = ["cast_batch"]
+__all__ = ["cast_batch", "storage_batch", "storage_schema"]
 
 
 def cast_batch(
@@ -55,3 +55,56 @@ def cast_batch(
                 raise on_error(field.name, e) from e
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType:
+    if isinstance(t, pa.ExtensionType):
+        return _storage_type(t.storage_type)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_storage_type(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_storage_type(t.value_type)), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_storage_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_storage_type(t.value_type)))
+    return t
+
+
+def storage_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with inferframe's extension types (images, files) replaced by their storage types.
+
+    For libraries that do not know them (Lance, polars, Hugging Face datasets): images become binary,
+    files strings.
+
+    Example::
+
+        >>> from inferframe.datatype import DataType
+        >>> storage_schema(pa.schema([("img", DataType.image().to_arrow())])).types
+        [DataType(binary)]
+    """
+    return pa.schema([f.with_type(_storage_type(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _plain(array: pa.Array, t: pa.DataType) -> pa.Array:
+    if array.type == t:
+        return array
+    if isinstance(array.type, pa.ExtensionType):
+        return _plain(array.storage, t)
+    return array.cast(t)
+
+
+def storage_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` as ``schema``, its :func:`storage_schema`: the extension arrays' storage, no copy at the top level.
+
+    Example::
+
+        >>> from inferframe.datatype import DataType
+        >>> t = DataType.image().to_arrow()
+        >>> b = pa.record_batch([pa.ExtensionArray.from_storage(t, pa.array([b"x"]))], names=["img"])
+        >>> storage_batch(b, storage_schema(b.schema)).column(0).type
+        DataType(binary)
+    """
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays([_plain(c, f.type) for c, f in zip(batch.columns, schema)], schema=schema)

@@ -1,8 +1,9 @@
-"""Write record batches into a LanceDB table, streamed: the frame is never collected in memory.
+"""Read and write LanceDB tables, streamed: a frame is never collected in memory.
 
 ``lancedb`` is an optional dependency (``pip install "inferframe[lance]"``), imported only here.
 Fixed-size float lists (``DataType.embedding(...)``) are stored as they are, which is what LanceDB
-takes as vector columns, so ``table.search(vector)`` works on the result.
+takes as vector columns, so ``table.search(vector)`` works on the result; reading gives them back
+as fixed-size lists (embeddings).
 
 Example:
     >>> import inferframe as ifr, os, tempfile
@@ -20,9 +21,15 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from inferframe.errors import PlanError
+from inferframe.errors import ArgumentTypeError, PlanError
+from inferframe.io._batches import storage_batch, storage_schema
+from inferframe.io.arrow_stream import StreamSource, engine_schema
+
+__all__ = ["MODES", "lance_source", "write_lance"]
 
 MODES = ("create", "overwrite", "append")
+# Rows per batch read from a Lance table.
+READ_BATCH_ROWS = 65536
 
 
 def _lancedb():
@@ -34,32 +41,9 @@ def _lancedb():
         import lancedb
     except ImportError:
         raise ImportError(
-            'write_lance() needs the optional lancedb package: pip install "inferframe[lance]"'
+            'read_lance()/write_lance() need the optional lancedb package: pip install "inferframe[lance]"'
         ) from None
     return lancedb
-
-
-def _storage_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with inferframe's extension types (images, files) replaced by their storage: Lance cannot store them."""
-    if isinstance(t, pa.ExtensionType):
-        return _storage_type(t.storage_type)
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_storage_type(t.field(i).type)) for i in range(t.num_fields)])
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_storage_type(t.value_type)), t.list_size)
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_storage_type(t.value_type)))
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_storage_type(t.value_type)))
-    return t
-
-
-def _plain(array: pa.Array, t: pa.DataType) -> pa.Array:
-    if array.type == t:
-        return array
-    if isinstance(array.type, pa.ExtensionType):
-        return _plain(array.storage, t)
-    return array.cast(t)
 
 
 def write_lance(batches: Iterable[pa.RecordBatch], schema: pa.Schema, uri: str, table: str, mode: str = "create",
@@ -97,18 +81,12 @@ def write_lance(batches: Iterable[pa.RecordBatch], schema: pa.Schema, uri: str, 
             f"write_lance(): table {table!r} already exists in {uri}. "
             "Use mode='overwrite' to replace it or mode='append' to add rows."
         )
-    target = pa.schema([f.with_type(_storage_type(f.type)) for f in schema], metadata=schema.metadata)
+    target = storage_schema(schema)
 
     def plain() -> Iterable[pa.RecordBatch]:
         for b in batches:
-            if isinstance(b, pa.Table):
-                yield from plain_table(b)
-                continue
-            yield pa.RecordBatch.from_arrays([_plain(c, f.type) for c, f in zip(b.columns, target)], schema=target)
-
-    def plain_table(t: pa.Table) -> Iterable[pa.RecordBatch]:
-        for b in t.to_batches():
-            yield pa.RecordBatch.from_arrays([_plain(c, f.type) for c, f in zip(b.columns, target)], schema=target)
+            for batch in b.to_batches() if isinstance(b, pa.Table) else [b]:
+                yield storage_batch(batch, target)
 
     reader = pa.RecordBatchReader.from_batches(target, plain())
     if mode == "append" and exists:
@@ -125,3 +103,43 @@ def _exists(db, table: str) -> bool:
     except (FileNotFoundError, ValueError):
         return False
     return True
+
+
+def lance_source(uri: str, table: str, **options: Any) -> StreamSource:
+    """The LanceDB table ``table`` of the database at ``uri`` as a stream, read afresh by every run.
+
+    Only the plan's columns are read (Lance is columnar); the row count comes from the table's metadata.
+
+    Parameters:
+        uri: the LanceDB database: a directory or an object-store URI.
+        table: the table name.
+        **options: passed to ``lancedb.connect`` (e.g. ``storage_options``).
+
+    Example:
+        >>> import tempfile
+        >>> from inferframe.io.arrow_stream import scan_stream
+        >>> with tempfile.TemporaryDirectory() as db:
+        ...     _ = write_lance([pa.record_batch({"id": [1, 2], "s": ["a", "b"]})], pa.schema([("id", pa.int64()), ("s", pa.string())]), db, "t")
+        ...     src = lance_source(db, "t")
+        ...     [b.to_pydict() for b in scan_stream(src, columns=["s"])], src.rows
+        ([{'s': ['a', 'b']}], 2)
+    """
+    if not isinstance(table, str) or not table:
+        raise ArgumentTypeError(f"read_lance(): table= needs a table name such as 'items', got {table!r}.")
+    db = _lancedb().connect(uri, **options)
+    if not _exists(db, table):
+        raise PlanError(f"read_lance(): there is no table {table!r} in {uri}; its tables are {sorted(_names(db))}.")
+    tbl = db.open_table(table)
+
+    def open_(columns):
+        query = tbl.search().limit(None)
+        if columns is not None:
+            query = query.select(list(columns))
+        return query.to_batches(batch_size=READ_BATCH_ROWS)
+
+    return StreamSource(f"lance table {table!r}", engine_schema(tbl.schema), open_, rows=tbl.count_rows())
+
+
+def _names(db) -> list[str]:
+    listing = db.table_names() if hasattr(db, "table_names") else db.list_tables()
+    return list(getattr(listing, "tables", listing))

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from inferframe.errors import ArgumentTypeError, ColumnNotFoundError, PlanError
 from inferframe.io._batches import cast_batch
 from inferframe.io._formats import FORMATS, file_format, normalize_options, option
+from inferframe.io.arrow_stream import StreamSource, scan_stream
 from inferframe.io.errors import SchemaMismatchError
 from inferframe.io.filesystems import display_path
 from inferframe.io.paths import PathLike, resolve_file_infos
@@ -164,6 +165,8 @@ def source_schema(src: ScanSource) -> pa.Schema:
         ...     source_schema(open_source("parquet", tmp)).names, source_schema(open_source("glob", tmp)).names
         (['id'], ['path', 'size', 'mtime'])
     """
+    if isinstance(src, StreamSource):
+        return src.schema
     explicit = option(src.options, "schema")
     if explicit is not None:
         return explicit
@@ -206,6 +209,8 @@ def estimate_rows(src: ScanSource) -> int | None:
         ...     estimate_rows(parquet), estimate_rows(csv)
         (3, None)
     """
+    if isinstance(src, StreamSource):
+        return src.rows
     if src.format == "glob":
         return len(src.paths)
     if src.format != "parquet":
@@ -258,6 +263,8 @@ def scan(
         ...     [b.num_rows for b in scan(open_source("parquet", tmp), limit=100, batch_size=40)]
         [40, 40, 20]
     """
+    if isinstance(src, StreamSource):  # an Arrow stream (io.arrow_stream), not files
+        return scan_stream(src, columns=columns, filter=filter, limit=limit, batch_size=batch_size)
     if limit is not None and limit < 0:
         raise PlanError(f"limit must be >= 0 (or None for every row), got {limit}")
     if batch_size < 1:

@@ -69,7 +69,7 @@ class InMemory:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Source(LogicalPlan):
-    source: Any  # io.ScanSource or InMemory
+    source: Any  # io.ScanSource, io.StreamSource (an Arrow stream) or InMemory
     source_schema: pa.Schema
     columns: tuple[str, ...] | None = None
     filter: Node | None = None
@@ -84,6 +84,8 @@ class Source(LogicalPlan):
     def describe(self) -> str:
         if isinstance(self.source, InMemory):
             what = f"InMemory rows={self.source.table.num_rows}"
+        elif hasattr(self.source, "describe"):  # a source that names itself, e.g. an Arrow stream
+            what = self.source.describe()
         else:
             paths = self.source.paths
             shown = ", ".join(paths[:2]) + (f", ... ({len(paths)} files)" if len(paths) > 2 else "")

@@ -11,7 +11,9 @@ Two exceptions, said where they happen: right and full outer joins gather both s
 task (and joins on keys of differing or null types broadcast the right side to every task),
 and an aggregation over the whole table with holistic functions (``agg_list``,
 ``count_distinct``, ``stddev``, ...) gathers its input into one task; sum/count/min/max/mean
-aggregate per block first.
+aggregate per block first. A source over an Arrow stream (``from_arrow`` of a stream, ``from_polars``,
+``from_duckdb``, ``from_huggingface``) lives in the driver's process: the driver reads it into Ray's
+object store, block by block, and the tasks read the blocks.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from inferframe.execution import operators as ops
 from inferframe.execution.context import ExecContext
 from inferframe.expressions.evaluate import to_pyarrow_filter
 from inferframe.expressions.nodes import UDFCall
+from inferframe.io.arrow_stream import StreamSource
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
 
@@ -105,12 +108,36 @@ def source_files(node: lp.Source):
     """A file source: one read task per file, or per group of row groups of a big Parquet file."""
     import ray.data
 
+    if isinstance(node.source, StreamSource):
+        return _source_stream(node)
     items = _fragments(node)
     if not items:
         return ray.data.from_arrow([node.schema.empty_table()])
     ds = ray.data.from_items(items, override_num_blocks=len(items))
     ds = ds.map_batches(_read_items, fn_kwargs={"node": node}, batch_size=1, batch_format="pyarrow")
     return ds.limit(node.limit) if node.limit is not None else ds
+
+
+def _source_stream(node: lp.Source):
+    """An Arrow stream (``io.arrow_stream``) lives in this process: the driver reads it, a block of
+    ``BLOCK_ROWS`` rows at a time, into Ray's object store (which spills to disk), and the tasks read the blocks."""
+    import ray
+    import ray.data
+
+    from inferframe.io import scan as io_scan
+
+    refs, pending, rows = [], [], 0
+    columns = list(node.columns) if node.columns is not None else None
+    pred = to_pyarrow_filter(node.filter) if node.filter is not None else None
+    for batch in io_scan(node.source, columns=columns, filter=pred, limit=node.limit):
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= BLOCK_ROWS:
+            refs.append(ray.put(pa.Table.from_batches(pending, schema=node.schema)))
+            pending, rows = [], 0
+    if pending or not refs:
+        refs.append(ray.put(pa.Table.from_batches(pending, schema=node.schema)))
+    return ray.data.from_arrow_refs(refs)
 
 
 def _read_items(items: pa.Table, node: lp.Source) -> pa.Table:

@@ -1,0 +1,103 @@
+"""DataFrames out to polars and Hugging Face datasets, their plans run batch by batch by the consumer.
+
+A DataFrame is itself an Arrow stream (``DataFrame.__arrow_c_stream__``), so ``pa.table(df)``,
+``pl.DataFrame(df)`` and ``duckdb.sql("select ... from df")`` take it directly; these functions add a
+lazy polars frame whose projection reaches the plan, and Hugging Face datasets. inferframe's image and
+file types leave as their storage (binary, string), which those libraries know.
+
+Example:
+    >>> import inferframe as ifr
+    >>> to_polars(ifr.from_pydict({"a": [1, 2]}), lazy=False)["a"].to_list()
+    [1, 2]
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.errors import ArgumentTypeError
+from inferframe.io._batches import storage_batch, storage_schema
+from inferframe.io.interop import optional
+
+
+def to_polars(df: Any, lazy: bool = True) -> Any:
+    """``df`` as a polars ``LazyFrame`` (default) or, with ``lazy=False``, a ``polars.DataFrame``.
+
+    The LazyFrame runs ``df``'s plan when polars collects it, every time, batch by batch: the columns
+    polars reads and a limit (``head``) are pushed into the plan, so an AI column the query does not
+    read is never computed. A polars filter is applied by polars to the plan's batches (the AI columns
+    are computed for the rows before it). Images and files become binary and string columns.
+
+    Parameters:
+        lazy: return a LazyFrame (True) or run the plan now into a DataFrame (False).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> lf = ifr.from_pydict({"a": [1, 2, 3], "b": ["x", "y", "z"]}).to_polars()
+        >>> lf.select("b").head(2).collect()["b"].to_list()
+        ['x', 'y']
+    """
+    pl = optional("polars", "polars", "to_polars()")
+    if not isinstance(lazy, bool):
+        raise ArgumentTypeError(f"to_polars(lazy=) takes True or False, got {type(lazy).__name__}.")
+    schema = storage_schema(df.schema().to_arrow())
+    if not lazy:
+        table = df.to_arrow()
+        return pl.from_arrow(pa.Table.from_batches([storage_batch(b, schema) for b in table.to_batches()], schema=schema))
+
+    def source(with_columns, predicate, n_rows, batch_size):
+        plan = df if with_columns is None else df.select(*with_columns)
+        if n_rows is not None and predicate is None:
+            plan = plan.limit(n_rows)
+        out_schema = storage_schema(plan.schema().to_arrow())
+        left = n_rows
+        for batch in plan.iter_batches():
+            frame = pl.from_arrow(pa.Table.from_batches([storage_batch(batch, out_schema)]))
+            if predicate is not None:
+                frame = frame.filter(predicate)
+            if left is not None:
+                frame = frame.head(left)
+                left -= frame.height
+            yield frame
+            if left == 0:
+                return
+
+    plugins = importlib.import_module("polars.io.plugins")
+    return plugins.register_io_source(source, schema=pl.from_arrow(schema.empty_table()).schema)
+
+
+def to_huggingface(df: Any, streaming: bool = False) -> Any:
+    """``df`` as a Hugging Face ``datasets.Dataset`` over its Arrow table (or an ``IterableDataset``).
+
+    ``Dataset``: the plan runs now and the result is held in memory as the dataset's Arrow table (write
+    Parquet and ``load_dataset("parquet", ...)`` for data larger than memory). ``streaming=True``: an
+    ``IterableDataset`` that runs the plan each time it is iterated, batch by batch. Embeddings become
+    fixed-length sequences; images and files binary and string values.
+
+    Parameters:
+        streaming: return an ``IterableDataset`` instead of a ``Dataset``.
+
+    Needs ``pip install "inferframe[hf]"``.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> ds = ifr.from_pydict({"text": ["a", "b"], "n": [1, None]}).to_huggingface()
+        >>> ds.num_rows, ds[1]
+        (2, {'text': 'b', 'n': None})
+    """
+    hf = optional("datasets", "hf", "to_huggingface()")
+    if not isinstance(streaming, bool):
+        raise ArgumentTypeError(f"to_huggingface(streaming=) takes True or False, got {type(streaming).__name__}.")
+    schema = storage_schema(df.schema().to_arrow()).remove_metadata()
+    if not streaming:
+        batches = [storage_batch(b, schema) for b in df.iter_batches()]
+        return hf.Dataset(pa.Table.from_batches(batches, schema=schema))
+
+    def rows():
+        for batch in df.iter_batches():
+            yield from storage_batch(batch, schema).to_pylist()
+
+    return hf.IterableDataset.from_generator(rows, features=hf.Features.from_arrow_schema(schema))

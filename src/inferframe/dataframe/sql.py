@@ -1,0 +1,201 @@
+"""SQL over DataFrames, run by DuckDB over their Arrow streams (``ifr.sql``, ``df.sql``): the query's stream.
+
+The result is a lazy DataFrame: DuckDB runs the query each time the plan runs, reading every
+DataFrame it names as an Arrow stream, batch by batch.
+
+What reaches the plans: the columns. Before a run, DuckDB plans the query (``EXPLAIN``) over empty
+stand-ins of the DataFrames, and each DataFrame is read with only the columns DuckDB's plan scans (the
+columns of the result that the outer plan reads, too): an AI column the query does not use is never
+computed. A ``LIMIT`` stops the streams once DuckDB has its rows (batches already read are computed).
+Not pushed down: ``WHERE`` filters are applied by DuckDB to the rows it reads, so an AI column the query
+reads is computed for the rows before the filter; filter in the DataFrame (``df.where(...)``) first to
+save those calls. A query that reads one DataFrame twice (a self-join) runs its plan twice.
+
+Names in the query are the DataFrames given and nothing else: DuckDB's lookup of Python variables is
+off, so a query means the same in whatever thread runs it.
+
+Example:
+    >>> import inferframe as ifr
+    >>> reviews = ifr.from_pydict({"label": ["pos", "neg", "pos"], "stars": [5, 1, 4]})
+    >>> ifr.sql("select label, avg(stars) as stars from reviews group by label order by label", reviews=reviews).to_pydict()
+    {'label': ['neg', 'pos'], 'stars': [1.0, 4.5]}
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.errors import ArgumentTypeError, PlanError
+from inferframe.expressions.nodes import contains_udf
+from inferframe.io.arrow_stream import StreamSource, engine_schema
+from inferframe.io.interop import optional, quote_sql
+from inferframe.plan import logical as lp
+from inferframe.plan.optimizer import optimize
+
+
+def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
+    """The Arrow stream of a DuckDB SQL query over DataFrames, each named in the query by its key in ``frames``.
+
+    The query is checked and its result's columns known now, against empty stand-ins of the
+    DataFrames; it runs each time the stream is opened. ``ifr.sql`` and ``df.sql`` make a DataFrame of it.
+
+    Parameters:
+        query: one SELECT statement in DuckDB's SQL.
+        frames: the DataFrames the query reads, by name.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> sql_source("select a + 1 as b from t", {"t": ifr.from_pydict({"a": [1]})}).schema.names
+        ['b']
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise ArgumentTypeError(f"sql() takes the query as a non-empty string, got {query!r}.")
+    if not frames:
+        raise PlanError("sql() needs at least one DataFrame to query, e.g. ifr.sql(query, reviews=df).")
+    for name, frame in frames.items():
+        if not (callable(getattr(frame, "select", None)) and hasattr(frame, "__arrow_c_stream__")):
+            raise ArgumentTypeError(f"sql(): {name}= must be an inferframe DataFrame, got {type(frame).__name__}; "
+                                    "wrap other data with ifr.from_arrow(...) first.")
+    query = query.strip().rstrip(";").strip()
+    schemas = {name: frame.schema().to_arrow() for name, frame in frames.items()}
+    duckdb = optional("duckdb", "sql", "sql()")
+    con = duckdb.connect()
+    try:
+        con.execute("SET python_enable_replacements = false")
+        for name, schema in schemas.items():
+            con.register(name, schema.empty_table())
+        schema = pa.table(_run(con, query, "check").limit(0)).schema
+    except duckdb.Error as e:
+        raise PlanError(f"sql(): DuckDB cannot read these DataFrames: {e}") from None
+    finally:
+        con.close()
+    return StreamSource("duckdb sql", engine_schema(schema), lambda columns: _stream(query, frames, columns))
+
+
+def _connect(schemas: dict[str, pa.Schema], scanned: str) -> Any:
+    """A DuckDB connection with an empty stand-in for each DataFrame, ``scanned``'s the only Arrow scan."""
+    duckdb = optional("duckdb", "sql", "sql()")
+    con = duckdb.connect()
+    con.execute("SET python_enable_replacements = false")
+    for name, schema in schemas.items():
+        empty = schema.empty_table()
+        if name == scanned:
+            con.register(name, empty)
+        else:  # a DuckDB table: its scans are not Arrow scans, so EXPLAIN's Arrow scans are `scanned`'s alone
+            con.register("__inferframe_empty", empty)
+            con.execute(f"CREATE TEMP TABLE {quote_sql(name)} AS SELECT * FROM __inferframe_empty")
+            con.unregister("__inferframe_empty")
+    return con
+
+
+def _run(con: Any, query: str, why: str) -> Any:
+    duckdb = optional("duckdb", "sql", "sql()")
+    try:
+        return con.sql(query)
+    except duckdb.Error as e:
+        raise PlanError(f"sql(): DuckDB cannot {why} the query: {e}") from None
+
+
+def _wrapped(query: str, columns: tuple[str, ...] | None) -> str:
+    if columns is None:
+        return query
+    return f"SELECT {', '.join(quote_sql(c) for c in columns)} FROM ({query}) AS __inferframe_query"
+
+
+def _stream(query: str, frames: dict[str, Any], columns: tuple[str, ...] | None):
+    """The query's rows as record batches, DuckDB reading each DataFrame with only the columns it needs."""
+    text = _wrapped(query, columns)
+    reads = columns_read(text, {name: frame.schema().to_arrow() for name, frame in frames.items()},
+                         {name: cheap_columns(frame) for name, frame in frames.items()})
+    duckdb = optional("duckdb", "sql", "sql()")
+    con = duckdb.connect()
+    try:
+        con.execute("SET python_enable_replacements = false")
+        for name, frame in frames.items():
+            keep = reads[name]
+            con.register(name, frame if keep is None else frame.select(*keep))
+        reader = pa.RecordBatchReader.from_stream(_run(con, text, "run"))
+        yield from reader
+    finally:
+        con.close()
+
+
+def cheap_columns(frame: Any) -> list[str]:
+    """The columns of ``frame`` that no UDF or AI call computes.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> double = ifr.func(lambda x: x * 2, return_dtype=ifr.DataType.int64())
+        >>> cheap_columns(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a"))))
+        ['a']
+    """
+    return [name for name in frame.column_names if not _calls_udf(optimize(frame.select(name)._plan))]
+
+
+def _calls_udf(plan: lp.LogicalPlan) -> bool:
+    exprs = getattr(plan, "exprs", None) or ((plan.predicate,) if isinstance(plan, lp.Filter) else ())
+    return any(contains_udf(e) for e in exprs) or any(_calls_udf(c) for c in plan.children())
+
+
+def columns_read(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, list[str] | None]:
+    """For each DataFrame, the columns DuckDB's plan of ``query`` scans (None: all of them, or unknown).
+
+    Parameters:
+        query: the query.
+        schemas: each DataFrame's schema, by its name in the query.
+        cheap: each DataFrame's columns that cost nothing to compute; put first in the stand-in, so that a
+            query needing rows but no column (``count(*)``) makes DuckDB scan one of them.
+
+    Example:
+        >>> s = pa.schema([("a", pa.int64()), ("b", pa.string()), ("c", pa.struct([("x", pa.int64())]))])
+        >>> columns_read("select b, c.x from t where a > 1", {"t": s}, {"t": ["a"]})
+        {'t': ['a', 'b', 'c']}
+        >>> columns_read("select count(*) from t", {"t": s}, {"t": ["b"]})
+        {'t': ['b']}
+    """
+    out: dict[str, list[str] | None] = {}
+    for name, schema in schemas.items():
+        first = [f for f in schema if f.name in cheap.get(name, [])]
+        ordered = pa.schema(first + [f for f in schema if f.name not in cheap.get(name, [])])
+        con = None
+        try:
+            con = _connect({**schemas, name: ordered}, scanned=name)
+            plan = con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]
+            out[name] = _columns(_arrow_scans(json.loads(plan)), schema.names)
+        except Exception:  # noqa: BLE001 - no plan to read: read every column, which is always right
+            out[name] = None
+        finally:
+            if con is not None:
+                con.close()
+    return out
+
+
+def _arrow_scans(nodes: Any) -> list[dict]:
+    found = []
+    for node in nodes if isinstance(nodes, list) else [nodes]:
+        if "ARROW" in str(node.get("name", "")).upper():
+            found.append(node.get("extra_info", {}))
+        found += _arrow_scans(node.get("children", []))
+    return found
+
+
+def _columns(scans: list[dict], names: list[str]) -> list[str] | None:
+    """The columns the scans read, in the DataFrame's order; None when a scan says nothing readable."""
+    wanted: set[str] = set()
+    for info in scans:
+        projections = info.get("Projections")
+        if projections is None:
+            return None
+        for text in [projections] if isinstance(projections, str) else projections:
+            # "s.x" is field x of struct column s, or a column named "s.x": keep every column it may be
+            match = {n for n in names if text == n or text.startswith(n + ".")}
+            if not match:
+                return None
+            wanted |= match
+        filters = info.get("Filters")
+        if filters:  # a filter DuckDB pushed into the scan reads its columns too
+            wanted |= {n for n in names if n in str(filters)}
+    return [n for n in names if n in wanted]
