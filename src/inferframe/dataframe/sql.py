@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -56,7 +57,7 @@ def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
     if not frames:
         raise PlanError("sql() needs at least one DataFrame to query, e.g. ifr.sql(query, reviews=df).")
     for name, frame in frames.items():
-        if not (callable(getattr(frame, "select", None)) and hasattr(frame, "__arrow_c_stream__")):
+        if not all(callable(getattr(frame, m, None)) for m in ("iter_batches", "with_column", "select")):  # a DataFrame
             raise ArgumentTypeError(f"sql(): {name}= must be an inferframe DataFrame, got {type(frame).__name__}; "
                                     "wrap other data with ifr.from_arrow(...) first.")
     query = query.strip().rstrip(";").strip()
@@ -72,7 +73,8 @@ def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
         raise PlanError(f"sql(): DuckDB cannot read these DataFrames: {e}") from None
     finally:
         con.close()
-    return StreamSource("duckdb sql", engine_schema(schema), lambda columns: _stream(query, frames, columns))
+    names = schema.names  # DuckDB's Arrow result repeats a name the schema makes unique (a, a_1): named by position
+    return StreamSource("duckdb sql", engine_schema(schema), lambda columns: _stream(query, frames, columns or names))
 
 
 def _connect(schemas: dict[str, pa.Schema], scanned: str) -> Any:
@@ -99,14 +101,12 @@ def _run(con: Any, query: str, why: str) -> Any:
         raise PlanError(f"sql(): DuckDB cannot {why} the query: {e}") from None
 
 
-def _wrapped(query: str, columns: tuple[str, ...] | None) -> str:
-    if columns is None:
-        return query
+def _wrapped(query: str, columns: Sequence[str]) -> str:
     return f"SELECT {', '.join(quote_sql(c) for c in columns)} FROM ({query}) AS __inferframe_query"
 
 
-def _stream(query: str, frames: dict[str, Any], columns: tuple[str, ...] | None):
-    """The query's rows as record batches, DuckDB reading each DataFrame with only the columns it needs."""
+def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
+    """The query's rows as record batches with ``columns``, DuckDB reading each DataFrame with only the columns it needs."""
     text = _wrapped(query, columns)
     reads = columns_read(text, {name: frame.schema().to_arrow() for name, frame in frames.items()},
                          {name: cheap_columns(frame) for name, frame in frames.items()})
@@ -117,8 +117,8 @@ def _stream(query: str, frames: dict[str, Any], columns: tuple[str, ...] | None)
         for name, frame in frames.items():
             keep = reads[name]
             con.register(name, frame if keep is None else frame.select(*keep))
-        reader = pa.RecordBatchReader.from_stream(_run(con, text, "run"))
-        yield from reader
+        for batch in pa.RecordBatchReader.from_stream(_run(con, text, "run")):
+            yield pa.RecordBatch.from_arrays(batch.columns, names=list(columns))
     finally:
         con.close()
 

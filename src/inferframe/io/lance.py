@@ -141,5 +141,5 @@ def lance_source(uri: str, table: str, **options: Any) -> StreamSource:
 
 
 def _names(db) -> list[str]:
-    listing = db.table_names() if hasattr(db, "table_names") else db.list_tables()
+    listing = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
     return list(getattr(listing, "tables", listing))
