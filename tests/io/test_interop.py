@@ -132,12 +132,15 @@ def test_polars_strings_and_images_cross_as_types_each_side_knows():
 
 
 def test_duckdb_both_ways(ai, expected):
-    relation = duckdb.sql("select * from ai order by id")  # DuckDB finds the DataFrame by its name
+    out = duckdb.sql("select * from ai order by id").fetchall()  # DuckDB finds the DataFrame by its name
+    assert [row[0] for row in out] == [0, 1, 2, 3]
+    counts = duckdb.sql("select rec_error.kind as kind, count(*) as n from ai group by all order by all").fetchall()
+    assert counts == [("bad_request", 1), (None, 3)]
+    rows = pa.table(ai)
+    relation = duckdb.sql("select * from rows order by id")
     check_types(pa.table(relation).schema)
     back = ifr.from_duckdb(relation)
     check_rows(back.to_pylist(), expected)
-    counts = duckdb.sql("select rec_error.kind as kind, count(*) as n from ai group by all order by all").fetchall()
-    assert counts == [("bad_request", 1), (None, 3)]
 
 
 def test_from_duckdb_queries_again_each_run():

@@ -125,3 +125,20 @@ def test_a_name_the_query_repeats_is_made_unique(reviews):
     assert twice.select("label_1").to_pydict() == {"label_1": ["neg", "pos", "pos", None]}
     assert twice.to_pydict()["label"] == ["neg", "pos", "pos", None]
     assert CALLS == []
+
+
+def test_a_frame_read_twice_is_computed_once(reviews):
+    pairs = reviews.sql("select x.loud, y.label from self x join self y on x.label = y.label "
+                        "where x.text < y.text order by 1")
+    assert pairs.to_pydict() == {"loud": ["FINE"], "label": ["pos"]}
+    assert sorted(c for c in CALLS if c) == ["bad", "fine", "good"]
+
+
+def test_an_error_of_the_plan_is_raised_as_itself():
+    @ifr.func(return_dtype=ifr.DataType.int64())
+    def broken(x: int) -> int:
+        raise RuntimeError("no luck")
+
+    df = ifr.from_pydict({"a": [1, 2]}).with_column("b", broken(col("a")))
+    with pytest.raises(ifr.UDFError, match="no luck"):
+        df.sql("select sum(b) from self").to_pydict()

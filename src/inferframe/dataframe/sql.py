@@ -9,7 +9,8 @@ columns of the result that the outer plan reads, too): an AI column the query do
 computed. A ``LIMIT`` stops the streams once DuckDB has its rows (batches already read are computed).
 Not pushed down: ``WHERE`` filters are applied by DuckDB to the rows it reads, so an AI column the query
 reads is computed for the rows before the filter; filter in the DataFrame (``df.where(...)``) first to
-save those calls. A query that reads one DataFrame twice (a self-join) runs its plan twice.
+save those calls. A DataFrame the query reads twice (a self-join) is computed once and held in memory.
+An error of a DataFrame's plan (a UDF's, a service's) is raised as itself, not as DuckDB's text of it.
 
 Names in the query are the DataFrames given and nothing else: DuckDB's lookup of Python variables is
 off, so a query means the same in whatever thread runs it.
@@ -73,8 +74,21 @@ def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
         raise PlanError(f"sql(): DuckDB cannot read these DataFrames: {e}") from None
     finally:
         con.close()
-    names = schema.names  # DuckDB's Arrow result repeats a name the schema makes unique (a, a_1): named by position
+    # A name the query repeats gets a suffix (a, a_1), as DuckDB 2 names them; the result's columns are taken by position.
+    schema = pa.schema([f.with_name(n) for f, n in zip(schema, _unique(schema.names))])
+    names = schema.names
     return StreamSource("duckdb sql", engine_schema(schema), lambda columns: _stream(query, frames, columns or names))
+
+
+def _unique(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        new, i = name, 0
+        while new in out or (new != name and new in names):
+            i += 1
+            new = f"{name}_{i}"
+        out.append(new)
+    return out
 
 
 def _connect(schemas: dict[str, pa.Schema], scanned: str) -> Any:
@@ -108,19 +122,53 @@ def _wrapped(query: str, columns: Sequence[str]) -> str:
 def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
     """The query's rows as record batches with ``columns``, DuckDB reading each DataFrame with only the columns it needs."""
     text = _wrapped(query, columns)
-    reads = columns_read(text, {name: frame.schema().to_arrow() for name, frame in frames.items()},
-                         {name: cheap_columns(frame) for name, frame in frames.items()})
+    reads = _reads(text, {name: frame.schema().to_arrow() for name, frame in frames.items()},
+                   {name: cheap_columns(frame) for name, frame in frames.items()})
     duckdb = optional("duckdb", "sql", "sql()")
     con = duckdb.connect()
+    streams = []
     try:
         con.execute("SET python_enable_replacements = false")
         for name, frame in frames.items():
-            keep = reads[name]
-            con.register(name, frame if keep is None else frame.select(*keep))
-        for batch in pa.RecordBatchReader.from_stream(_run(con, text, "run")):
-            yield pa.RecordBatch.from_arrays(batch.columns, names=list(columns))
+            keep, scans = reads[name]
+            frame = frame if keep is None else frame.select(*keep)
+            if scans > 1:  # read more than once (a self-join): computed once, held in memory
+                con.register(name, frame.to_arrow())
+            else:
+                streams.append(_Tracked(frame))
+                con.register(name, streams[-1])
+        try:
+            for batch in pa.RecordBatchReader.from_stream(_run(con, text, "run")):
+                yield pa.RecordBatch.from_arrays(batch.columns, names=list(columns))
+        except Exception:
+            for stream in streams:
+                if stream.error is not None:  # the DataFrame's own error, not DuckDB's text of it
+                    raise stream.error from None
+            raise
     finally:
         con.close()
+
+
+class _Tracked:
+    """A DataFrame's Arrow stream for DuckDB, keeping the error its plan raised (DuckDB passes on only its text)."""
+
+    def __init__(self, frame: Any) -> None:
+        self.frame = frame
+        self.error: BaseException | None = None
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.frame.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        def batches():
+            try:
+                yield from self.frame.iter_batches()
+            except BaseException as e:
+                self.error = e
+                raise
+
+        reader = pa.RecordBatchReader.from_batches(pa.schema(self.frame), batches())
+        return reader.__arrow_c_stream__(requested_schema)
 
 
 def cheap_columns(frame: Any) -> list[str]:
@@ -156,17 +204,22 @@ def columns_read(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, lis
         >>> columns_read("select count(*) from t", {"t": s}, {"t": ["b"]})
         {'t': ['b']}
     """
-    out: dict[str, list[str] | None] = {}
+    return {name: columns for name, (columns, _) in _reads(query, schemas, cheap).items()}
+
+
+def _reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, tuple[list[str] | None, int]]:
+    """For each DataFrame, (the columns DuckDB's plan scans or None, how many times it is scanned)."""
+    out: dict[str, tuple[list[str] | None, int]] = {}
     for name, schema in schemas.items():
         first = [f for f in schema if f.name in cheap.get(name, [])]
         ordered = pa.schema(first + [f for f in schema if f.name not in cheap.get(name, [])])
         con = None
         try:
             con = _connect({**schemas, name: ordered}, scanned=name)
-            plan = con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]
-            out[name] = _columns(_arrow_scans(json.loads(plan)), schema.names)
-        except Exception:  # noqa: BLE001 - no plan to read: read every column, which is always right
-            out[name] = None
+            scans = _arrow_scans(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
+            out[name] = (_columns(scans, schema.names, ordered.names[0]), len(scans))
+        except Exception:  # noqa: BLE001 - no plan to read: read every column, once, which is always right
+            out[name] = (None, 1)
         finally:
             if con is not None:
                 con.close()
@@ -182,14 +235,19 @@ def _arrow_scans(nodes: Any) -> list[dict]:
     return found
 
 
-def _columns(scans: list[dict], names: list[str]) -> list[str] | None:
-    """The columns the scans read, in the DataFrame's order; None when a scan says nothing readable."""
+def _columns(scans: list[dict], names: list[str], cheapest: str) -> list[str] | None:
+    """The columns the scans read, in the DataFrame's order; None when a scan says nothing readable.
+
+    A query that needs rows but no column (``count(*)``) reads ``cheapest``.
+    """
     wanted: set[str] = set()
     for info in scans:
         projections = info.get("Projections")
         if projections is None:
             return None
         for text in [projections] if isinstance(projections, str) else projections:
+            if not text:  # DuckDB 1.x shows no column for a scan that only counts rows
+                continue
             # "s.x" is field x of struct column s, or a column named "s.x": keep every column it may be
             match = {n for n in names if text == n or text.startswith(n + ".")}
             if not match:
@@ -198,4 +256,4 @@ def _columns(scans: list[dict], names: list[str]) -> list[str] | None:
         filters = info.get("Filters")
         if filters:  # a filter DuckDB pushed into the scan reads its columns too
             wanted |= {n for n in names if n in str(filters)}
-    return [n for n in names if n in wanted]
+    return [n for n in names if n in wanted] or [cheapest]
