@@ -225,3 +225,12 @@ def test_a_missing_optional_package_names_its_extra(monkeypatch, module, extra, 
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     with pytest.raises(ImportError, match=rf'pip install "inferframe\[{extra}\]"'):
         call()
+
+
+def test_from_arrow_takes_each_librarys_objects_through_their_own_path():
+    lazy = pl.LazyFrame({"a": [1, None]})
+    assert ifr.from_arrow(lazy).to_pydict() == {"a": [1, None]}
+    assert "polars.LazyFrame" in ifr.from_arrow(lazy).explain()
+    assert ifr.from_arrow(duckdb.sql("select 1 as a, 'x' as b")).select("b").to_pydict() == {"b": ["x"]}
+    assert ifr.from_arrow(datasets.Dataset.from_dict({"a": [1, None]})).to_pydict() == {"a": [1, None]}
+

@@ -42,8 +42,9 @@ def from_pylist(rows: list[dict]) -> DataFrame:
 
 
 def from_arrow(data: Any) -> DataFrame:
-    """A DataFrame from Arrow data: a pyarrow Table, RecordBatch(es), RecordBatchReader or Dataset, or any object
-    exporting ``__arrow_c_stream__`` or ``__arrow_c_array__`` (polars, DuckDB, pandas, nanoarrow, ...).
+    """A DataFrame from Arrow data: a pyarrow Table, RecordBatch(es), RecordBatchReader or Dataset, any object
+    exporting ``__arrow_c_stream__`` or ``__arrow_c_array__`` (pandas, nanoarrow, ...), or a polars, DuckDB
+    or Hugging Face object (as ``from_polars``, ``from_duckdb``, ``from_huggingface``).
 
     A table is used as it is (no copy); a stream is read when the plan runs, batch by batch, never
     gathered. A one-shot stream (a RecordBatchReader) is read by the first run only: call

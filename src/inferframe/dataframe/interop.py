@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -40,7 +41,8 @@ def source_frame(source: pa.Table | StreamSource) -> DataFrame:
 
 def from_arrow_object(data: Any) -> DataFrame:
     """A DataFrame from any Arrow producer: a stream (``__arrow_c_stream__``), an array (``__arrow_c_array__``),
-    a ``pyarrow.RecordBatchReader``, ``Dataset`` or ``Scanner``, or a bare stream capsule.
+    a ``pyarrow.RecordBatchReader``, ``Dataset`` or ``Scanner``, or a bare stream capsule; a polars,
+    DuckDB or Hugging Face object goes through ``from_polars``, ``from_duckdb`` or ``from_huggingface``.
 
     Streams are read when the plan runs, never gathered here; see ``ifr.from_arrow``.
 
@@ -52,6 +54,10 @@ def from_arrow_object(data: Any) -> DataFrame:
 
     if isinstance(data, DataFrame):
         return data
+    # A library's own object goes through its own path, which pushes the plan's columns into it.
+    library = type(data).__module__.split(".")[0].lstrip("_")
+    if library in _LIBRARIES:
+        return source_frame(_LIBRARIES[library](data))
     streams = (pa.RecordBatchReader, pads.Dataset, pads.Scanner)
     if isinstance(data, streams) or hasattr(data, "__arrow_c_stream__") or type(data).__name__ == "PyCapsule":
         try:
@@ -70,6 +76,9 @@ def from_arrow_object(data: Any) -> DataFrame:
         f"from_arrow() takes a pyarrow Table, RecordBatch(es), RecordBatchReader or Dataset, or any object "
         f"exporting __arrow_c_stream__ / __arrow_c_array__ (polars, DuckDB, pandas, ...), got {type(data).__name__}."
     )
+
+
+_LIBRARIES = MappingProxyType({"polars": polars_source, "duckdb": duckdb_source, "datasets": huggingface_source})
 
 
 def from_polars(frame: Any) -> DataFrame:
