@@ -155,7 +155,7 @@ def source_schema(src: ScanSource) -> pa.Schema:
     csv/json file; free for ``glob`` sources or an explicit ``schema`` option.
 
     Args:
-        src: the source to describe.
+        src: the source to describe (a ``StreamSource``: its declared schema).
 
     Example::
 
@@ -197,7 +197,7 @@ def estimate_rows(src: ScanSource) -> int | None:
     has one row per file; csv/json return None rather than read the data.
 
     Args:
-        src: the source to count.
+        src: the source to count (a ``StreamSource``: the row count it knows, if any).
 
     Example::
 
@@ -245,7 +245,7 @@ def scan(
     ``source_schema(src)`` projected to ``columns``.
 
     Args:
-        src: the source to read.
+        src: the source to read (an Arrow stream's ``StreamSource`` is read by ``arrow_stream.scan_stream``).
         columns: columns to return, in this order; None means all.
         filter: boolean ``pyarrow.compute`` expression; may use columns not in ``columns``.
         limit: stop after this many rows.
