@@ -10,7 +10,7 @@ import inferframe as ifr
 from inferframe import col
 from inferframe.errors import PlanError
 from inferframe.functions import classify_text
-from inferframe.functions.classify_cascade import accuracy_bound, choose_thresholds, split_examples
+from inferframe.ai.thresholds import accuracy_bound, choose_thresholds, split_examples
 from inferframe.observe.progress import last_run
 
 LABELS = ["positive", "negative"]

@@ -10,8 +10,10 @@ import pytest
 import inferframe as ifr
 from inferframe import col
 from inferframe.errors import PlanError, RowFailed
-from inferframe.functions import classify_embedding as ce
-from inferframe.functions.classify_embedding import EmbeddingHead, embedding_classify, fit_head
+from inferframe.functions.classify_embedding import embedding_classify
+from inferframe.models import head as ce
+from inferframe.models import registry
+from inferframe.models.head import EmbeddingHead, fit_head
 from inferframe.models.loading import model_files
 
 
@@ -105,7 +107,7 @@ def test_bad_examples_and_options_fail_at_plan_time_before_any_work(monkeypatch)
     def no_model(*a, **k):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(ce, "model_files", no_model)
+    monkeypatch.setattr(registry, "model_files", no_model)
     with pytest.raises(PlanError, match=r"'neutral'.*\['sport', 'food', 'weather'\]"):
         embedding_classify(col("t"), LABELS, examples=TRAIN + [("meh", "neutral")])
     with pytest.raises(PlanError, match="no example for label"):

@@ -1,10 +1,12 @@
 """The AI layer: operators that turn Arrow batches into requests and the answers back into columns.
 
-Prompts (and classification), embeddings over APIs, and media steps live here; each operator is
-built per run from a config resolved when the plan was built, and talks to the runtime, never to
-HTTP. The user-facing functions that build these calls are in ``inferframe.functions``.
+Prompts (and classification, and cascades of classifiers), embeddings over APIs, and media steps
+live here; each operator is built per run from an ``AICall`` resolved when the plan was built, and
+talks to the runtime, never to HTTP. The user-facing functions that build these calls are in
+``inferframe.functions``; the operators of in-process models are in ``inferframe.models``.
 """
 
+from inferframe.ai.call import AICall, ModelRef, Sizing, sizing
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.config import AICallConfig, EmbedCallConfig
 from inferframe.ai.embed import EmbeddingOperator
@@ -13,5 +15,6 @@ from inferframe.ai.operator import AIOperator
 from inferframe.ai.prompt import PromptOperator
 from inferframe.ai.run import RunServices
 
-__all__ = ["AICallConfig", "AIOperator", "Downloader", "ERROR_TYPE", "EmbedCallConfig", "EmbeddingOperator",
-           "ImageCodec", "MediaConfig", "PromptOperator", "RunServices", "USAGE_TYPE", "result_type"]
+__all__ = ["AICall", "AICallConfig", "AIOperator", "Downloader", "ERROR_TYPE", "EmbedCallConfig", "EmbeddingOperator",
+           "ImageCodec", "MediaConfig", "ModelRef", "PromptOperator", "RunServices", "Sizing", "USAGE_TYPE",
+           "result_type", "sizing"]

@@ -56,6 +56,17 @@ class AICallConfig:
         p = self.provider
         return f"{p.name}{'@' + p.base_url if p.base_url else ''}|{self.model}"
 
+    def identity(self) -> list:
+        """What the run history's fingerprint covers: endpoint, provider and URL, model, instructions, options, format."""
+        p = self.provider
+        return [self.endpoint, p.name, p.base_url, self.model, self.system_message, repr(self.options),
+                repr(self.format_request), repr(self.return_format), self.n_parts]
+
+    def summary(self) -> dict:
+        """The call as the run history lists it."""
+        return {"label": self.label, "provider": self.provider.name, "base_url": self.provider.base_url,
+                "model": self.model, "endpoint": self.endpoint, "prompt_version": self.runtime.prompt_version}
+
 
 @dataclasses.dataclass(frozen=True)
 class EmbedCallConfig(AICallConfig):

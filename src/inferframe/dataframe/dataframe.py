@@ -382,19 +382,21 @@ class DataFrame:
             >>> df.estimate()["calls"][0]["rows"]
             2
         """
-        from inferframe.ai.config import AICallConfig
         from inferframe.ai.requests import estimate_call
 
         calls = []
-        for call, inputs in estimate_inputs(self._optimized()):
-            config = call.udf.owner.args[0]
-            if not isinstance(config, AICallConfig):
+        for node, inputs in estimate_inputs(self._optimized()):
+            priced = node.udf.call.priced() if node.udf.call is not None else ()
+            if not priced:
                 continue  # in-process models and media steps: no tokens, no bill
             if inputs is None:
-                calls.append({"call": config.label, "rows": None, "note": "depends on another AI call's output"})
+                calls += [{"call": c.label, "rows": None, "note": "depends on another AI call's output"} for c, _ in priced]
                 continue
             rows = [tuple(r.values()) for r in DataFrame(inputs).iter_rows(progress=False)]
-            calls.append(estimate_call(config, rows))
+            for config, template in priced:
+                # A cascade's stage: its constant parts around the row's text (every row counted: an upper bound).
+                mine = rows if template is None else [tuple(r[0] if p is None else p for p in template) for r in rows]
+                calls.append(estimate_call(config, mine))
         costs = [c.get("cost_usd") for c in calls]
         savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
         return {

@@ -20,15 +20,14 @@ def interrupted_message(plan: lp.LogicalPlan, runs: list[dict]) -> str:
         plan: the interrupted job's plan (its AI calls name the cache and its policy).
         runs: ``last_run()`` of the job: each AI call's totals.
     """
-    from inferframe.dataframe.recording import _config
     from inferframe.plan.inspect import ai_calls
 
     answered = sum(max(0, r.get("rows_done", 0) - r.get("errors", 0) - r.get("not_run", 0)) for r in runs)
     caches = set()
-    for _, call in ai_calls(plan):
-        c = _config(call)
-        if c is not None and hasattr(c, "runtime"):
-            caches.add((c.runtime.cache_policy.writes, c.runtime.cache_dir))
+    for _, node in ai_calls(plan):
+        runtime = getattr(node.udf.call.config, "runtime", None) if node.udf.call is not None else None
+        if runtime is not None:
+            caches.add((runtime.cache_policy.writes, runtime.cache_dir))
     if not any(writes for writes, _ in caches):
         return (f"interrupted: {answered} rows were answered, but the response cache is off, so a rerun asks again; "
                 "nothing was written.")

@@ -13,32 +13,27 @@ from inferframe.plan import logical as lp
 from inferframe.plan.inspect import ai_calls
 
 
-def _config(call) -> Any:
-    owner = call.udf.owner
-    return owner.args[0] if owner is not None and owner.args else None
-
-
 def job_info(plan: lp.LogicalPlan) -> dict:
     """The pipeline's identity and calls: the same for every run of the same prompts, whatever the data.
 
-    The fingerprint covers each AI call's endpoint, provider and URL, model, system message, options
-    and return format, and the output schema; not the input data, the cache or any key. Its
-    ``directory`` is the session's ``history_dir`` given the first AI call's cache directory.
+    The fingerprint covers every AI call (``AICall.fingerprint``: for a prompt its endpoint, provider
+    and URL, model, system message, options and return format; for a cascade its stages; for an
+    in-process model its model and settings), and the output schema; not the input data, the cache
+    or any key. Its ``directory`` is the session's ``history_dir`` given the first AI call's cache directory.
     """
     from inferframe.session import current
 
     calls, ident = [], []
     directory = None
-    for _, call in ai_calls(plan):
-        c = _config(call)
-        if c is None or not hasattr(c, "runtime"):
+    for _, node in ai_calls(plan):
+        call = node.udf.call
+        if call is None:
             continue
-        provider = getattr(c.provider, "name", str(c.provider))
-        calls.append({"label": c.label, "provider": provider, "base_url": getattr(c.provider, "base_url", None),
-                      "model": c.model, "endpoint": c.endpoint, "prompt_version": c.runtime.prompt_version})
-        ident.append([c.endpoint, provider, getattr(c.provider, "base_url", None), c.model, c.system_message,
-                      repr(c.options), repr(c.format_request), repr(c.return_format), c.n_parts])
-        directory = directory or c.runtime.cache_dir
+        if call.summary is not None:  # a download or an image step has no model to list
+            calls.append(call.summary)
+        ident.append(call.fingerprint)
+        runtime = getattr(call.config, "runtime", None)
+        directory = directory or (runtime.cache_dir if runtime is not None else None)
     ident.append([[f.name, str(f.type)] for f in plan.schema])
     fingerprint = hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:16]
     return {"fingerprint": fingerprint, "calls": calls, "directory": current().history_dir(cache_dir=directory)}

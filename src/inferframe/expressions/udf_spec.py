@@ -94,13 +94,15 @@ class AISpec(UDFSpec):
     """A UDF spec for AI functions: also says which side columns (error, usage, confidence) to add.
 
     ``on_error`` is the call's own ("null" or "raise"): a row whose input failed upstream is an
-    error of this call too (kind "input"), and with "raise" it stops the job.
+    error of this call too (kind "input"), and with "raise" it stops the job. ``call`` is the
+    ``AICall`` the function built (its fingerprint and summary for the run history and ``estimate()``).
     """
 
     error_column: bool = True
     usage_column: bool = False
     confidence_column: bool = False
     on_error: str = "null"
+    call: Any = None
 
 
 def resolve_return_dtype(fn: Callable, return_dtype: Any, *, skip_self: bool = False) -> pa.DataType | None:

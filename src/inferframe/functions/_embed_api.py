@@ -13,12 +13,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from inferframe.ai.call import AICall, sizing
 from inferframe.ai.config import EmbedCallConfig
 from inferframe.ai.embed import EmbeddingOperator
 from inferframe.ai.options import EMBEDDING, check, whole_number, parse_options
 from inferframe.ai.probe import probe_dimensions
 from inferframe.expressions.expression import Expression
-from inferframe.functions._calls import ai_expression, message_parts, provider_for
+from inferframe.functions._calls import ai_expression, message_parts
+from inferframe.models.registry import resolve_model
 from inferframe.providers.registry import provider_class
 from inferframe.providers.spec import ProviderSpec
 from inferframe.session import current
@@ -67,9 +69,9 @@ def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, mod
         ...                       model="text-embedding-3-small", max_batch_inputs=512)
     """
     parts = message_parts(text, "embed_text")
-    spec, caps = provider_for(provider or "openai", model, options)
+    ref = resolve_model("embed_text", provider or "openai", model, kind="embed", options=options)
+    spec, caps, model = ref.spec, ref.caps, ref.model
     cls = provider_class(spec)
-    model = model or caps.default_embedding_model or "text-embedding-3-small"
     if dimensions is not None:
         dimensions = check("embed_text", "dimensions", dimensions, _POSITIVE)
     parsed = parse_options("embed_text", options, caps, current(), model=model, own=EMBEDDING, pass_through=False)
@@ -86,11 +88,9 @@ def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, mod
     )
     size = dimensions or cls.embedding_size(model) or probe_dimensions(config)
     config = dataclasses.replace(config, size=size)
-    if config.runtime.batch:
-        rows_per_call = 50_000
-    else:
-        # Whole requests per call, and several of them, so calls in flight keep requests in flight.
-        rows_per_call = config.max_batch_inputs * max(4, -(-128 // config.max_batch_inputs))
-    return ai_expression(EmbeddingOperator, config, parts, pa.list_(pa.float32(), size),
-                         error_column=parsed.error_column, usage_column=parsed.usage_column, name="embed_text",
-                         batch=rows_per_call, window=max(2, -(-2 * config.runtime.max_concurrency // rows_per_call) + 1))
+    runtime = config.runtime
+    return ai_expression(AICall(
+        "embed_text", EmbeddingOperator, (config,), tuple(parts), pa.list_(pa.float32(), size),
+        sizing(runtime.max_concurrency, batch_api=runtime.batch, rows_per_request=config.max_batch_inputs),
+        model=ref, options=parsed, error_column=parsed.error_column, usage_column=parsed.usage_column,
+        on_error=runtime.on_error))

@@ -15,17 +15,19 @@ from typing import Any
 
 import pyarrow as pa
 
+from inferframe.ai.call import AICall, ModelRef, sizing
 from inferframe.ai.classify import ClassifyConfig, ClassifyOperator
-from inferframe.ai.label_scoring import CONTENT_FREE
 from inferframe.ai.config import AICallConfig
+from inferframe.ai.label_scoring import CONTENT_FREE
 from inferframe.ai.examples import demonstrations, load_examples
 from inferframe.ai.options import MEDIA, PROMPT_ONLY, parse_options
 from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
-from inferframe.functions._calls import ai_expression, image_refusal, message_parts, provider_for
+from inferframe.functions._calls import ai_expression, message_parts
 from inferframe.functions.layout_hint import warn_layout
-from inferframe.providers.registry import capabilities, provider_class, resolve
+from inferframe.models.registry import image_refusal, resolve_model
+from inferframe.providers.registry import provider_class
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
 from inferframe.session import current
@@ -73,25 +75,24 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
         ...
         inferframe.errors.PlanError: prompt(): max_concurrency=0 is not accepted; max_concurrency must be a whole number >= 1.
     """
-    call = _prompt_call(messages, return_format, system_message, provider, model, use_chat_completions, options)
-    return ai_expression(PromptOperator, *call[:3], error_column=call[3].error_column,
-                         usage_column=call[3].usage_column, name="prompt", batch=call[4], window=call[5],
-                         no_images=_no_images(call[0]))
+    return ai_expression(prompt_call(messages, return_format, system_message, provider, model, use_chat_completions,
+                                     options))
 
 
-def _no_images(config: AICallConfig) -> str:
-    """The model of ``config`` when it reads no images (an image input is then a PlanError), else ""."""
-    return image_refusal(config.provider, capabilities(config.provider), config.model)
+def prompt_call(messages: Any, return_format: Any, system_message: str | None, provider: Any, model: str | None,
+                use_chat_completions: bool | None, options: dict, fn: str = "prompt") -> AICall:
+    """What ``prompt()`` resolves when the plan is built: its ``AICall`` (config, inputs, value type, options, sizing).
 
-
-def _prompt_call(messages: Any, return_format: Any, system_message: str | None, provider: Any, model: str | None,
-                 use_chat_completions: bool | None, options: dict, fn: str = "prompt"):
-    """What ``prompt()`` resolves at plan time: (config, parts, value type, parsed options, batch, window)."""
+    Example:
+        >>> from inferframe import col
+        >>> call = prompt_call(col("q"), None, None, None, "gemma-3-270m", None, {"max_tokens": 4})
+        >>> call.config.label, call.sizing.batch, dict(call.config.options)["max_tokens"]
+        ('prompt[gemma-3-270m]', 128, 4)
+    """
     parts = message_parts(messages, fn)
-    spec, caps = provider_for(provider, model, options)
-    model = model or caps.default_model
-    if model is None:
-        raise PlanError(f"{fn}() needs model=... for provider {spec.name!r}, e.g. model='gpt-5-mini'.")
+    ref = provider if isinstance(provider, ModelRef) else resolve_model(fn, provider, model, kind="generate",
+                                                                         options=options)
+    spec, caps, model = ref.spec, ref.caps, ref.model
     choices = options.pop("choices", None)
     if choices is not None:
         if return_format is not None:
@@ -128,10 +129,11 @@ def _prompt_call(messages: Any, return_format: Any, system_message: str | None, 
         repair=bool(parsed.extra.get("repair", False)),
     )
     warn_layout(parts, system_message)  # a note only: the prompt is sent as written
-    batch = 50_000 if config.runtime.batch else 128
-    # Rows pending at once: twice the in-flight ceiling keeps it full; prefix ordering wants its window.
-    pending = max(2 * runtime.max_concurrency, runtime.prefix_window if runtime.prefix_order else 0)
-    return config, parts, value_type, parsed, batch, max(2, -(-pending // batch) + 1)
+    size = sizing(runtime.max_concurrency, batch_api=runtime.batch,
+                  prefix_window=runtime.prefix_window if runtime.prefix_order else 0)
+    return AICall("prompt", PromptOperator, (config,), tuple(parts), value_type, size, model=ref, options=parsed,
+                  error_column=parsed.error_column, usage_column=parsed.usage_column, on_error=runtime.on_error,
+                  no_images=image_refusal(ref))
 
 
 def _choices_of(schema: dict) -> list[str] | None:
@@ -179,7 +181,7 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         cascade: stages, cheapest first (method names or dicts of these options, e.g.
             ``["embedding", "score"]``): each stage answers the rows it is confident about and sends
             the rest on; thresholds are chosen on held-back ``examples`` to keep ``target_accuracy``
-            (see ``inferframe.functions.classify_cascade``).
+            (see ``inferframe.ai.cascade``).
         target_accuracy: with ``cascade``, the accuracy the thresholds keep on the held-back examples.
         **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency,
             on_error, ...); with on_error="raise" an answer outside the labels stops the job.
@@ -200,22 +202,41 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
     if cascade is not None:
         if method != "auto":
             raise PlanError("classify_text(): pass either method=... or cascade=[...] (each stage names its method).")
-        from inferframe.functions.classify_cascade import cascade_classify
+        from inferframe.functions.classify_cascade import cascade_call
 
-        return cascade_classify(text, labels, cascade, examples=examples, target_accuracy=target_accuracy,
-                                examples_per_label=examples_per_label, system_message=system_message,
-                                calibrate=calibrate, label_descriptions=label_descriptions,
-                                confidence_column=confidence_column, build_stage=classify_text, **options)
+        return ai_expression(cascade_call(
+            text, labels, cascade, examples=examples, target_accuracy=target_accuracy,
+            examples_per_label=examples_per_label, system_message=system_message, calibrate=calibrate,
+            label_descriptions=label_descriptions, confidence_column=confidence_column, build_stage=classify_call,
+            **options))
+    return ai_expression(classify_call(text, labels, system_message=system_message, method=method, examples=examples,
+                                       examples_per_label=examples_per_label, confidence_column=confidence_column,
+                                       calibrate=calibrate, label_descriptions=label_descriptions,
+                                       nearest_examples=nearest_examples, **options))
+
+
+def classify_call(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
+                  examples: Any = None, examples_per_label: int = 20, confidence_column: bool = True,
+                  calibrate: bool | str = "auto", label_descriptions: Any = None, nearest_examples: int = 0,
+                  **options: Any) -> AICall:
+    """The ``AICall`` of ``classify_text`` with one method (labels and method checked by the caller).
+
+    Example:
+        >>> from inferframe import col
+        >>> call = classify_call(col("t"), ["yes", "no"], method="generate", model="gemma-3-270m")
+        >>> call.function, call.config.method, call.config.labels
+        ('classify_text', 'generate', ('yes', 'no'))
+    """
     if not isinstance(nearest_examples, int) or isinstance(nearest_examples, bool) or nearest_examples < 0:
         raise PlanError(f"classify_text(): nearest_examples={nearest_examples!r} must be a whole number >= 0.")
     if nearest_examples and (examples is None or method == "embedding"):
         raise PlanError("classify_text(nearest_examples=k) picks each row's demonstrations from examples=...: pass "
                         "examples, with method 'score', 'generate' or 'auto'.")
     if method == "embedding":
-        from inferframe.functions.classify_embedding import embedding_classify
+        from inferframe.functions.classify_embedding import embedding_classify_call
 
-        return embedding_classify(text, labels, examples=examples, label_descriptions=label_descriptions,
-                                  confidence_column=confidence_column, **options)
+        return embedding_classify_call(text, labels, examples=examples, label_descriptions=label_descriptions,
+                                       confidence_column=confidence_column, **options)
     if label_descriptions is not None:
         raise PlanError("classify_text(): label_descriptions= is used by method='embedding' only.")
     if not isinstance(examples_per_label, int) or isinstance(examples_per_label, bool) or examples_per_label < 1:
@@ -233,7 +254,9 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
                           + ". Answer with the label only.")
     parts = message_parts(text, "classify_text")
     prefix, suffix = demonstrations(pairs)
-    method = _scoring_method(method, options)
+    ref = resolve_model("prompt", options.pop("provider", None), options.pop("model", None), kind="generate",
+                        options=options)
+    method = _scoring_method(method, ref)
     calibration_prefix = None
     if nearest_examples:
         if len(parts) != 1:
@@ -248,32 +271,29 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             parts = [*parts, to_node(lit(suffix))]
     elif method == "generate" and pairs:
         parts = [to_node(lit(prefix)), *parts, to_node(lit(suffix))]
-    call = _prompt_call([Expression(p) for p in parts], labels, system_message, options.pop("provider", None),
-                        options.pop("model", None), options.pop("use_chat_completions", None), options)
+    call = prompt_call([Expression(p) for p in parts], labels, system_message, ref, None,
+                       options.pop("use_chat_completions", None), options)
     scored = method == "score"
-    config = ClassifyConfig(**{f.name: getattr(call[0], f.name) for f in dataclasses.fields(call[0])},
+    base = call.config
+    config = ClassifyConfig(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
                             labels=tuple(labels), method=method, prefix=prefix if scored or pairs else "",
                             suffix=suffix if scored or pairs else "", confidence=confidence_column,
                             content_free_prefix=calibration_prefix,
                             content_free=CONTENT_FREE if calibrate is True or (calibrate == "auto" and pairs) else ())
     if scored:
         config = dataclasses.replace(config, label=f"classify_text[{config.model}]")
-    return ai_expression(ClassifyOperator, config, call[1], call[2], error_column=call[3].error_column,
-                         usage_column=call[3].usage_column, confidence_column=confidence_column,
-                         no_images=_no_images(config),
-                         name="classify_text", batch=call[4], window=call[5])
+    return dataclasses.replace(call, function="classify_text", operator=ClassifyOperator, args=(config,),
+                               confidence_column=confidence_column)
 
 
-def _scoring_method(method: str, options: dict) -> str:
+def _scoring_method(method: str, ref: ModelRef) -> str:
     """"score" or "generate": what the provider's log-probabilities allow (checked before any request)."""
-    spec = resolve(options.get("provider"), default=current().provider, model=options.get("model"),
-                   base_url=options.get("base_url"), api_key=None)
-    logprobs = capabilities(spec).logprobs
+    logprobs = ref.caps.logprobs
     if method == "auto":
         # Only full-label scores are a safe default: first-token scores (OpenAI) need labels that
         # differ in their first word, and reasoning models refuse logprobs.
         return "score" if logprobs == "tokens" else "generate"
     if method == "score" and logprobs == "none":
-        raise PlanError(f"classify_text(method='score'): provider {spec.name!r} returns no log-probabilities; "
+        raise PlanError(f"classify_text(method='score'): provider {ref.provider!r} returns no log-probabilities; "
                         "use method='generate'.")
     return method

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from inferframe.ai.call import AICall, sizing
 from inferframe.ai.media import Downloader, ImageCodec, MediaConfig
 from inferframe.ai.options import check, in_range, whole_number
 from inferframe.datatype import DataType
@@ -28,8 +29,7 @@ from inferframe.functions._calls import ai_expression
 def _media_call(owner, arg: Expression, value_type: pa.DataType, config: MediaConfig, name: str) -> Expression:
     if not isinstance(arg, Expression):
         raise PlanError(f"{name}() takes a column expression, e.g. {name}(col('path')).")
-    return ai_expression(owner, config, [arg._node], value_type, error_column=True, usage_column=False, name=name,
-                         batch=128, window=max(2, -(-2 * config.max_concurrency // 128) + 1))
+    return ai_expression(AICall(name, owner, (config,), (arg._node,), value_type, sizing(config.max_concurrency)))
 
 
 def download(locations: Expression, *, max_concurrency: int = 32, timeout: float = 30.0) -> Expression:

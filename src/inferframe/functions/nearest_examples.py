@@ -1,10 +1,7 @@
 """``classify_text(examples=..., nearest_examples=k)``: each row's demonstrations are its k nearest examples per label.
 
-The examples and the rows are embedded by the packaged all-MiniLM-L6-v2 in this process; per row,
-the k most similar examples of every label are written as demonstrations ("Text: ...\\nLabel: ...")
-in a string column that goes before the row in the prompt. The instructions (the system message)
-stay first and constant, so a server's prompt cache still serves them; the demonstrations differ
-per row, which is the price of choosing them per row.
+The demonstrations column is computed in this process by ``NearestDemos`` (``inferframe.models.nearest``);
+this module builds its expression.
 
 Example:
     >>> import inferframe as ifr
@@ -18,22 +15,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 
-from inferframe.ai.examples import demonstrations, nearest
 from inferframe.expressions.expression import Expression, to_node
-from inferframe.functions.classify_embedding import embedding_matrix
 from inferframe.expressions.nodes import UDFCall
 from inferframe.expressions.udf import ClassSpec
 from inferframe.expressions.udf_spec import UDFSpec
 from inferframe.models.loading import model_files, require
-from inferframe.models.text import SentenceTransformerEmbedder
-from inferframe.observe.stats import RunCounters
-from inferframe.series import Series
+from inferframe.models.nearest import NearestDemos
 
-__all__ = ["NearestDemos", "nearest_demonstrations"]
+__all__ = ["nearest_demonstrations"]
 
 
 def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: int, *,
@@ -54,41 +45,3 @@ def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: in
     spec = UDFSpec(name="classify_text[nearest examples]", fn=NearestDemos.demos, return_dtype=pa.string(),
                    is_batch=True, batch_size=1024, owner=owner, layout=(("expr", 0),))
     return Expression(UDFCall(spec, (to_node(text),)))
-
-
-class NearestDemos:
-    """Embeds the examples once, then writes each row's nearest ones as demonstrations.
-
-    Parameters:
-        path: the embedding model's directory.
-        examples: (text, label) pairs to choose from.
-        k: examples per label per row.
-        counters: the run's counters (the rows embedded here show on the progress line).
-    """
-
-    def __init__(self, path: str, *, examples: tuple, k: int, counters: RunCounters | None = None) -> None:
-        self.embedder = SentenceTransformerEmbedder(path, normalize=True, label="nearest examples[all-MiniLM-L6-v2]",
-                                                    counters=counters)
-        self.examples = tuple(examples)
-        self.k = k
-        self.vectors = embedding_matrix(self.embedder, [t for t, _ in self.examples])
-        self.labels = [label for _, label in self.examples]
-
-    @classmethod
-    def for_run(cls, services: Any, *args: Any, **kwargs: Any) -> "NearestDemos":
-        return cls(*args, counters=services.counters if services is not None else None, **kwargs)
-
-    def demos(self, texts: Series) -> pa.Array:
-        """Per row, its demonstrations text (null for a null row)."""
-        values = texts.to_pylist()
-        bare = demonstrations(None)[0]  # "Text: ": a row with nothing to compare gets no examples
-        out: list[str | None] = [None if v is None else bare for v in values]
-        present = [i for i, v in enumerate(values) if v is not None and str(v).strip()]
-        if present:
-            picks = nearest(embedding_matrix(self.embedder, [str(values[i]) for i in present]), self.vectors, self.k,
-                            example_labels=self.labels)
-            for i, row in zip(present, picks):
-                # Most similar first from nearest(): reversed, so the closest demonstrations sit next to the row.
-                out[i] = demonstrations([self.examples[j] for j in row[::-1]])[0]
-            self.embedder.stats.rows_done += len(present)
-        return pa.array(out, pa.string())

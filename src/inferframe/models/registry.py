@@ -1,0 +1,93 @@
+"""``resolve_model``: the model of one AI call, from the one provider registry: HTTP providers and in-process kinds.
+
+An HTTP provider is resolved from the call's arguments and the session (its URL now, its key as an
+opaque handle) and checked before any request; an in-process kind is found on this machine (never
+downloaded) with the class that runs it and its vector size, read from its files.
+
+Example:
+    >>> ref = resolve_model("prompt", "local", None, kind="generate", options={})
+    >>> ref.provider, ref.model, ref.in_process
+    ('local', 'gemma-3-270m', False)
+    >>> text = resolve_model("embed_text", "sentence_transformers", None, kind="text", options={})
+    >>> text.runner.__name__, text.size, text.model
+    ('SentenceTransformerEmbedder', 384, 'all-MiniLM-L6-v2')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from inferframe.ai.call import ModelRef
+from inferframe.errors import PlanError
+from inferframe.models.image import _INSTALL, ClipImageEmbedder, image_dimensions
+from inferframe.models.loading import model_files, require, text_dimensions
+from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
+from inferframe.providers.registry import (REGISTRY, base_url_for, capabilities, check_ready, provider_class,
+                                           resolve)
+from inferframe.session import current
+
+DEFAULT_TEXT_MODEL = "all-MiniLM-L6-v2"
+
+
+def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, options: dict) -> ModelRef:
+    """The model one call runs, checked before any request or load.
+
+    Parameters:
+        fn: the function's name, for messages.
+        provider: the provider argument (a name, a ``ProviderSpec`` or None: the session's, else chosen by model).
+        model: the model argument.
+        kind: "generate" (a language model over HTTP), "embed" (an embedding model over HTTP), "text"
+            (an in-process text embedding model) or "image" (an in-process image embedding model).
+        options: the call's options; ``base_url`` and ``api_key`` are taken out of them (HTTP).
+
+    Example:
+        >>> resolve_model("embed_image", "sentence_transformers", None, kind="image", options={})
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: embed_image() runs on provider='transformers' (a CLIP-style model in this process), not 'sentence_transformers'. embed_image() runs a CLIP-style model in this process. Install the libraries with pip install "inferframe[embed]", download a model once (e.g. huggingface-cli download openai/clip-vit-base-patch32) and pass model="openai/clip-vit-base-patch32" or a local directory.
+    """
+    if kind == "text":
+        require(provider)
+        path = model_files(model)
+        return ModelRef(provider, model or DEFAULT_TEXT_MODEL, caps=REGISTRY.get(provider).capabilities,
+                        path=str(path), runner=SentenceTransformerEmbedder if provider == "sentence_transformers" else TransformersEmbedder,
+                         size=text_dimensions(provider, path))
+    if kind == "image":
+        if provider != "transformers":
+            raise PlanError(f"{fn}() runs on provider='transformers' (a CLIP-style model in this process), "
+                            f"not {provider!r}. {_INSTALL}")
+        require(provider)
+        if model is None:
+            raise PlanError(f"{fn}() needs model=...: no image model is packaged with inferframe. {_INSTALL}")
+        path = model_files(model)
+        return ModelRef(provider, model, caps=REGISTRY.get(provider).capabilities, path=str(path),
+                        runner=ClipImageEmbedder, size=image_dimensions(path))
+    spec = resolve(provider, default=current().provider, model=model, base_url=options.pop("base_url", None),
+                   api_key=options.pop("api_key", None))
+    check_ready(spec)
+    caps = capabilities(spec)
+    if not caps.in_process and spec.base_url is None:
+        # Resolved now (arguments, session, environment), so the plan means the same in any process.
+        url = base_url_for(spec)
+        if url is not None:
+            spec = dataclasses.replace(spec, base_url=url)
+    if kind == "embed":
+        model = model or caps.default_embedding_model or "text-embedding-3-small"
+    else:
+        model = model or caps.default_model
+        if model is None:
+            raise PlanError(f"{fn}() needs model=... for provider {spec.name!r}, e.g. model='gpt-5-mini'.")
+    return ModelRef(spec.name, model, spec=spec, caps=caps)
+
+
+def image_refusal(ref: ModelRef) -> str:
+    """Which model reads no images ("the model 'm' of provider 'p'"), or "" when it does or it is not known.
+
+    Example:
+        >>> image_refusal(resolve_model("prompt", "local", "gemma-3-270m", kind="generate", options={}))
+        "the model 'gemma-3-270m' of provider 'local'"
+    """
+    if provider_class(ref.spec).reads_images(ref.model, ref.caps) is False:
+        return f"the model {ref.model!r} of provider {ref.provider!r}"
+    return ""
