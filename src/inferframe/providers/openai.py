@@ -134,7 +134,10 @@ class OpenAIProvider(Provider):
         session = await self._client()
         url = self._url(request.endpoint)
         try:
-            async with session.post(url, data=_dumps(request.body), headers=_JSON) as resp:
+            # The body as a payload that carries its own Content-Type: no per-request headers for aiohttp
+            # to merge with the session's (about 5% of the client's CPU per request, bench/prompt_throughput.py).
+            body = aiohttp.payload.BytesPayload(_dumps(request.body), content_type="application/json")
+            async with session.post(url, data=body) as resp:
                 raw = await resp.read()
                 status, headers = resp.status, resp.headers
         except asyncio.TimeoutError:
