@@ -28,13 +28,11 @@ ALLOWED = {
     # The one settings object.
     "inferframe.session:_current": "the one Session of this process (immutable; each setter swaps it under _lock)",
     "inferframe.session:_lock": "lock: serialises the setters' swaps of _current",
-    # Per-process state of the job now running, and of the last one.
-    "inferframe.observe.stats:CURRENT_RUN": (
-        "the counters of this process's AI calls: a worker process or Ray task sends them back to the driver with "
-        "each result; ai/run.py's default RunServices use them (ai/ refactor in progress), so a driver run cannot "
-        "carry its own yet"),
-    "inferframe.observe.progress:_last": "the totals of the last job in this process, read by last_run()",
-    "inferframe.observe.recorder:LAST_RECORDED": "the newest run this process stored, which evaluate() attaches to",
+    # The last job of this process (each job's own counters live on its run's services).
+    "inferframe.observe.progress:_last": (
+        "the totals of the job that ended last in this process, read by last_run(): a public function of no "
+        "argument in the observe layer, which cannot reach the Session (it ranks above observe); written once as each "
+        "job ends, from that job's own counters"),
     # Caches keyed by content, and handles on resources this process opened.
     "inferframe.runtime.cache:_open": "cache keyed by the cache directory: one ResponseCache (SQLite handle) per directory",
     "inferframe.runtime.cache:_open_lock": "lock: guards _open",

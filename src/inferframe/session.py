@@ -10,7 +10,9 @@ never enter the session or the plan: ``set_provider(api_key=...)`` keeps the key
 The driver's own settings live here too, read where a job starts and never by a worker: the run
 history (``set_history``; ``history_dir`` is the one place its directory is worked out), the
 progress line (``set_progress``) and the runner (``inferframe.runners.set_runner_native`` /
-``set_runner_ray`` store it here; ``get_runner`` reads it).
+``set_runner_ray`` store it here; ``get_runner`` reads it). One result lives here too, not a setting:
+the newest run this process stored in its run history (``last_recorded``, which ``evaluate()``
+attaches its scores to), written by ``remember_run`` as each recorded job ends.
 
 Example:
     >>> import inferframe as ifr
@@ -76,6 +78,8 @@ class Session:
         progress: show the progress line (``set_progress``): True, False, or None (on terminals and notebooks).
         runner: the ``inferframe.runners.Runner`` that runs DataFrames (None: chosen from ``INFERFRAME_RUNNER``
             by ``get_runner`` at the first job).
+        last_recorded: (run_id, history directory) of the newest run this process stored (None: none yet),
+            which ``evaluate()`` attaches to; not a setting: ``remember_run`` writes it as a recorded job ends.
     """
 
     provider: ProviderSpec | None = None
@@ -85,6 +89,7 @@ class Session:
     history: HistorySettings = dataclasses.field(default_factory=HistorySettings)
     progress: bool | None = None
     runner: Any = None
+    last_recorded: tuple[str, str] | None = None
 
     def price_of(self, model: str | None) -> Price | None:
         """The model's price, (input, output) or (input, output, cached_input): this session's, else the built-in table."""
@@ -237,3 +242,16 @@ def set_runner(runner: Any) -> None:
         True
     """
     _replace(runner=runner)
+
+
+def remember_run(run_id: str, directory: str) -> None:
+    """Make ``run_id`` (stored in the run history at ``directory``) the newest run of this process.
+
+    Example:
+        >>> before = current().last_recorded
+        >>> remember_run("20250101-000000-abcdef", "/tmp/h")
+        >>> current().last_recorded
+        ('20250101-000000-abcdef', '/tmp/h')
+        >>> _replace(last_recorded=before)
+    """
+    _replace(last_recorded=(run_id, str(directory)))

@@ -11,6 +11,7 @@ import pytest
 import inferframe as ifr
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.prompt import PromptOperator
+from inferframe.ai.run import RunServices
 from inferframe.ai.requests import estimate_call
 from inferframe.errors import PlanError
 from inferframe.observe import progress
@@ -22,6 +23,7 @@ from inferframe.providers.interface import BatchState, Capabilities, MockProvide
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime import InferenceRuntime, RuntimeConfig
 from inferframe.runtime.clock import FakeClock
+from inferframe.runtime.coordinator import LocalCoordinator
 from inferframe.runtime.pricing import cost_of, price_of
 from inferframe.series import Series
 from inferframe.session import current, set_prices
@@ -126,12 +128,12 @@ def test_last_run_and_the_usage_column_carry_the_cached_tokens():
     config = AICallConfig("chat", ProviderSpec("openai"), "gpt-5-mini", None, (),
                           RuntimeConfig(price=GPT5_MINI, **OFF), 1, "prompt[gpt-5-mini]")
 
-    async def go():
-        op = PromptOperator(config, provider=cached_answers())
+    async def go(counters):  # the operator counts into the job's counters, as a runner's services give them
+        op = PromptOperator(config, RunServices(LocalCoordinator(), counters), provider=cached_answers())
         return await op(Series(pa.array(["q1", "q2", None])))
 
-    with job_progress(3, show=False):
-        out = asyncio.run(go())
+    with job_progress(3, show=False) as counters:
+        out = asyncio.run(go(counters))
     usage = out.field("usage").to_pylist()
     assert [u and u["cached_tokens"] for u in usage] == [1536, 1536, None]
     assert usage[0]["cost"] == pytest.approx(0.0001744, abs=1e-12)

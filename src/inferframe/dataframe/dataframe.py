@@ -233,20 +233,20 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         plan = self._optimized()
+        counters = self._counters(plan)
         try:
-            with self._progress(plan, progress) as recorder:
-                for batch in get_runner().run(plan):
+            with self._progress(plan, progress, counters) as recorder:
+                for batch in get_runner().run(plan, counters):
                     if recorder is not None:
                         recorder.observe(batch)
                     yield batch
         except KeyboardInterrupt as e:
-            if e.args or not has_ai(plan):
+            if e.args or counters is None:
                 raise
             from inferframe.dataframe.interrupt import interrupted_message
-            from inferframe.observe import last_run
 
             # one line on what was kept and how to go on, instead of the executor's internals
-            raise KeyboardInterrupt(interrupted_message(plan, last_run())) from None
+            raise KeyboardInterrupt(interrupted_message(plan, [s.as_dict() for s in counters.runs()])) from None
         if report is not None and recorder is not None:
             from inferframe.dataframe.report import report as write_report
 
@@ -460,9 +460,11 @@ class DataFrame:
             # Workers write part files under the temporary directory; they appear in root at commit, all at once.
             pending = PendingWrite(str(root), format, self._plan.schema, **options)
             plan = self._optimized()
+            counters = self._counters(plan)
             try:
-                with self._progress(plan, progress) as recorder:
-                    groups = runner.write_parts(plan, pending)
+                with self._progress(plan, progress, counters) as recorder:
+                    groups = (runner.write_parts(plan, pending) if counters is None else
+                              runner.write_parts(plan, pending, counters=counters))
             except BaseException:
                 pending.abort()
                 raise
@@ -475,10 +477,19 @@ class DataFrame:
             paths = write_dataset(self.iter_batches(progress, report), self._plan.schema, str(root), format, **options)
         return in_memory(pa.table({"path": pa.array(paths)}))
 
-    def _progress(self, plan: lp.LogicalPlan, progress: bool | None):
+    @staticmethod
+    def _counters(plan: lp.LogicalPlan):
+        """The counters of one job with AI calls (None for one without): the runner's services carry them to
+        its AI calls; its progress line, run history and ``last_run()`` read them."""
+        from inferframe.observe.stats import RunCounters
+
+        return RunCounters() if has_ai(plan) else None
+
+    def _progress(self, plan: lp.LogicalPlan, progress: bool | None, counters: Any = None):
         """The progress line and the run history of a job with AI calls (nothing for one without).
 
-        The context gives the run's recorder (None when nothing is recorded): it sees every output batch.
+        ``counters``: the job's (``_counters``). The context gives the run's recorder (None when nothing
+        is recorded): it sees every output batch.
         """
         import contextlib
 
@@ -493,7 +504,8 @@ class DataFrame:
 
         @contextlib.contextmanager
         def both():
-            with job_progress(self._total(plan) if progress is not False else None, progress), recording(plan) as rec:
+            total = self._total(plan) if progress is not False else None
+            with job_progress(total, progress, counters) as job, recording(plan, job) as rec:
                 yield rec
 
         return both()

@@ -331,8 +331,9 @@ def evaluate(df: Any, prediction: Any = "label", truth: Any = "gold", *, golden:
         matched = rows - missing
     result = Evaluation(**score(pred, truth_arr, err, pred_name, truth_name, rows, missing, matched))
     from inferframe.observe.recorder import attach_evaluation
+    from inferframe.session import current
 
-    result.run_id = attach_evaluation(result.as_dict())  # stored with the newest run of this process
+    result.run_id = attach_evaluation(result.as_dict(), current().last_recorded)  # the newest run of this process
     return result
 
 

@@ -46,17 +46,22 @@ def ai_columns(schema: pa.Schema) -> list[str]:
 
 
 @contextlib.contextmanager
-def recording(plan: lp.LogicalPlan) -> Iterator[Any]:
-    """Record the job into the run history (a ``RunRecorder``; None when history is off or no AI column is out)."""
+def recording(plan: lp.LogicalPlan, counters: Any = None) -> Iterator[Any]:
+    """Record the job into the run history (a ``RunRecorder``; None when history is off or no AI column is out).
+
+    ``counters``: the job's ``RunCounters`` (the runner's services carry the same). The stored run
+    becomes the session's ``last_recorded``, which ``evaluate()`` attaches to.
+    """
     from inferframe.observe.recorder import RunRecorder
-    from inferframe.session import current
+    from inferframe.session import current, remember_run
 
     columns = ai_columns(plan.schema)
     settings = current().history
     if not settings.enabled or not columns:
         yield None
         return
-    recorder = RunRecorder(job_info(plan), columns, sample=settings.sample, max_sample=settings.max_sample)
+    recorder = RunRecorder(job_info(plan), columns, sample=settings.sample, max_sample=settings.max_sample,
+                           counters=counters, on_stored=remember_run)
     try:
         yield recorder
     except (KeyboardInterrupt, GeneratorExit, SystemExit):  # stopped from outside: Ctrl-C, or the consumer quit

@@ -26,7 +26,7 @@ import cloudpickle
 
 from inferframe.errors import RowFailed, UDFError
 from inferframe.execution.context import Cancelled
-from inferframe.observe.stats import CURRENT_RUN, RunCounters
+from inferframe.observe.stats import RunCounters
 
 _LIVE: "weakref.WeakSet[ProcessInstance]" = weakref.WeakSet()
 
@@ -83,14 +83,14 @@ class ProcessInstance:
         env: extra environment variables for the child (e.g. the GPUs it may use).
         start: build the instance now; with False, call ``start()`` later (the pool
             registers the process first, so a run stopped mid-``__init__`` can kill it).
-        counters: where the child's counters are merged (default: this process's).
+        counters: the job's counters, where the child's are merged (None: new ones, which no job shows).
     """
 
     def __init__(self, owner, env: dict[str, str] | None = None, start: bool = True,
                  counters: RunCounters | None = None) -> None:
         self.name = owner.cls.__name__
         self.owner = owner
-        self.counters = counters if counters is not None else CURRENT_RUN
+        self.counters = counters if counters is not None else RunCounters()
         self._closing = False
         child_env = dict(os.environ)
         child_env.update(env or {})
@@ -195,6 +195,7 @@ def _serve() -> None:
     instance = None
     loop = None
     methods: dict = {}  # (name, is_batch) -> the callable, resolved once rather than per batch
+    counters = RunCounters()  # this child's own; a snapshot goes back to the job's with every reply
     while True:
         try:
             msg = _recv(proto_in)
@@ -208,7 +209,7 @@ def _serve() -> None:
             # The class may be pickled by reference: make its module importable before loading it.
             sys.path[:] = path
             try:
-                instance = cloudpickle.loads(payload).build()
+                instance = _build(cloudpickle.loads(payload), counters)
                 methods.clear()
                 _send(proto_out, ("ok",))
             except BaseException:
@@ -229,20 +230,31 @@ def _serve() -> None:
                 loop = asyncio.new_event_loop()
             values = _call(fn, is_batch, is_async, layout, kwargs_layout, unpack_arrays(packed), names, offset, n, name, loop)
             if hasattr(values, "type") and hasattr(values, "to_pylist"):  # an Arrow array: send it as Arrow
-                _send(proto_out, ("arrow", pack_arrays([values]), CURRENT_RUN.snapshot()))
+                _send(proto_out, ("arrow", pack_arrays([values]), counters.snapshot()))
             else:
-                _send(proto_out, ("ok", values, CURRENT_RUN.snapshot()))
+                _send(proto_out, ("ok", values, counters.snapshot()))
         except RowFailed as e:  # on_error="raise" in a model class: the row's own error, as in this process
-            _send(proto_out, ("row_failed", e, CURRENT_RUN.snapshot()))
+            _send(proto_out, ("row_failed", e, counters.snapshot()))
         except _RowFailure as e:
-            _send(proto_out, ("error", str(e), CURRENT_RUN.snapshot()))
+            _send(proto_out, ("error", str(e), counters.snapshot()))
         except BaseException as e:
             _send(proto_out, ("error", f"UDF {name!r} failed on rows {offset}..{offset + n - 1}: {type(e).__name__}: {e}",
-                              CURRENT_RUN.snapshot()))
+                              counters.snapshot()))
 
 
 class _RowFailure(Exception):
     pass
+
+
+def _build(owner, counters: RunCounters):
+    """Build the model class in this child as the executor does: a class with ``for_run`` gets this run's
+    services (a local coordinator and the child's ``counters``)."""
+    for_run = getattr(owner.cls, "for_run", None)
+    if for_run is None:
+        return owner.build()
+    from inferframe.ai.run import local_services
+
+    return for_run(local_services(counters), *owner.args, **owner.kwargs)
 
 
 def _merge(layout, kwargs_layout, values):

@@ -26,7 +26,7 @@ from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE
 from inferframe.ai.embed import EMPTY_TEXT
 from inferframe.errors import ErrorKind, RowFailed
 from inferframe.models.loading import offline, pick_device
-from inferframe.observe.stats import CURRENT_RUN, RunCounters, RunStats
+from inferframe.observe.stats import RunCounters, RunStats
 from inferframe.ai.vectors import combine_chunks, to_vectors, unit_rows
 from inferframe.series import Series
 
@@ -51,8 +51,8 @@ class _Embedder:
     def __init__(self, *, normalize: bool, dimensions: int, encode_batch_size: int, long_inputs: str,
                  label: str, counters: RunCounters | None = None, on_error: str = "null") -> None:
         self.stats = RunStats(label=label)  # the job's progress line and last_run() count these rows too
-        # In a worker process these are this process's counters, sent to the driver with every result.
-        (counters or CURRENT_RUN).add(self.stats)
+        # The run's counters (built by ``for_run``); a worker process sends its own to the driver with every result.
+        (counters if counters is not None else RunCounters()).add(self.stats)
         self.normalize = normalize
         self.dimensions = dimensions
         self.encode_batch_size = encode_batch_size

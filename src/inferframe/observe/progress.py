@@ -17,13 +17,18 @@ import time
 import warnings
 from typing import Iterator
 
-from inferframe.observe.stats import CURRENT_RUN, RunStats
+from inferframe.observe.stats import RunCounters, RunStats
 
+# The totals of the most recent job that ended in this process, written once as each job ends (its own
+# counters are per job): last_run() takes no argument and the Session sits above this layer.
 _last: list[dict] = []
 
 
 def last_run() -> list[dict]:
     """Totals of each AI call in the last job that had AI calls: rows, requests, tokens, cost, retries, 429s, errors.
+
+    The last job is the one that ended most recently in this process (with jobs running at once in
+    several threads, whichever finished last); each job's figures are its own calls only.
 
     ``cached_tokens`` is the part of ``input_tokens`` the provider's prompt cache served and
     ``cache_saved`` the dollars that saved against the full input rate.
@@ -180,13 +185,25 @@ def waiting_notes(stats: RunStats) -> list[str]:
 
 
 @contextlib.contextmanager
-def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
+def job_progress(total: int | None, show: bool | None = None,
+                 counters: RunCounters | None = None) -> Iterator[RunCounters]:
     """Track the AI calls of one job; draw a live line while it runs when ``show`` allows.
 
-    ``show``: True or False; None: on terminals and in notebooks unless ``INFERFRAME_PROGRESS=0``
-    (the DataFrame passes its job's ``progress=``, else the session's ``set_progress``).
+    Parameters:
+        total: rows the job will produce (None: unknown; no bar, no ETA).
+        show: True or False; None: on terminals and in notebooks unless ``INFERFRAME_PROGRESS=0``
+            (the DataFrame passes its job's ``progress=``, else the session's ``set_progress``).
+        counters: the job's counters, which the runner's services carry to its AI calls (None: new ones).
+
+    The context gives the job's counters; when it ends their totals become ``last_run()``.
+
+    Example:
+        >>> with job_progress(2, show=False) as counters:
+        ...     s = RunStats(label="prompt[m]", rows_done=2); counters.add(s)
+        >>> [(r["label"], r["rows_done"]) for r in last_run()]
+        [('prompt[m]', 2)]
     """
-    CURRENT_RUN.clear()
+    counters = counters if counters is not None else RunCounters()
     stop = threading.Event()
     thread = None
     if _should_show(show):
@@ -197,7 +214,7 @@ def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
         console = Console(file=sys.stdout, force_jupyter=in_notebook() or None)
 
         def lines() -> Text:
-            return Text("\n".join(render_line(s, total) for s in CURRENT_RUN.runs()))
+            return Text("\n".join(render_line(s, total) for s in counters.runs()))
 
         def draw() -> None:
             with Live(lines(), console=console, refresh_per_second=4, transient=False) as live:
@@ -208,18 +225,19 @@ def job_progress(total: int | None, show: bool | None = None) -> Iterator[None]:
         thread = threading.Thread(target=draw, name="inferframe-progress", daemon=True)
         thread.start()
     try:
-        yield
+        yield counters
     finally:
         stop.set()
         if thread is not None:
             thread.join(timeout=2)
+        totals = [s.as_dict() for s in counters.runs()]
         global _last
-        _last = [s.as_dict() for s in CURRENT_RUN.runs()]
-        warn_truncated(_last)
-        if _last and in_notebook():
+        _last = totals
+        warn_truncated(totals)
+        if totals and in_notebook():
             from IPython.display import HTML, display  # type: ignore
 
-            display(HTML(summary_html(_last)))
+            display(HTML(summary_html(totals)))
 
 
 def warn_truncated(runs: list[dict]) -> None:

@@ -1,7 +1,7 @@
 """Records one job with AI calls into the run history: its output distributions, a review sample,
 its counters over time, and drift against the earlier runs of the same pipeline.
 
-The driver sees every output batch (``observe``) and the merged counters of every worker. The run
+The driver sees every output batch (``observe``) and the job's counters, merged from every worker. The run
 is stored when it starts and every ``CHECKPOINT_S`` seconds with what it has done so far (status
 ``running``), so a process killed outright still leaves its run, shown as ``interrupted``; at the end
 (``finish``) the run is stored whole and, when an AI column's output moved, one ``DriftWarning``
@@ -25,29 +25,36 @@ import threading
 import time
 import uuid
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from inferframe.observe.history import MAX_CATEGORIES, RunHistory, drift
 from inferframe.observe.owner import owner_tag
-from inferframe.observe.stats import CURRENT_RUN, latency_quantile
+from inferframe.observe.stats import RunCounters, latency_quantile
 
 
 class DriftWarning(UserWarning):
     """An AI column's output distribution moved against the earlier runs of the same pipeline."""
 
 
-LAST_RECORDED: dict = {}  # the newest run this process stored: run_id, directory (evaluate() attaches to it)
+def attach_evaluation(evaluation: dict, run: tuple[str, str] | None) -> str | None:
+    """Store an evaluation with a stored run; its run id (None: no run to attach to).
 
+    Parameters:
+        evaluation: the scores, as plain data.
+        run: (run_id, history directory) of the run (``evaluate()`` gives the session's ``last_recorded``).
 
-def attach_evaluation(evaluation: dict) -> str | None:
-    """Store an evaluation with the newest run this process recorded; its run id (None: no run yet)."""
-    if not LAST_RECORDED:
+    Example:
+        >>> attach_evaluation({"accuracy": 1.0}, None) is None
+        True
+    """
+    if run is None:
         return None
-    RunHistory(LAST_RECORDED["directory"]).update(LAST_RECORDED["run_id"], evaluation=evaluation)
-    return LAST_RECORDED["run_id"]
+    run_id, directory = run
+    RunHistory(directory).update(run_id, evaluation=evaluation)
+    return run_id
 
 
 CHECKPOINT_S = 2.0  # a running run stores what it has done this often
@@ -124,10 +131,16 @@ class RunRecorder:
             ``directory`` (where the history lives).
         ai_columns: the output columns that AI calls produced.
         sample / max_sample: the review sample (a job gets the session's, ``set_history``).
+        counters: the job's counters (the same the runner's services carry); None: new ones, nothing counted.
+        on_stored: called with (run_id, directory) once ``finish()`` has stored the run (the DataFrame
+            makes it the session's ``last_recorded``, which ``evaluate()`` attaches to).
     """
 
-    def __init__(self, job: dict, ai_columns: list[str], sample: float = 0.01, max_sample: int = 1000) -> None:
+    def __init__(self, job: dict, ai_columns: list[str], sample: float = 0.01, max_sample: int = 1000,
+                 counters: RunCounters | None = None, on_stored: Callable[[str, str], None] | None = None) -> None:
         self.job = job
+        self.counters = counters if counters is not None else RunCounters()
+        self.on_stored = on_stored
         self.ai_columns = ai_columns
         self.sample_share = sample
         self.max_sample = max_sample
@@ -148,7 +161,7 @@ class RunRecorder:
         self._thread.start()
 
     def _point(self) -> list[float]:
-        runs = CURRENT_RUN.runs()
+        runs = self.counters.runs()
         return [round(time.time() - self.started, 3), *(sum(getattr(r, k) for r in runs) for k in
                 ("rows_done", "requests", "rate_limited", "retries", "errors"))]
 
@@ -230,7 +243,8 @@ class RunRecorder:
                        if r["prompt_versions"] == run["prompt_versions"] and r["status"] == "ok"]
             run["drift"] = drift(run["distributions"], earlier) if earlier else []
         history.record(run, self.sample)
-        LAST_RECORDED.update(run_id=self.run_id, directory=self.job["directory"])
+        if self.on_stored is not None:
+            self.on_stored(self.run_id, self.job["directory"])
         for move in run["drift"]:
             warnings.warn(f"Drift in {move['column']!r}: the share of {move['value']!r} moved from {move['before']:.1%} "
                           f"to {move['after']:.1%} ({move['sigmas']:.1f} sigma against the {move['runs_before']} earlier "
@@ -240,7 +254,7 @@ class RunRecorder:
 
     def _summary(self, status: str) -> dict:
         """The run as stored, from what was seen so far (``ended``: now)."""
-        runs = CURRENT_RUN.runs()
+        runs = self.counters.runs()
         hist = [sum(h) for h in zip(*[r.latency_hist for r in runs])] if runs else []
         total = {k: sum(getattr(r, k) for r in runs) for k in
                  ("requests", "input_tokens", "output_tokens", "cost", "retries", "rate_limited", "errors",

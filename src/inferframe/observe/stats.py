@@ -1,8 +1,11 @@
-"""Live counters of one job, read by the progress line and ``last_run()``.
+"""Live counters of one job, read by the progress line, the run history and ``last_run()``.
 
-Counters are kept where the work happens and flow back to the driver with the results: a worker
-process sends a snapshot of its counters with every reply, and the driver merges it here, so the
-progress line and ``last_run()`` are right whatever process did the work.
+Each job has its own ``RunCounters``: the runner makes them (or takes the DataFrame's) and its run's
+services carry them to every AI operator (``inferframe.ai.run``), so two jobs running at once in one
+process never count into each other. Counters are kept where the work happens and flow back to the
+driver with the results: a worker process sends a snapshot of its counters with every reply, and the
+driver merges it into the job's, so the progress line and ``last_run()`` are right whatever process
+did the work.
 
 Example:
     >>> counters = RunCounters()
@@ -145,7 +148,7 @@ class RunStats:
 
 
 class RunCounters:
-    """The AI calls of the job now running, from this process and from every worker that reported."""
+    """The AI calls of one job, from this process and from every worker that reported (one per job, never shared)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -207,6 +210,3 @@ def _merge_stages(total: RunStats, rows: dict, thresholds: dict) -> None:
     for stage, n in rows.items():
         total.stage_rows[stage] = total.stage_rows.get(stage, 0) + n
     total.stage_thresholds.update(thresholds)
-
-
-CURRENT_RUN = RunCounters()  # the AI calls of the job now running in this process (or worker)

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from inferframe.ai.run import RunServices
 from inferframe.errors import InferframeError, ServiceError
-from inferframe.observe.stats import CURRENT_RUN, RunCounters
+from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
 from inferframe.providers import secrets
@@ -238,18 +238,18 @@ class RayRunner(Runner):
     # --- running ------------------------------------------------------------------------------
     writes_in_workers = True
 
-    def execute(self, op: pp.PhysicalOp) -> Iterator[pa.RecordBatch]:
+    def execute(self, op: pp.PhysicalOp, counters: RunCounters | None = None) -> Iterator[pa.RecordBatch]:
         ray = self.connect()
-        with _Job(ray) as job, _own_errors():
+        with _Job(ray, counters) as job, _own_errors():
             ds = _Builder(job, self.cluster_cpus()).build(op)
             for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
                 table = rp.cast_to(table, op.schema)
                 yield from table.combine_chunks().to_batches()
 
-    def write_parts(self, plan: lp.LogicalPlan, pending: Any) -> list[list[str]]:
+    def write_parts(self, plan: lp.LogicalPlan, pending: Any, counters: RunCounters | None = None) -> list[list[str]]:
         """Each task writes its rows as part files under ``pending``'s temporary directory; the names, in order."""
         ray = self.connect()
-        with _Job(ray) as job, _own_errors():
+        with _Job(ray, counters) as job, _own_errors():
             ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
             ds = ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
             ds = ds.map_batches(rp.write_block, fn_kwargs={"pending": pending}, batch_format="pyarrow", batch_size=None)
@@ -258,7 +258,7 @@ class RayRunner(Runner):
 
     def to_dataset(self, plan: lp.LogicalPlan):
         """The plan as a Ray Dataset (for ``df.to_ray_dataset()``); AI calls in it report to no progress line."""
-        job = _Job(self.connect(), poll=False)  # lives as long as the dataset: nothing on the driver to update
+        job = _Job(self.connect(), poll=False)  # lives as long as the dataset: no job on the driver reads its counters
         job.__enter__()
         ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
@@ -286,10 +286,12 @@ def _conform_block(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 class _Job:
-    """One job's cluster state: the coordinator actor and the secrets actor; merges the workers' counters."""
+    """One job's cluster state: the coordinator actor and the secrets actor; merges the workers' counters
+    into the job's (``counters``; None: new ones)."""
 
-    def __init__(self, ray, poll: bool = True) -> None:
+    def __init__(self, ray, counters: RunCounters | None = None, poll: bool = True) -> None:
         self.ray = ray
+        self.counters = counters if counters is not None else RunCounters()
         self.poll = poll
 
     def __enter__(self) -> "_Job":
@@ -309,8 +311,8 @@ class _Job:
 
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():
-            CURRENT_RUN.merge(source, snaps)  # spending, per worker
-        CURRENT_RUN.merge("ray:rows", _state_call(self.state.rows.remote()))  # rows, per delivered batch
+            self.counters.merge(source, snaps)  # spending, per worker
+        self.counters.merge("ray:rows", _state_call(self.state.rows.remote()))  # rows, per delivered batch
 
     def _poll(self) -> None:
         while not self._stop.wait(0.5):
