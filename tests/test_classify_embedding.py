@@ -11,10 +11,16 @@ import inferframe as ifr
 from inferframe import col
 from inferframe.errors import PlanError, RowFailed
 from inferframe.functions.classify_embedding import embedding_classify
-from inferframe.models import head as ce
+from inferframe.ai import head as ce
+from inferframe.ai.head import fit_head
 from inferframe.models import registry
-from inferframe.models.head import EmbeddingHead, fit_head
 from inferframe.models.loading import model_files
+from inferframe.models.text import SentenceTransformerEmbedder
+
+
+def EmbeddingHead(path, **kw):
+    """The head on the packaged model's class, as ``classify_text(method="embedding")`` resolves it."""
+    return ce.EmbeddingHead(path, embedder=SentenceTransformerEmbedder, **kw)
 
 
 LABELS = ["sport", "food", "weather"]

@@ -38,6 +38,10 @@ ALLOWED = {
     "inferframe.runtime.cache:_open_lock": "lock: guards _open",
     "inferframe.models.text:_LOADED": "cache keyed by (class, path, device): a loaded in-process model, reused by later queries",
     "inferframe.models.text:_LOAD_LOCK": "lock: one load per model",
+    "inferframe.ai.head:_HEADS": ("cache keyed by content (embedding model class, path, device, labels, examples, "
+                                  "descriptions, C, temperature): a head is trained once per process, not per batch "
+                                  "or per instance, and reused by later runs"),
+    "inferframe.ai.head:_HEADS_LOCK": "lock: one fit per head (instances are built on several threads)",
     "inferframe.providers.local_files:_packaged_model": "cache: the path of the packaged GGUF once assembled on disk",
     "inferframe.providers.local_files:_packaged_model_lock": "lock: one assembly of the packaged model",
     "inferframe.providers.secrets:_keys": "keys by opaque handle: never in the Session, a plan or a pickle (DESIGN: Security)",
@@ -96,11 +100,7 @@ REFACTOR = {
     "inferframe.functions._embed_models:NUMBERS": "constant table: ai/ refactor in progress",
     "inferframe.functions._embed_models:_IMAGE_OPTIONS": "constant table: ai/ refactor in progress",
     "inferframe.functions._embed_models:_TEXT_OPTIONS": "constant table: ai/ refactor in progress",
-    "inferframe.functions.classify_embedding:_HEADS": "cache keyed by content: trained heads; ai/ refactor in progress",
-    "inferframe.functions.classify_embedding:_HEADS_LOCK": "lock: guards _HEADS; ai/ refactor in progress",
     "inferframe.functions.classify_embedding:_OPTIONS": "constant table: ai/ refactor in progress",
-    "inferframe.models.head:_HEADS": "cache keyed by content: trained heads; ai/ refactor in progress",
-    "inferframe.models.head:_HEADS_LOCK": "lock: guards _HEADS; ai/ refactor in progress",
     "inferframe.functions.layout_hint:_SEEN": "call sites already warned (once per site); ai/ refactor in progress",
     "inferframe.functions.layout_hint:_LOCK": "lock: guards _SEEN; ai/ refactor in progress",
 }

@@ -1,9 +1,11 @@
 """The AI layer: operators that turn Arrow batches into requests and the answers back into columns.
 
-Prompts (and classification, and cascades of classifiers), embeddings over APIs, and media steps
-live here; each operator is built per run from an ``AICall`` resolved when the plan was built, and
-talks to the runtime, never to HTTP. The user-facing functions that build these calls are in
-``inferframe.functions``; the operators of in-process models are in ``inferframe.models``.
+Prompts (and classification, and cascades of classifiers), embeddings over APIs, the embedding
+head and nearest examples, and media steps live here; each operator is built per run from an
+``AICall`` resolved when the plan was built, and talks to the runtime, never to HTTP. The
+user-facing functions that build these calls are in ``inferframe.functions``; the classes that run
+in-process models are in ``inferframe.models``, and reach the operators here as the class the call's
+``ModelRef.runner`` names (resolved by ``inferframe.models.registry.resolve_model``).
 """
 
 from inferframe.ai.call import AICall, ModelRef, Sizing, sizing

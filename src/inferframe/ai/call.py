@@ -71,7 +71,8 @@ class ModelRef:
         spec: over HTTP, the resolved provider (URL, an opaque key handle, timeout); None in process.
         caps: what the provider declares.
         path: in process, the model's directory on this machine.
-        runner: in process, the class that runs the model (built on each worker).
+        runner: in process, the class that runs the model (built on each worker; an operator of this
+            layer that embeds, such as the embedding head, gets it as ``embedder``: a class, pickled by reference).
         size: in process, the model's native vector size (None: not an embedding model or not known).
     """
 

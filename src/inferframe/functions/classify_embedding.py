@@ -1,7 +1,8 @@
 """``classify_text(method="embedding")``: a label per row from an in-process embedding model, with its probability.
 
 The operator (``EmbeddingHead``: a logistic regression on the examples' embeddings, or similarity
-to label descriptions) is in ``inferframe.models.head``; this module checks the call and builds it.
+to label descriptions) is in ``inferframe.ai.head``; this module checks the call and builds it, with
+the embedding model resolved by ``resolve_model`` (its class goes to the operator).
 
 Example:
     >>> import inferframe as ifr
@@ -21,12 +22,12 @@ import pyarrow as pa
 
 from inferframe.ai.call import AICall
 from inferframe.ai.examples import load_examples
+from inferframe.ai.head import ZERO_SHOT_TEMPERATURE, EmbeddingHead
 from inferframe.ai.options import check, in_range, whole_number
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.functions._calls import ai_expression
 from inferframe.functions._embed_models import model_run_options
-from inferframe.models.head import ZERO_SHOT_TEMPERATURE, EmbeddingHead
 from inferframe.models.loading import require
 from inferframe.models.registry import resolve_model
 
@@ -125,7 +126,7 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
     run = model_run_options("classify_text", options)
     confidence = bool(options.get("confidence_column", True))
     settings = {
-        "labels": tuple(labels), "examples": pairs, "descriptions": descriptions, "provider": provider,
+        "labels": tuple(labels), "examples": pairs, "descriptions": descriptions, "embedder": ref.runner,
         "temperature": temperature, "C": None if c is None else float(c), "device": options.get("device"),
         "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": run.long_inputs,
         "on_error": run.on_error, "confidence": confidence,

@@ -1,7 +1,7 @@
 """``classify_text(examples=..., nearest_examples=k)``: each row's demonstrations are its k nearest examples per label.
 
-The demonstrations column is computed in this process by ``NearestDemos`` (``inferframe.models.nearest``);
-this module builds its expression.
+The demonstrations column is computed in this process by ``NearestDemos`` (``inferframe.ai.nearest``)
+with the embedding model ``resolve_model`` finds; this module builds its expression.
 
 Example:
     >>> import inferframe as ifr
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from inferframe.ai.nearest import NearestDemos
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.expressions.nodes import UDFCall
 from inferframe.expressions.udf import ClassSpec
 from inferframe.expressions.udf_spec import UDFSpec
-from inferframe.models.loading import model_files, require
-from inferframe.models.nearest import NearestDemos
+from inferframe.models.registry import resolve_model
 
 __all__ = ["nearest_demonstrations"]
 
@@ -40,8 +40,9 @@ def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: in
     The text ends with "Text: ", ready for the row; the most similar example of each label comes
     last (nearest the row). A null or empty row gets no demonstrations.
     """
-    require("sentence_transformers")
-    owner = ClassSpec(NearestDemos, (str(model_files(model)),), {"examples": tuple(pairs), "k": int(k)})
+    ref = resolve_model("classify_text", "sentence_transformers", model, kind="text", options={})
+    owner = ClassSpec(NearestDemos, (ref.path,), {"embedder": ref.runner, "examples": tuple(pairs), "k": int(k),
+                                                  "label": f"nearest examples[{ref.model}]"})
     spec = UDFSpec(name="classify_text[nearest examples]", fn=NearestDemos.demos, return_dtype=pa.string(),
                    is_batch=True, batch_size=1024, owner=owner, layout=(("expr", 0),))
     return Expression(UDFCall(spec, (to_node(text),)))

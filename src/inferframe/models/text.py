@@ -88,6 +88,11 @@ class _Embedder:
         return pa.StructArray.from_arrays([vectors, error, pa.nulls(len(values), USAGE_TYPE)],
                                           names=["value", "error", "usage"])
 
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        """(texts, dim) float32 vectors of non-null texts, long texts chunked and pooled as ``embed`` does (no counting)."""
+        arr = self._embed(list(texts))
+        return np.asarray(arr.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(texts), -1)
+
     def _embed(self, values: list) -> pa.Array:
         nulls = np.array([v is None for v in values], dtype=bool)
         present = [str(v) for v in values if v is not None]

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from inferframe.ai.columns import USAGE_TYPE, result_type
 from inferframe.errors import PlanError
-from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
-from inferframe.observe.stats import RunCounters
+from inferframe.observe.stats import RunCounters, RunStats
 from inferframe.series import Series
 
-__all__ = ["EmbeddingHead", "ZERO_SHOT_TEMPERATURE", "embedding_matrix", "fit_head"]
+__all__ = ["EmbeddingHead", "TextEmbedder", "ZERO_SHOT_TEMPERATURE", "fit_head"]
 
 # all-MiniLM-L6-v2 (like most sentence-transformers models) was trained with a softmax over cosine
 # similarities scaled by 20 (MultipleNegativesRankingLoss's default scale): 1/20 is the temperature
@@ -36,6 +35,21 @@ __all__ = ["EmbeddingHead", "ZERO_SHOT_TEMPERATURE", "embedding_matrix", "fit_he
 ZERO_SHOT_TEMPERATURE = 0.05
 
 _C_GRID = tuple(float(c) for c in np.logspace(-2, 3, 11))  # 0.01 .. 1000: the cross-validated choices
+
+class TextEmbedder(Protocol):
+    """What an in-process text embedding model offers its operators here (``ModelRef.runner`` is such a class).
+
+    Built as ``cls(path, device=..., normalize=..., encode_batch_size=..., long_inputs=..., label=...,
+    counters=..., on_error=...)``; the class is resolved when the plan is built (``resolve_model``),
+    so this layer never imports the models and the plan pickles it by reference.
+    """
+
+    stats: RunStats
+
+    def embed(self, texts: Series) -> pa.StructArray: ...
+
+    def vectors(self, texts: list[str]) -> np.ndarray: ...
+
 
 _HEADS: dict = {}  # fitted heads by (model, labels, examples, ...): trained once per process, not per batch
 _HEADS_LOCK = threading.Lock()
@@ -49,37 +63,37 @@ class EmbeddingHead:
 
     Parameters:
         path: the embedding model's directory.
+        embedder: the class that runs the embedding model (``TextEmbedder``; the call's ``ModelRef.runner``).
         labels: the labels, in the user's order (the order of the probability columns).
         examples: (text, label) training pairs; empty for zero-shot.
         descriptions: (label, texts) for the labels given a description: prototypes to compare rows
             with (a label without one is compared with its own name); with examples, combined with the head.
-        provider: "sentence_transformers" or "transformers".
         temperature: the zero-shot softmax temperature.
         C: the logistic regression's inverse regularisation; None chooses it by cross-validation.
         device, encode_batch_size, long_inputs, on_error, label, counters: as for the in-process embedders.
         confidence: return a "confidence" field.
 
     Example:
-        >>> from inferframe.models.loading import model_files
-        >>> head = EmbeddingHead(str(model_files(None)), labels=("sport", "food"),
+        >>> from inferframe.models.registry import resolve_model
+        >>> ref = resolve_model("classify_text", "sentence_transformers", None, kind="text", options={})
+        >>> head = EmbeddingHead(ref.path, embedder=ref.runner, labels=("sport", "food"),
         ...                      examples=(("a football match", "sport"), ("a bowl of pasta", "food")))
         >>> p = head.predict_proba(["the tennis final", "fresh bread and cheese"])
         >>> p.argmax(axis=1).tolist(), bool(np.allclose(p.sum(axis=1), 1.0))
         ([0, 1], True)
     """
 
-    def __init__(self, path: str, *, labels: tuple, examples: tuple = (), descriptions: tuple = (),
-                 provider: str = "sentence_transformers", temperature: float = ZERO_SHOT_TEMPERATURE,
+    def __init__(self, path: str, *, embedder: type, labels: tuple, examples: tuple = (), descriptions: tuple = (),
+                 temperature: float = ZERO_SHOT_TEMPERATURE,
                  C: float | None = None, device: str | None = None, encode_batch_size: int = 32,
                  long_inputs: str = "chunk", on_error: str = "null", label: str = "classify[embedding]",
                  counters: RunCounters | None = None, confidence: bool = True) -> None:
-        embedder_cls = SentenceTransformerEmbedder if provider == "sentence_transformers" else TransformersEmbedder
-        self.embedder = embedder_cls(path, device=device, normalize=True, encode_batch_size=encode_batch_size,
+        self.embedder: TextEmbedder = embedder(path, device=device, normalize=True, encode_batch_size=encode_batch_size,
                                      long_inputs=long_inputs, label=label, counters=counters, on_error=on_error)
         self.labels = tuple(labels)
         self.confidence = confidence
         self.temperature = temperature
-        key = (provider, path, device, self.labels, tuple(examples), tuple(descriptions), C, temperature)
+        key = (embedder, path, device, self.labels, tuple(examples), tuple(descriptions), C, temperature)
         with _HEADS_LOCK:
             if key not in _HEADS:
                 _HEADS[key] = self._fit(examples, dict(descriptions), C)
@@ -96,24 +110,21 @@ class EmbeddingHead:
         """The counters of the rows this head labelled (its embedder's)."""
         return self.embedder.stats
 
-    def _vectors(self, texts: list[str]) -> np.ndarray:
-        return embedding_matrix(self.embedder, texts)
-
     def _fit(self, examples: tuple, descriptions: dict, C: float | None):
         protos = None
         if descriptions or not examples:
-            protos = np.stack([self._vectors(list(descriptions.get(label, (label,)))).mean(axis=0)
+            protos = np.stack([self.embedder.vectors(list(descriptions.get(label, (label,)))).mean(axis=0)
                                for label in self.labels])
             # The mean of unit vectors is shorter than one: back to unit length so cosines stay cosines.
             protos /= np.linalg.norm(protos, axis=1, keepdims=True)
         if not examples:
             return None, protos
         y = np.asarray([self.labels.index(label) for _, label in examples])
-        return fit_head(self._vectors([t for t, _ in examples]), y, len(self.labels), C), protos
+        return fit_head(self.embedder.vectors([t for t, _ in examples]), y, len(self.labels), C), protos
 
     def predict_proba(self, texts: list[str]) -> np.ndarray:
         """(rows, labels) probabilities, rows summing to one, columns in the order of ``labels``."""
-        return self._proba(self._vectors(list(texts)))
+        return self._proba(self.embedder.vectors(list(texts)))
 
     def _proba(self, vectors: np.ndarray) -> np.ndarray:
         logits = np.zeros((len(vectors), len(self.labels)), dtype=np.float64)
@@ -146,12 +157,6 @@ class EmbeddingHead:
         if self.confidence:
             fields.append(pa.array(best, pa.float64(), mask=~present))
         return pa.StructArray.from_arrays(fields, fields=list(result_type(value.type, confidence=self.confidence)))
-
-
-def embedding_matrix(embedder: Any, texts: list[str]) -> np.ndarray:
-    """(texts, dim) float32 unit vectors from an in-process embedder (long texts chunked and pooled as embed_text does)."""
-    arr = embedder._embed(list(texts))
-    return np.asarray(arr.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(texts), -1)
 
 
 def fit_head(x: np.ndarray, y: np.ndarray, n_labels: int, C: float | None = None):
