@@ -44,10 +44,45 @@ def test_counting_rows_computes_no_ai_column(reviews):
     assert CALLS == []
 
 
-def test_an_ai_column_the_query_reads_is_computed(reviews):
+def test_an_ai_column_is_computed_only_for_the_rows_the_where_keeps(reviews):
     out = reviews.sql("select loud from self where label = 'pos' order by loud")
     assert out.to_pydict() == {"loud": ["FINE", "GOOD"]}
-    assert sorted(c for c in CALLS if c) == ["bad", "fine", "good"]  # WHERE is DuckDB's: rows before it are computed
+    assert sorted(c for c in CALLS if c) == ["fine", "good"]  # 'bad' and the null label's row never computed
+
+
+def test_a_where_that_reads_an_ai_column_is_computed_for_the_rows_its_other_parts_keep(reviews):
+    out = reviews.sql("select text from self where label = 'pos' and loud = 'GOOD'")
+    assert out.to_pydict() == {"text": ["good"]}
+    assert sorted(c for c in CALLS if c) == ["fine", "good"]
+
+
+def test_an_or_with_an_ai_column_is_left_to_duckdb_and_stays_right(reviews):
+    out = reviews.sql("select text from self where label = 'neg' or loud = 'GOOD' order by text")
+    assert out.to_pydict() == {"text": ["bad", "good"]}
+    assert sorted(c for c in CALLS if c) == ["bad", "fine", "good"]  # not pushable: every row computed
+
+
+def test_pushed_filters_keep_sqls_null_and_string_semantics():
+    df = ifr.from_pydict({"stars": [5, None, 3, 4, 1], "text": ["great buy", "ok", None, "great value", "bad"]})
+    df = df.with_column("loud", shout(col("text")))
+    out = df.sql("select loud from self where stars >= 4 and contains(text, 'great') and stars is not null "
+                 "order by loud")
+    assert out.to_pydict() == {"loud": ["GREAT BUY", "GREAT VALUE"]}
+    assert sorted(CALLS) == ["great buy", "great value"]
+    CALLS.clear()
+    out = df.sql("select count(loud) as n from self where not (stars < 4) or stars is null")
+    assert out.to_pydict() == {"n": [3]}  # 5, None (its text 'ok'), 4
+    assert sorted(CALLS) == ["great buy", "great value", "ok"]
+
+
+def test_a_prompt_sends_requests_only_for_the_rows_the_query_keeps():
+    with Simulator(SimulatorConfig()) as sim:
+        df = ifr.from_pydict({"q": [f"q{i}" for i in range(20)], "stars": [i % 5 + 1 for i in range(20)]})
+        df = df.with_column("answer", prompt(col("q"), model="gpt-5-mini", provider="openai", base_url=sim.base_url,
+                                             api_key="k", cache="off"))
+        out = df.sql("select q, answer from self where stars = 5 order by q").to_pydict()
+        assert out["answer"] == [f"sim answer: {q}" for q in out["q"]] and len(out["q"]) == 4
+        assert sim.stats()["total_requests"] == 4
 
 
 def test_columns_the_outer_plan_drops_are_not_computed(reviews):

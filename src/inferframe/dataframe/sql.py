@@ -3,13 +3,17 @@
 The result is a lazy DataFrame: DuckDB runs the query each time the plan runs, reading every
 DataFrame it names as an Arrow stream, batch by batch.
 
-What reaches the plans: the columns. Before a run, DuckDB plans the query (``EXPLAIN``) over empty
-stand-ins of the DataFrames, and each DataFrame is read with only the columns DuckDB's plan scans (the
-columns of the result that the outer plan reads, too): an AI column the query does not use is never
-computed. A ``LIMIT`` stops the streams once DuckDB has its rows (batches already read are computed).
-Not pushed down: ``WHERE`` filters are applied by DuckDB to the rows it reads, so an AI column the query
-reads is computed for the rows before the filter; filter in the DataFrame (``df.where(...)``) first to
-save those calls. A DataFrame the query reads twice (a self-join) is computed once and held in memory.
+What reaches the plans: the columns and the rows. Before a run, DuckDB plans the query (``EXPLAIN``)
+over empty stand-ins of the DataFrames, and each DataFrame is read with only the columns DuckDB's plan
+scans (the columns of the result that the outer plan reads, too): an AI column the query does not use
+is never computed. The filter DuckDB puts right above a DataFrame's scan is read too
+(``sql_filters.pushable``): its parts that read only columns no model or UDF computes (``stars >= 4``,
+``label IS NOT NULL``, ``contains(review, 'refund')``, ...) filter the DataFrame before its AI columns,
+so an AI column is computed only for the rows the query keeps; DuckDB still applies its whole filter.
+A part that reads an AI column, or syntax that module does not read (casts, LIKE patterns), is applied
+by DuckDB alone, after the rows were computed: filter in the DataFrame (``df.where(...)``) first to save
+those calls. A ``LIMIT`` stops the streams once DuckDB has its rows (batches already read are computed).
+A DataFrame the query reads twice (a self-join) is computed once and held in memory, every row.
 An error of a DataFrame's plan (a UDF's, a service's) is raised as itself, not as DuckDB's text of it.
 
 Names in the query are the DataFrames given and nothing else: DuckDB's lookup of Python variables is
@@ -24,12 +28,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from inferframe.dataframe.sql_filters import pushable
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.expressions.nodes import contains_udf
 from inferframe.io.arrow_stream import StreamSource, engine_schema
@@ -130,7 +137,9 @@ def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
     try:
         con.execute("SET python_enable_replacements = false")
         for name, frame in frames.items():
-            keep, scans = reads[name]
+            keep, scans, rows = reads[name]
+            if rows is not None:  # before the AI columns: the optimizer moves a relational filter below them
+                frame = frame.where(rows)
             frame = frame if keep is None else frame.select(*keep)
             if scans > 1:  # read more than once (a self-join): computed once, held in memory
                 con.register(name, frame.to_arrow())
@@ -204,12 +213,12 @@ def columns_read(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, lis
         >>> columns_read("select count(*) from t", {"t": s}, {"t": ["b"]})
         {'t': ['b']}
     """
-    return {name: columns for name, (columns, _) in _reads(query, schemas, cheap).items()}
+    return {name: read.columns for name, read in _reads(query, schemas, cheap).items()}
 
 
-def _reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, tuple[list[str] | None, int]]:
-    """For each DataFrame, (the columns DuckDB's plan scans or None, how many times it is scanned)."""
-    out: dict[str, tuple[list[str] | None, int]] = {}
+def _reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, _Read]:
+    """For each DataFrame: the columns DuckDB's plan scans (None: all), how many times, and the rows it keeps."""
+    out: dict[str, _Read] = {}
     for name, schema in schemas.items():
         first = [f for f in schema if f.name in cheap.get(name, [])]
         ordered = pa.schema(first + [f for f in schema if f.name not in cheap.get(name, [])])
@@ -217,21 +226,36 @@ def _reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]
         try:
             con = _connect({**schemas, name: ordered}, scanned=name)
             scans = _arrow_scans(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
-            out[name] = (_columns(scans, schema.names, ordered.names[0]), len(scans))
-        except Exception:  # noqa: BLE001 - no plan to read: read every column, once, which is always right
-            out[name] = (None, 1)
+            infos = [info for info, _ in scans]
+            rows = None
+            if len(scans) == 1:  # read once: the rows DuckDB's filter right above the scan drops need no computing
+                parts = [p for p in (scans[0][0].get("Filters"), scans[0][1]) if p]
+                pushed = [e for e in (pushable(str(p), cheap.get(name, [])) for p in parts) if e is not None]
+                rows = functools.reduce(operator.and_, pushed) if pushed else None
+            out[name] = _Read(_columns(infos, schema.names, ordered.names[0]), len(scans), rows)
+        except Exception:  # noqa: BLE001 - no plan to read: read every column and row, once, which is always right
+            out[name] = _Read(None, 1, None)
         finally:
             if con is not None:
                 con.close()
     return out
 
 
-def _arrow_scans(nodes: Any) -> list[dict]:
+class _Read(NamedTuple):
+    columns: list[str] | None  # the columns DuckDB scans (None: every column)
+    scans: int  # how many times the query reads the DataFrame
+    rows: Any  # a predicate for the rows DuckDB keeps of it, made of cheap columns (None: every row)
+
+
+def _arrow_scans(nodes: Any, above: Any = None) -> list[tuple[dict, str | None]]:
+    """Each Arrow scan's details, with the filter right above it (DuckDB's text of it; None: no filter there)."""
     found = []
     for node in nodes if isinstance(nodes, list) else [nodes]:
+        info = node.get("extra_info", {})
         if "ARROW" in str(node.get("name", "")).upper():
-            found.append(node.get("extra_info", {}))
-        found += _arrow_scans(node.get("children", []))
+            found.append((info, above))
+        here = info.get("Expression") if str(node.get("name", "")).upper() == "FILTER" else None
+        found += _arrow_scans(node.get("children", []), here)
     return found
 
 
