@@ -11,6 +11,16 @@ Example:
     Traceback (most recent call last):
     ...
     inferframe.errors.PlanError: prompt(): on_error='bogus' is not accepted; on_error must be one of 'null', 'raise'.
+
+A model run in this process (``caps.in_process``) takes ``IN_PROCESS`` and its own table instead of
+the runtime's options, with the same messages:
+
+    >>> from inferframe.ai.options import EMBED_MODEL, TEXT_MODEL
+    >>> local = Capabilities(in_process=True, local=True)
+    >>> parse_options("embed_text", {"temprature": 0.1}, local, Session(), model=None, own={**EMBED_MODEL, **TEXT_MODEL})
+    Traceback (most recent call last):
+    ...
+    inferframe.errors.PlanError: embed_text() got unknown options ['temprature']; it takes batch_size, device, encode_batch_size, error_column, gpus, long_inputs, max_concurrency, normalize, on_error, use_process.
 """
 
 from __future__ import annotations
@@ -18,7 +28,10 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+from types import MappingProxyType
 from typing import Any, Callable
+
+from inferframe.ai.call import Instances, Sizing, sizing
 
 from inferframe.errors import PlanError
 from inferframe.providers.interface import Capabilities
@@ -71,33 +84,49 @@ def _choice(*values: Any) -> tuple[Callable[[Any], bool], str]:
 _BOOL = (lambda v: isinstance(v, bool)), "True or False"
 _TEXT = (lambda v: isinstance(v, str) and v != ""), "a non-empty string"
 _PATH = (lambda v: isinstance(v, (str, os.PathLike))), "a directory path"
+_ANY = (lambda v: True), "any value"  # read as before the one parser (a truth value, a device name)
 _CACHE = (lambda v: isinstance(v, bool) or v in [p.value for p in CachePolicy] or isinstance(v, CachePolicy),
           "one of " + ", ".join(repr(p.value) for p in CachePolicy) + ", True or False")
 
 # Options that shape the runtime, the result columns or the message parts, not the request body.
-RUNTIME = {
+RUNTIME = MappingProxyType({
     "max_concurrency": whole_number(1), "initial_concurrency": whole_number(1), "adaptive": _BOOL,
     "rpm": _number(True), "tpm": _number(True), "max_retries": whole_number(0), "max_cost": _number(False),
     "max_tokens_budget": whole_number(0), "timeout": _number(True), "on_error": _choice("null", "raise"),
     "cache": _CACHE, "cache_dir": _PATH, "prompt_version": _TEXT, "batch": _BOOL,
     "batch_poll_interval": _number(True), "error_column": _BOOL, "usage_column": _BOOL,
-}
-PROMPT_ONLY = {"repair": _BOOL, "prefix_order": _BOOL, "prefix_window": whole_number(1)}
-MEDIA = {
+})
+PROMPT_ONLY = MappingProxyType({"repair": _BOOL, "prefix_order": _BOOL, "prefix_window": whole_number(1)})
+MEDIA = MappingProxyType({
     "max_image_size": whole_number(1), "image_format": _choice(None, "png", "jpeg", "webp"),
     "image_detail": _choice("auto", "low", "high"), "pdf_mode": _choice("file", "text"),
-}
+})
 # Sampling options passed into the request body, checked here: a server would refuse a bad one on
 # every row (HTTP 400) or, worse, accept it (max_tokens=0 asks llama.cpp for no limit at all).
-REQUEST = {
+REQUEST = MappingProxyType({
     "max_tokens": whole_number(1), "max_output_tokens": whole_number(1), "max_completion_tokens": whole_number(1),
     "temperature": in_range(0, 2), "top_p": in_range(0, 1, low_open=True), "top_k": whole_number(0),
     "min_p": in_range(0, 1), "presence_penalty": in_range(-2, 2), "frequency_penalty": in_range(-2, 2),
     "repeat_penalty": in_range(0, None), "seed": in_range(None, None, whole=True),
     "n": ((lambda v: v == 1 and not isinstance(v, bool)), "1 (one answer per row is kept)"),
     "top_logprobs": in_range(0, 20, whole=True), "logprobs": _BOOL,
-}
-EMBEDDING = {"max_batch_inputs": whole_number(1), "max_batch_tokens": whole_number(1), "max_input_tokens": whole_number(1)}
+})
+EMBEDDING = MappingProxyType({"max_batch_inputs": whole_number(1), "max_batch_tokens": whole_number(1),
+                              "max_input_tokens": whole_number(1)})
+# A model run in this process takes these instead of RUNTIME: where its instances run, its batches, its errors.
+IN_PROCESS = MappingProxyType({
+    "batch_size": whole_number(1), "device": _ANY, "max_concurrency": whole_number(1), "use_process": _ANY,
+    "gpus": in_range(0, None), "on_error": RUNTIME["on_error"], "error_column": _BOOL,
+})
+EMBED_MODEL = MappingProxyType({"normalize": _ANY})  # embed_text, embed_image
+TEXT_MODEL = MappingProxyType({"encode_batch_size": whole_number(1), "long_inputs": _choice("chunk", "truncate")})
+# classify_text(method="embedding"): the head's own options (with IN_PROCESS and TEXT_MODEL).
+EMBEDDING_HEAD = MappingProxyType({
+    "provider": _ANY, "confidence_column": _ANY, "per_label": whole_number(1), "seed": in_range(None, None, whole=True),
+    "temperature": in_range(0, None, low_open=True), "C": in_range(0, None, low_open=True),
+})
+# classify_text(cascade=...): the options of the cascade's own column; the rest go to its stages.
+CASCADE = MappingProxyType({k: RUNTIME[k] for k in ("on_error", "error_column", "usage_column")})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,15 +134,20 @@ class ParsedOptions:
     """What one AI call's options mean: the runtime config, the result columns, and the rest.
 
     ``request`` holds the options passed through into the request body (prompt only); ``extra``
-    the function's own options (repair, media, embedding limits) after checking.
+    the function's own options (repair, media, embedding limits; in process: every option given)
+    after checking. A model run in this process has no ``runtime``: ``sizing`` and ``instances``
+    say how it is fed and where it runs.
     """
 
-    runtime: RuntimeConfig
+    runtime: RuntimeConfig | None
     timeout: float | None
     error_column: bool
     usage_column: bool
     request: dict
     extra: dict
+    on_error: str = "null"
+    sizing: Sizing | None = None
+    instances: Instances = Instances()
 
     def media(self) -> MediaOptions:
         return MediaOptions(**{k: v for k, v in self.extra.items() if k in MEDIA})
@@ -140,32 +174,51 @@ def concurrency_bounds(given: int | None, caps: Capabilities) -> tuple[int, int]
     return max(DEFAULT_MAX_CONCURRENCY, caps.default_concurrency), caps.default_concurrency
 
 
+def _named(fn: str) -> str:
+    """How a message names the function: ``prompt()``, or ``classify_text(method='embedding')`` as given."""
+    return fn if fn.endswith(")") else f"{fn}()"
+
+
 def check(fn: str, name: str, value: Any, rule: tuple[Callable[[Any], bool], str]) -> Any:
     """``value`` if it passes ``rule``, else a PlanError naming the option, the value and what is accepted."""
     ok, accepted = rule
     if value is not None and not ok(value):
-        raise PlanError(f"{fn}(): {name}={value!r} is not accepted; {name} must be {accepted}.")
+        raise PlanError(f"{_named(fn)}: {name}={value!r} is not accepted; {name} must be {accepted}.")
     return value
 
 
+def take_options(fn: str, options: dict, rules: Any, *, pass_through: bool = False) -> tuple[dict, dict]:
+    """(the options ``rules`` name, checked; the rest): an option outside ``rules`` is a PlanError unless ``pass_through``.
+
+    Example:
+        >>> take_options("classify_text", {"on_error": "raise", "model": "m"}, CASCADE, pass_through=True)
+        ({'on_error': 'raise'}, {'model': 'm'})
+    """
+    rest = dict(options)
+    taken = {k: check(fn, k, rest.pop(k), rule) for k, rule in rules.items() if k in rest}
+    if rest and not pass_through:
+        raise PlanError(f"{_named(fn)} got unknown options {sorted(rest)}; it takes {', '.join(sorted(rules))}.")
+    return taken, rest
+
+
 def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, *, model: str | None,
-                  own: dict | None = None, pass_through: bool = True) -> ParsedOptions:
+                  own: Any = None, pass_through: bool = True, batch_size: int = 1024) -> ParsedOptions:
     """Check and split one AI call's options.
 
     Parameters:
         fn: the function's name, for messages.
         options: the keyword options the user passed.
-        caps: the provider's capabilities (default concurrency, whether it runs locally, Batch API).
+        caps: the provider's capabilities (default concurrency, whether it runs locally or in this process, Batch API).
         session: the session the call is built in (cache and price defaults).
         model: the model (for its price).
-        own: the function's own options and their rules (e.g. ``MEDIA``, ``EMBEDDING``).
-        pass_through: unknown options go into the request body (prompt) rather than being an error.
+        own: the function's own options and their rules (e.g. ``MEDIA``, ``EMBEDDING``, ``TEXT_MODEL``).
+        pass_through: unknown options go into the request body (prompt) rather than being an error
+            (never in process: no request is sent).
+        batch_size: in process, rows per call when ``batch_size`` is not given.
     """
-    rules = {**RUNTIME, **(own or {})}
-    opts = dict(options)
-    parsed = {k: check(fn, k, opts.pop(k), rule) for k, rule in rules.items() if k in opts}
-    if opts and not pass_through:
-        raise PlanError(f"{fn}() got unknown options {sorted(opts)}; it takes {', '.join(sorted(rules))}.")
+    if caps.in_process:
+        return _parse_in_process(fn, options, own or {}, batch_size)
+    parsed, opts = take_options(fn, options, {**RUNTIME, **(own or {})}, pass_through=pass_through)
     for k, rule in REQUEST.items():
         if k in opts:
             check(fn, k, opts[k], rule)
@@ -191,4 +244,14 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     extra = {k: v for k, v in parsed.items() if k in (own or {})}
     # Whole floats as ints (``temperature=0.0`` is ``0``): one request, one cache key, from Python or the CLI.
     return ParsedOptions(runtime, parsed.get("timeout"), parsed.get("error_column", True),
-                         parsed.get("usage_column", False), json_numbers(opts), extra)
+                         parsed.get("usage_column", False), json_numbers(opts), extra, on_error=runtime.on_error)
+
+
+def _parse_in_process(fn: str, options: dict, own: Any, batch_size: int) -> ParsedOptions:
+    """The options of a model run in this process: ``IN_PROCESS`` and the function's own, no request body."""
+    parsed, _ = take_options(fn, options, {**IN_PROCESS, **own})
+    instances = Instances(parsed.get("max_concurrency"), bool(parsed.get("use_process", False)),
+                          float(parsed.get("gpus") or 0))
+    size = sizing(parsed.get("max_concurrency") or 1, rows_per_call=int(parsed.get("batch_size") or batch_size))
+    return ParsedOptions(None, None, parsed.get("error_column") is not False, False, {}, parsed,
+                         on_error=parsed.get("on_error") or "null", sizing=size, instances=instances)

@@ -2,8 +2,11 @@
 
 Example:
     >>> from inferframe import col
-    >>> expr = api_embed_text(col("doc"), provider="openai", base_url="http://127.0.0.1:8000/v1",
-    ...                       model="text-embedding-3-small")
+    >>> from inferframe.models.registry import resolve_model
+    >>> options = {"base_url": "http://127.0.0.1:8000/v1"}
+    >>> ref = resolve_model("embed_text", "openai", "text-embedding-3-small", kind="embedding", options=options)
+    >>> api_embed_call(col("doc"), ref, None, options).value_type
+    FixedSizeListType(fixed_size_list<item: float>[1536])
 """
 
 from __future__ import annotations
@@ -13,16 +16,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from inferframe.ai.call import AICall, sizing
+from inferframe.ai.call import AICall, ModelRef, sizing
 from inferframe.ai.config import EmbedCallConfig
 from inferframe.ai.embed import EmbeddingOperator
 from inferframe.ai.options import EMBEDDING, check, whole_number, parse_options
 from inferframe.ai.probe import probe_dimensions
-from inferframe.expressions.expression import Expression
-from inferframe.functions._calls import ai_expression, message_parts
-from inferframe.models.registry import resolve_model
+from inferframe.functions._calls import message_parts
 from inferframe.providers.registry import provider_class
-from inferframe.providers.spec import ProviderSpec
 from inferframe.session import current
 
 # OpenAI's limit on the estimated tokens of one /v1/embeddings request.
@@ -30,8 +30,7 @@ DEFAULT_MAX_BATCH_TOKENS = 300_000
 _POSITIVE = whole_number(1)
 
 
-def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: str | None = None,
-                   dimensions: int | None = None, **options: Any) -> Expression:
+def api_embed_call(text: Any, ref: ModelRef, dimensions: int | None, options: dict) -> AICall:
     """Embed every row's text through an OpenAI-compatible /v1/embeddings endpoint.
 
     The column is a fixed-size float32 vector whose size is known before the run: from the model
@@ -56,20 +55,23 @@ def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, mod
 
     Parameters:
         text: the text column.
-        provider: "openai", "local" (the embedded llama.cpp server) or another OpenAI-compatible provider.
-        model: the embedding model (default "text-embedding-3-small"; "gemma-3-270m" for "local").
+        ref: the model, resolved by ``resolve_model``: "openai", "local" (the embedded llama.cpp server) or
+            another OpenAI-compatible provider, and the embedding model (default "text-embedding-3-small";
+            "gemma-3-270m" for "local").
         dimensions: the vector size; asks the server to shorten the vectors.
-        **options: max_batch_inputs (default 2048; 8 for "local"), max_batch_tokens (default 300,000),
+        options: max_batch_inputs (default 2048; 8 for "local"), max_batch_tokens (default 300,000),
             max_input_tokens (default: 8191 for OpenAI's models, 512 for "local", else no splitting);
             runtime options as for ``prompt()`` (max_concurrency, rpm, tpm, cache, batch, ...).
 
     Example:
         >>> from inferframe import col
-        >>> expr = api_embed_text(col("doc"), provider="openai", base_url="http://127.0.0.1:8000/v1",
-        ...                       model="text-embedding-3-small", max_batch_inputs=512)
+        >>> from inferframe.models.registry import resolve_model
+        >>> options = {"base_url": "http://127.0.0.1:8000/v1", "max_batch_inputs": 512}
+        >>> ref = resolve_model("embed_text", "openai", "text-embedding-3-small", kind="embed", options=options)
+        >>> api_embed_call(col("doc"), ref, None, options).config.max_batch_inputs
+        512
     """
     parts = message_parts(text, "embed_text")
-    ref = resolve_model("embed_text", provider or "openai", model, kind="embed", options=options)
     spec, caps, model = ref.spec, ref.caps, ref.model
     cls = provider_class(spec)
     if dimensions is not None:
@@ -89,8 +91,8 @@ def api_embed_text(text: Any, *, provider: str | ProviderSpec | None = None, mod
     size = dimensions or cls.embedding_size(model) or probe_dimensions(config)
     config = dataclasses.replace(config, size=size)
     runtime = config.runtime
-    return ai_expression(AICall(
+    return AICall(
         "embed_text", EmbeddingOperator, (config,), tuple(parts), pa.list_(pa.float32(), size),
         sizing(runtime.max_concurrency, batch_api=runtime.batch, rows_per_request=config.max_batch_inputs),
         model=ref, options=parsed, error_column=parsed.error_column, usage_column=parsed.usage_column,
-        on_error=runtime.on_error))
+        on_error=runtime.on_error)

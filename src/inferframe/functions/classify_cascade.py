@@ -22,13 +22,11 @@ import pyarrow as pa
 
 from inferframe.ai.call import AICall, Sizing
 from inferframe.ai.cascade import CascadeConfig, CascadeOperator, CascadeStage
+from inferframe.ai.options import CASCADE, take_options
 from inferframe.ai.thresholds import split_examples
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
 from inferframe.expressions.nodes import Lit
-
-# Run-level options: they apply to the cascade's column, not to a stage.
-_CASCADE_OPTIONS = ("on_error", "error_column", "usage_column")
 
 
 def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, target_accuracy: float = 0.9,
@@ -53,7 +51,7 @@ def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, t
         confidence_column: add "<name>_confidence": the answering stage's confidence.
         build_stage: what builds a stage's ``AICall``: ``classify_call`` (which passes itself; this
             module sits below it).
-        **options: on_error, error_column and usage_column apply to the cascade's column; every
+        **options: on_error, error_column and usage_column (``CASCADE``) apply to the cascade's column; every
             other option (provider, model, max_concurrency, ...) goes to the language-model
             stages; a stage's own dict overrides them.
 
@@ -77,10 +75,8 @@ def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, t
     if not isinstance(text, Expression):
         raise PlanError("classify_text(cascade=...) takes one text column, e.g. col('review'); "
                         f"got {type(text).__name__}.")
-    own = {k: options.pop(k) for k in _CASCADE_OPTIONS if k in options}
-    on_error = own.get("on_error", "null")
-    if on_error not in ("null", "raise"):
-        raise PlanError(f"classify_text(): on_error={on_error!r} is not 'null' or 'raise'.")
+    own, options = take_options("classify_text", options, CASCADE, pass_through=True)
+    on_error = own.get("on_error") or "null"
     teach, held = split_examples(examples, labels, examples_per_label)
 
     stages, calls = [], []
@@ -130,7 +126,7 @@ def _stage_dicts(cascade: Any) -> list[dict]:
         if not isinstance(stage, dict):
             raise PlanError(f"classify_text(cascade=...): stage {i + 1} is {stage!r}; give a method name or a dict of "
                             "classify_text options such as {'method': 'score', 'model': 'gemma-3-270m'}.")
-        bad = sorted(set(stage) & {*_CASCADE_OPTIONS, "cascade", "examples", "target_accuracy"})
+        bad = sorted(set(stage) & {*CASCADE, "cascade", "examples", "target_accuracy"})
         if bad:
             raise PlanError(f"classify_text(cascade=...): stage {i + 1} sets {bad}, which apply to the whole cascade; "
                             "pass them to classify_text() itself.")

@@ -23,16 +23,15 @@ import pyarrow as pa
 from inferframe.ai.call import AICall
 from inferframe.ai.examples import load_examples
 from inferframe.ai.head import ZERO_SHOT_TEMPERATURE, EmbeddingHead
-from inferframe.ai.options import check, in_range, whole_number
+from inferframe.ai.options import EMBEDDING_HEAD, TEXT_MODEL, parse_options
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, to_node
 from inferframe.functions._calls import ai_expression
-from inferframe.functions._embed_models import model_run_options
 from inferframe.models.loading import require
 from inferframe.models.registry import resolve_model
+from inferframe.providers.registry import REGISTRY
+from inferframe.session import current
 
-_OPTIONS = {"provider", "batch_size", "device", "max_concurrency", "use_process", "gpus", "encode_batch_size",
-            "long_inputs", "on_error", "error_column", "confidence_column", "per_label", "seed", "temperature", "C"}
 _IN_PROCESS = ("sentence_transformers", "transformers")
 
 
@@ -95,18 +94,14 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
     labels = [str(label) for label in labels]
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
         raise PlanError(f"classify_text() needs at least two distinct, non-empty string labels, got {labels!r}.")
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise PlanError(f"classify_text(method='embedding') got unknown options {unknown}; "
-                        f"it takes {', '.join(sorted(_OPTIONS))}.")
+    fn = "classify_text(method='embedding')"
     provider = options.get("provider") or "sentence_transformers"
     if provider not in _IN_PROCESS:
-        raise PlanError(f"classify_text(method='embedding') runs an embedding model in this process: provider must be "
+        raise PlanError(f"{fn} runs an embedding model in this process: provider must be "
                         f"one of {list(_IN_PROCESS)}, not {provider!r}. Use method='score' or 'generate' for {provider!r}.")
-    fn = "classify_text(method='embedding')"
-    for key, rule in (("temperature", in_range(0, None, low_open=True)), ("C", in_range(0, None, low_open=True)),
-                      ("per_label", whole_number(1)), ("seed", in_range(None, None, whole=True))):
-        check(fn, key, options.get(key), rule)
+    run = parse_options(fn, options, REGISTRY.get(provider).capabilities, current(), model=model,
+                        own={**TEXT_MODEL, **EMBEDDING_HEAD})
+    options = run.extra
     descriptions = _descriptions(label_descriptions, labels)
     pairs: tuple = ()
     if examples is not None:
@@ -123,12 +118,12 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
         raise PlanError('classify_text(method="embedding", examples=...) trains a scikit-learn logistic regression, '
                         'and scikit-learn is not installed. Install it with: pip install "inferframe[embed]"')
     ref = resolve_model(fn, provider, model, kind="text", options={})
-    run = model_run_options("classify_text", options)
     confidence = bool(options.get("confidence_column", True))
     settings = {
         "labels": tuple(labels), "examples": pairs, "descriptions": descriptions, "embedder": ref.runner,
         "temperature": temperature, "C": None if c is None else float(c), "device": options.get("device"),
-        "encode_batch_size": int(options.get("encode_batch_size") or 32), "long_inputs": run.long_inputs,
+        "encode_batch_size": int(options.get("encode_batch_size") or 32),
+        "long_inputs": options.get("long_inputs") or "chunk",
         "on_error": run.on_error, "confidence": confidence,
         "label": f"classify[{'head' if pairs else 'zero-shot'}, {ref.model}]",
     }

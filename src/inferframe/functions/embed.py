@@ -20,28 +20,17 @@ from typing import Any
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression
-from inferframe.functions._embed_api import api_embed_text
-from inferframe.functions._embed_models import inprocess_embed_image, inprocess_embed_text
-from inferframe.providers.registry import REGISTRY, capabilities
+from inferframe.functions._calls import ai_expression
+from inferframe.functions._embed_api import api_embed_call
+from inferframe.functions._embed_models import inprocess_embed_call
+from inferframe.models.registry import resolve_model
 from inferframe.providers.spec import ProviderSpec
-from inferframe.session import current
 
 
 def _check_column(name: str, value: Any) -> None:
     if not isinstance(value, Expression):
         hint = f"{name}(col({value!r}))" if isinstance(value, str) else f"{name}(col('...'))"
         raise PlanError(f"{name}() takes a column expression, e.g. {hint}; got {type(value).__name__} {value!r:.60}.")
-
-
-def _default_text_provider(model: str | None) -> str:
-    """With no provider: the session's default, else a provider that serves the model by name, else in-process."""
-    default = current().provider
-    if default is not None:
-        return default.name
-    for info in REGISTRY.infos():
-        if info.cls is not None and model and info.cls.embedding_size(model):
-            return info.name  # a hosted model: without a key the user is told how to give one
-    return "sentence_transformers"
 
 
 def embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: str | None = None,
@@ -77,12 +66,10 @@ def embed_text(text: Any, *, provider: str | ProviderSpec | None = None, model: 
         inferframe.errors.RowFailed: A row failed (input): an empty text has no embedding
     """
     _check_column("embed_text", text)
-    if provider is None:
-        provider = _default_text_provider(model)
-    name = provider.name if isinstance(provider, ProviderSpec) else provider
-    if REGISTRY.get(name).capabilities.in_process:
-        return inprocess_embed_text(text, provider=name, model=model, dimensions=dimensions, **options)
-    return api_embed_text(text, provider=provider, model=model, dimensions=dimensions, **options)
+    ref = resolve_model("embed_text", provider, model, kind="embedding", options=options)
+    if ref.in_process:
+        return ai_expression(inprocess_embed_call("embed_text", text, ref, dimensions, options))
+    return ai_expression(api_embed_call(text, ref, dimensions, options))
 
 
 def embed_image(images: Any, *, provider: str | None = None, model: str | None = None,
@@ -109,4 +96,5 @@ def embed_image(images: Any, *, provider: str | None = None, model: str | None =
     """
     _check_column("embed_image", images)
     name = provider.name if isinstance(provider, ProviderSpec) else (provider or "transformers")
-    return inprocess_embed_image(images, provider=name, model=model, dimensions=dimensions, **options)
+    ref = resolve_model("embed_image", name, model, kind="image", options={})
+    return ai_expression(inprocess_embed_call("embed_image", images, ref, dimensions, options))

@@ -11,6 +11,8 @@ Example:
     >>> text = resolve_model("embed_text", "sentence_transformers", None, kind="text", options={})
     >>> text.runner.__name__, text.size, text.model
     ('SentenceTransformerEmbedder', 384, 'all-MiniLM-L6-v2')
+    >>> resolve_model("embed_text", None, None, kind="embedding", options={}).in_process  # no API configured
+    True
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from inferframe.models.loading import model_files, require, text_dimensions
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
 from inferframe.providers.registry import (REGISTRY, base_url_for, capabilities, check_ready, provider_class,
                                            resolve)
+from inferframe.providers.spec import ProviderSpec
 from inferframe.session import current
 
 DEFAULT_TEXT_MODEL = "all-MiniLM-L6-v2"
@@ -38,7 +41,9 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         provider: the provider argument (a name, a ``ProviderSpec`` or None: the session's, else chosen by model).
         model: the model argument.
         kind: "generate" (a language model over HTTP), "embed" (an embedding model over HTTP), "text"
-            (an in-process text embedding model) or "image" (an in-process image embedding model).
+            (an in-process text embedding model), "image" (an in-process image embedding model) or
+            "embedding" (a text embedding model: in process or over HTTP, as the provider runs it; with
+            no provider, the session's, else one that serves ``model`` by name, else in process).
         options: the call's options; ``base_url`` and ``api_key`` are taken out of them (HTTP).
 
     Example:
@@ -47,6 +52,12 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         ...
         inferframe.errors.PlanError: embed_image() runs on provider='transformers' (a CLIP-style model in this process), not 'sentence_transformers'. embed_image() runs a CLIP-style model in this process. Install the libraries with pip install "inferframe[embed]", download a model once (e.g. huggingface-cli download openai/clip-vit-base-patch32) and pass model="openai/clip-vit-base-patch32" or a local directory.
     """
+    if kind == "embedding":
+        if provider is None:
+            provider = _default_text_provider(model)
+        name = provider.name if isinstance(provider, ProviderSpec) else provider
+        kind = "text" if REGISTRY.get(name).capabilities.in_process else "embed"
+        provider = name if kind == "text" else provider
     if kind == "text":
         require(provider)
         path = model_files(model)
@@ -79,6 +90,17 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         if model is None:
             raise PlanError(f"{fn}() needs model=... for provider {spec.name!r}, e.g. model='gpt-5-mini'.")
     return ModelRef(spec.name, model, spec=spec, caps=caps)
+
+
+def _default_text_provider(model: str | None) -> str:
+    """With no provider: the session's default, else a provider that serves the model by name, else in-process."""
+    default = current().provider
+    if default is not None:
+        return default.name
+    for info in REGISTRY.infos():
+        if info.cls is not None and model and info.cls.embedding_size(model):
+            return info.name  # a hosted model: without a key the user is told how to give one
+    return "sentence_transformers"
 
 
 def image_refusal(ref: ModelRef) -> str:
