@@ -5,6 +5,8 @@ import random
 
 import pytest
 
+from inferframe.errors import PlanError
+
 from inferframe.ai.filter_thresholds import (
     binomial_cdf, choose_filter_thresholds, precision_lower_bound, precision_threshold, recall_rank, recall_threshold,
 )
@@ -47,7 +49,7 @@ def test_both_targets_split_delta_and_high_is_not_below_low():
     low, high = choose_filter_thresholds(scores, labels, target_recall=0.9, target_precision=0.9, delta=0.1)
     assert low == recall_threshold(scores, labels, 0.9, 0.05)
     assert high >= low
-    with pytest.raises(ValueError):
+    with pytest.raises(PlanError):
         choose_filter_thresholds(scores, labels, delta=0.1)
 
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from inferframe.errors import PlanError
+
 __all__ = ["binomial_cdf", "choose_filter_thresholds", "precision_lower_bound", "precision_threshold", "recall_rank",
            "recall_threshold"]
 
@@ -150,7 +152,7 @@ def choose_filter_thresholds(scores: Sequence[float], labels: Sequence[bool], *,
         (1.04, 1.13)
     """
     if target_recall is None and target_precision is None:
-        raise ValueError("choose_filter_thresholds needs target_recall or target_precision")
+        raise PlanError("sem_filter(): a cascade needs target_recall= or target_precision=, e.g. target_recall=0.9.")
     share = delta / 2 if target_recall is not None and target_precision is not None else delta
     low = recall_threshold(scores, labels, target_recall, share) if target_recall is not None else -math.inf
     high = precision_threshold(scores, labels, target_precision, share) if target_precision is not None else math.inf
@@ -159,4 +161,4 @@ def choose_filter_thresholds(scores: Sequence[float], labels: Sequence[bool], *,
 
 def _check(target: float, delta: float) -> None:
     if not 0 < target < 1 or not 0 < delta < 1:
-        raise ValueError(f"target={target} and delta={delta} must lie in (0, 1)")
+        raise PlanError(f"sem_filter(): target={target} and delta={delta} must lie strictly between 0 and 1, e.g. 0.9 and 0.1.")

@@ -115,26 +115,28 @@ class SemFilterOperator(ClassifyOperator):
         arrays = [s.to_arrow() for s in columns]
         n = len(arrays[0]) if arrays else 0
         outs: list[dict | None] = [None] * n
-        window = asyncio.Semaphore(limited_window(c))
+        width = limited_window(c)
         passed, prefix, tasks = self._passed, 0, []
 
         async def one(i: int) -> None:
-            try:
-                out = as_predicate(await ClassifyOperator.__call__(self, *[Series(a.slice(i, 1)) for a in arrays]))
-                outs[i] = out.to_pylist()[0]
-            finally:
-                window.release()
+            out = as_predicate(await ClassifyOperator.__call__(self, *[Series(a.slice(i, 1)) for a in arrays]))
+            outs[i] = out.to_pylist()[0]
 
         try:
-            for i in range(n):
-                await window.acquire()
-                while prefix < n and outs[prefix] is not None:  # the answered rows with none pending before them
+            # A window anchored at the earliest pending row: row i starts only once rows before i - width are answered.
+            while len(tasks) < n:
+                while prefix < len(tasks) and outs[prefix] is not None:
                     passed += _kept(outs[prefix], c.keep_errors)
                     prefix += 1
                 if passed >= c.limit:
-                    window.release()
                     break
-                tasks.append(asyncio.ensure_future(one(i)))
+                running = [t for t in tasks[prefix:] if not t.done()]
+                if len(tasks) >= prefix + width or len(running) >= width:
+                    done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    for t in done:
+                        t.result()  # a row that raised (on_error="raise") ends the batch
+                    continue
+                tasks.append(asyncio.ensure_future(one(len(tasks))))
             await asyncio.gather(*tasks)
         finally:
             for t in tasks:
