@@ -19,7 +19,7 @@ from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
-from inferframe.plan.inspect import cheap_total, estimate_inputs, has_ai, source_rows
+from inferframe.plan.inspect import ai_notes, cheap_total, estimate_inputs, has_ai, source_rows
 from inferframe.plan.optimizer import optimize
 
 
@@ -115,6 +115,19 @@ class DataFrame:
         return DataFrame(lp.Filter(self._plan, _expr(predicate)))
 
     filter = where
+
+    def sem_filter(self, template: str, **options: Any) -> "DataFrame":
+        """Keep the rows for which a statement about them is true, ``"{review} is a positive review"`` (see
+        ``inferframe.functions.sem_filter``: plans, cascades with target_recall=/target_precision=, errors).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"r": ["Fun."]}).sem_filter("{r} is positive", model="gemma-3-270m").column_names
+            ['r']
+        """
+        from inferframe.functions.sem_filter import sem_filter
+
+        return sem_filter(self, template, **options)
 
     def limit(self, n: int) -> "DataFrame":
         return DataFrame(lp.Limit(self._plan, n))
@@ -433,6 +446,10 @@ class DataFrame:
         parts = ["== Logical plan ==", self._plan.tree()]
         if show_all:
             parts += ["", "== Optimized plan ==", self._optimized().tree()]
+            from inferframe.io import estimate_rows
+
+            notes = ai_notes(self._optimized(), estimate_rows)
+            parts += ["", "== AI calls (estimated) ==", *notes] if notes else []
         text = "\n".join(parts)
         print(text)
         return text

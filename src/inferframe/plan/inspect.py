@@ -132,3 +132,30 @@ def source_rows(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None])
     if isinstance(plan.source, lp.InMemory):
         return plan.source.table.num_rows
     return count_source(plan.source)
+
+
+def ai_notes(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None] = lambda source: None) -> list[str]:
+    """One line per AI call in projections and filters: its label, and its plan and estimated calls where it says.
+
+    A call's config may have ``explain(rows)`` (rows: the rows reaching it when known cheaply, else None).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> from inferframe import col
+        >>> from inferframe.functions import prompt
+        >>> ai_notes(ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))._plan)
+        ['prompt[gemma-3-270m]: up to 1 calls (one per row)']
+    """
+    out = []
+    for p in _walk(plan):
+        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
+        for n in (n for e in exprs for n in e.walk() if is_ai_call(n)):
+            rows = cheap_total(p.input, count_source)
+            call = getattr(n.udf, "call", None)
+            explain = getattr(call.config, "explain", None) if call is not None else None
+            if callable(explain):
+                out.append(f"{call.label}: {explain(rows)}")
+            else:
+                label = call.label if call is not None else n.udf.name
+                out.append(f"{label}: " + ("calls unknown until run" if rows is None else f"up to {rows} calls (one per row)"))
+    return out
