@@ -38,10 +38,9 @@ import pyarrow as pa
 
 from inferframe.dataframe.sql_filters import pushable
 from inferframe.errors import ArgumentTypeError, PlanError
-from inferframe.expressions.nodes import contains_udf
 from inferframe.io.arrow_stream import StreamSource, engine_schema
 from inferframe.io.interop import optional, quote_sql
-from inferframe.plan import logical as lp
+from inferframe.plan.inspect import calls_udf
 from inferframe.plan.optimizer import optimize
 
 
@@ -189,12 +188,7 @@ def cheap_columns(frame: Any) -> list[str]:
         >>> cheap_columns(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a"))))
         ['a']
     """
-    return [name for name in frame.column_names if not _calls_udf(optimize(frame.select(name)._plan))]
-
-
-def _calls_udf(plan: lp.LogicalPlan) -> bool:
-    exprs = getattr(plan, "exprs", None) or ((plan.predicate,) if isinstance(plan, lp.Filter) else ())
-    return any(contains_udf(e) for e in exprs) or any(_calls_udf(c) for c in plan.children())
+    return [name for name in frame.column_names if not calls_udf(optimize(frame.select(name)._plan))]
 
 
 def columns_read(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, list[str] | None]:

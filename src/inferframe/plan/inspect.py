@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from inferframe.expressions.nodes import Alias, UDFCall
+from inferframe.expressions.nodes import Alias, UDFCall, contains_udf
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import contains_ai, is_ai_call
 
@@ -38,6 +38,25 @@ def has_ai(plan: lp.LogicalPlan) -> bool:
     for p in _walk(plan):
         exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
         if any(contains_ai(e) for e in exprs):
+            return True
+    return False
+
+
+def calls_udf(plan: lp.LogicalPlan) -> bool:
+    """Whether any projection or filter in the plan calls a UDF or AI function (computing costs more than reading).
+
+    Parameters:
+        plan: a logical plan.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> double = ifr.func(lambda x: x * 2, return_dtype=ifr.DataType.int64())
+        >>> calls_udf(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a")))._plan)
+        True
+    """
+    for p in _walk(plan):
+        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
+        if any(contains_udf(e) for e in exprs):
             return True
     return False
 

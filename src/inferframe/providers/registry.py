@@ -60,7 +60,8 @@ class Registry:
     def __init__(self) -> None:
         self._providers: dict[str, ProviderInfo] = {}
         self._loaded = False
-        self._lock = threading.Lock()
+        self._loading = False  # the loading thread's own calls while it registers (others wait on the lock)
+        self._lock = threading.RLock()
 
     def register(self, name: str, cls: type[Provider] | None, **info: Any) -> None:
         if cls is not None and "capabilities" not in info:
@@ -71,16 +72,21 @@ class Registry:
         if self._loaded:  # read on every request built: no lock once loaded
             return
         with self._lock:
-            if self._loaded:
+            if self._loaded or self._loading:
                 return
-            self._loaded = True
-            from importlib.metadata import entry_points
+            self._loading = True
+            try:
+                from importlib.metadata import entry_points
 
-            for ep in entry_points(group="inferframe.providers"):
-                ep.load()(self)
+                for ep in entry_points(group="inferframe.providers"):
+                    ep.load()(self)
+            finally:
+                self._loading = False
             if not self._providers:
                 raise RuntimeError("No inferframe provider is registered: the package metadata is missing. "
                                    "Install inferframe with pip (pip install -e .) instead of running it from a copy.")
+            # Only now: another thread reading ``_loaded`` without the lock must find every provider there.
+            self._loaded = True
 
     def get(self, name: str) -> ProviderInfo:
         self._load()
