@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from inferframe.dataframe.schema import Schema
-from inferframe.errors import PlanError
+from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
@@ -28,7 +28,8 @@ def _expr(e: Any) -> Node:
         return Col(e)
     if isinstance(e, Expression):
         return e._node
-    raise TypeError(f"Expected a column name or an expression, got {type(e).__name__}: {e!r}")
+    raise ArgumentTypeError(f"Expected a column name or an expression, got {type(e).__name__}: {e!r}; "
+                            "pass e.g. 'review' or col('review').")
 
 
 def _names(items) -> tuple[str, ...]:
@@ -41,7 +42,7 @@ def _names(items) -> tuple[str, ...]:
         elif isinstance(it, Expression) and isinstance(it._node, Col):
             out.append(it._node.column)
         else:
-            raise TypeError(f"Expected column names, got {it!r}")
+            raise ArgumentTypeError(f"Expected column names (strings), got {it!r}; pass e.g. 'review' or ['review', 'stars'].")
     return tuple(out)
 
 
@@ -70,7 +71,7 @@ class DataFrame:
 
     def __getitem__(self, name: str) -> Expression:
         if not isinstance(name, str):
-            raise TypeError("df[...] takes one column name; use select() for several.")
+            raise ArgumentTypeError("df[...] takes one column name; use select() for several.")
         if self._plan.schema.get_field_index(name) < 0:
             raise column_not_found(name, self._plan.schema)
         return col(name)
