@@ -44,6 +44,7 @@ RELATIONS = ("equal", "different")
 DEFAULT_K = 10  # the k a blocking plan is estimated with before its sample has chosen one
 KEY, ONE, CHECK = "__sem_join_key", "__sem_join_one", "__sem_join_check"
 LVEC, RVEC, SCORE, RANK = "__sem_join_lvec", "__sem_join_rvec", "__sem_join_score", "__sem_join_rank"
+ROW = "__sem_join_row"
 
 
 def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None = None,
@@ -63,8 +64,8 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         relation: "equal" (the properties are equal) or "different" (needs ``property_values``).
         plan: "auto" (cheapest by estimate), "projection", "blocking" or "nested".
         k: candidates per left row for "blocking" (default: chosen on a sample to reach ``target_recall``).
-        target_recall: the share of the sample's matches (all its pairs checked by the model) that the
-            k nearest candidates must hold.
+        target_recall: the share of each sampled left row's matches (all its pairs checked by the model)
+            that its k nearest candidates must hold; k is the largest any sampled row needs.
         sample_size: left rows whose pairs are all checked to choose k (this runs when sem_join() is
             called; those answers are cached, so the join does not pay for them twice).
         max_nested_pairs: "auto" considers the nested loop only up to this many pairs.
@@ -327,20 +328,30 @@ def _checked(pairs, template: Template, column_of: dict, instructions, options: 
 
 def _choose_k(left, right, template, column_of, instructions, options, embed_options, prefix, target_recall,
               sample_size, seed, n_right) -> tuple[int, float]:
-    """The smallest k whose nearest candidates hold ``target_recall`` of a sample's matches (all its pairs checked)."""
+    """The k whose nearest candidates hold ``target_recall`` of every sampled row's matches (all its pairs checked).
+
+    Each sampled left row with a match needs some k to reach the target on its own pairs; the
+    largest of these is taken, so that rows outside the sample (which vary as much) reach it too.
+    Returns k and the share of all the sample's matches within it.
+    """
     table = left.to_arrow()
     rng = np.random.default_rng(seed)
     take = np.sort(rng.choice(table.num_rows, size=min(sample_size, table.num_rows), replace=False))
-    sample = type(left)(lp.Source(lp.InMemory(table.take(pa.array(take))), table.schema))
+    rows = table.take(pa.array(take))
+    rows = rows.append_column(ROW, pa.array(np.arange(rows.num_rows), pa.int64()))
+    sample = type(left)(lp.Source(lp.InMemory(rows), rows.schema))
     ranked = _blocked(sample, right, template, prefix, max(n_right, 1), embed_options)
-    right_names = _right_names(left, right, prefix)
-    ranks = _checked(ranked, template, column_of, instructions, options, left, right_names,
-                     keep=(RANK,)).to_pydict()[RANK]
-    if not ranks:
+    right_names = _right_names(sample, right, prefix)
+    found = _checked(ranked, template, column_of, instructions, options, sample, right_names,
+                     keep=(RANK,)).to_pydict()
+    if not found[RANK]:
         warnings.warn(f"sem_join(): the model found no match among the {len(take)} sampled left rows' pairs; "
                       f"blocking uses k={min(n_right, DEFAULT_K)}. Pass k=... or a larger sample_size=.",
                       stacklevel=3)
         return max(1, min(n_right, DEFAULT_K)), 0.0
-    ranks = sorted(ranks)
-    k = ranks[max(0, math.ceil(target_recall * len(ranks)) - 1)]
+    per_row: dict[int, list[int]] = {}
+    for row, rank in zip(found[ROW], found[RANK]):
+        per_row.setdefault(row, []).append(rank)
+    k = max(sorted(r)[max(0, math.ceil(target_recall * len(r)) - 1)] for r in per_row.values())
+    ranks = found[RANK]
     return int(k), sum(r <= k for r in ranks) / len(ranks)
