@@ -219,13 +219,13 @@ def main() -> None:
     ap.add_argument("--target-recall", type=float, default=0.9)
     args = ap.parse_args()
     rows = load(args.rows)
-    out = []
     for backend in (["sim", "offline"] if args.backend == "both" else [args.backend]):
+        out: list = []
         a = argparse.Namespace(**vars(args))
         if backend == "offline":
             a.naive_rows, a.sample = args.offline_naive_rows, min(args.sample, 4)
         out += bench(backend, rows, a)
-    print(table(["backend", "plan", "rows", "F1", "model calls", "tokens", "wall s", "note"], out))
+        print(table(["backend", "plan", "rows", "F1", "model calls", "tokens", "wall s", "note"], out), flush=True)
 
 
 if __name__ == "__main__":
