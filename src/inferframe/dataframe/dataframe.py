@@ -203,6 +203,36 @@ class DataFrame:
         (right_col,) = _names([other_on if other_on is not None else on])
         return DataFrame(lp.Nearest(self._plan, other._plan, left_col, right_col, k, metric, score_column, rank_column, prefix))
 
+    def sem_join(self, other: "DataFrame", predicate: str, **options: Any) -> "DataFrame":
+        """The pairs of rows for which a model says ``predicate`` holds; see ``inferframe.dataframe.sem_join.sem_join``.
+
+        The plan (per-side property + hash join, embedding blocking + pair check, or nested loop) is
+        chosen by estimated calls and cost, and shown with its estimate by ``explain()``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> a = ifr.from_pydict({"review": ["great", "awful"]})
+            >>> a.sem_join(a, "{review:left} and {review:right} agree", model="gemma-3-270m").column_names
+            ['review', 'right.review']
+        """
+        from inferframe.dataframe.sem_join import sem_join
+
+        return sem_join(self, other, predicate, **options)
+
+    def sem_sim_join(self, other: "DataFrame", on: str, k: int = 5, **options: Any) -> "DataFrame":
+        """For every row, the ``k`` most similar rows of ``other`` by embedding; see ``inferframe.dataframe.sem_join.sem_sim_join``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> q = ifr.from_pydict({"t": ["a red apple"]})
+            >>> docs = ifr.from_pydict({"t": ["a green car", "a ripe red apple"]})
+            >>> q.sem_sim_join(docs, on="t", k=1).select("right.t", "rank").to_pydict()
+            {'right.t': ['a ripe red apple'], 'rank': [1]}
+        """
+        from inferframe.dataframe.sem_join import sem_sim_join
+
+        return sem_sim_join(self, other, on, k=k, **options)
+
     def concat(self, other: "DataFrame") -> "DataFrame":
         """Rows of this DataFrame followed by rows of ``other`` (same columns)."""
         return DataFrame(lp.Concat((self._plan, other._plan)))
