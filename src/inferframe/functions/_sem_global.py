@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +27,7 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
+from inferframe.observe.recorder import DriftWarning
 from inferframe.plan import logical as lp
 
 __all__ = ["Calls", "ask_labels", "ask_prompts", "criterion", "document", "frame", "rows_of"]
@@ -76,8 +78,8 @@ def ask_labels(df: Any, questions: list[str], labels: list[str], calls: Calls, o
     if not questions:
         return []
     q = frame(df, pa.table({"q": pa.array(questions, pa.string())}))
-    out = q.with_column("a", classify_text(col("q"), list(labels), system_message=system_message,
-                                           confidence_column=False, **options)).to_pydict()["a"]
+    out = _run(q.with_column("a", classify_text(col("q"), list(labels), system_message=system_message,
+                                                confidence_column=False, **options)))
     calls.calls += len(questions)
     calls.jobs += 1
     calls.failed += sum(a is None for a in out)
@@ -89,8 +91,16 @@ def ask_prompts(df: Any, prompts: list[str], calls: Calls, options: dict) -> lis
     if not prompts:
         return []
     q = frame(df, pa.table({"q": pa.array(prompts, pa.string())}))
-    out = q.with_column("a", prompt(col("q"), **options)).to_pydict()["a"]
+    out = _run(q.with_column("a", prompt(col("q"), **options)))
     calls.calls += len(prompts)
     calls.jobs += 1
     calls.failed += sum(a is None for a in out)
     return out
+
+
+def _run(job: Any) -> list:
+    """The answers of one round's job. Rounds ask different questions by design, so the run history's drift
+    warning (meant for one pipeline run again over similar data) is silenced for them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DriftWarning)
+        return job.to_pydict()["a"]

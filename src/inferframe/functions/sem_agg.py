@@ -87,7 +87,8 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 40
 
     Collects ``df``. The result is an in-memory DataFrame: the group columns (in order of first
     appearance) and ``column`` (null where every call of the group failed); its ``sem_stats`` is
-    {"calls", "jobs", "failed", "levels": {group: levels}}.
+    {"calls", "jobs", "failed", "levels": {group: levels}} (the group: its value, a tuple for several
+    group columns, None without group_by).
 
     Parameters:
         df: the DataFrame.
@@ -105,8 +106,8 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 40
         >>> df.sem_agg("Summarise the complaints in {review}", group_by="film", model="gemma-3-270m")  # doctest: +SKIP
     """
     t = parse_template(template, "sem_agg")
-    keys = [group_by] if isinstance(group_by, str) else list(group_by or [])
-    if not all(isinstance(k, str) for k in keys):
+    keys = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(group_by, (list, tuple)) else []
+    if (group_by is not None and not keys) or not all(isinstance(k, str) for k in keys):
         raise PlanError(f"sem_agg(group_by={group_by!r}) takes a column name or a list of them, e.g. group_by='film'.")
     if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 20:
         raise PlanError(f"sem_agg(): max_chars={max_chars!r} must be a whole number >= 20, e.g. max_chars=4000.")
@@ -136,5 +137,6 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 40
     table = pa.table({k: pa.array(v, schema.field(k).type) if k in keys else pa.array(v, pa.string())
                       for k, v in data.items()})
     out = frame(df, table)
-    out.sem_stats = calls.as_dict(levels={(g[0] if len(g) == 1 else g): n for g, n in levels.items()})
+    out.sem_stats = calls.as_dict(levels={(None if not g else g[0] if len(g) == 1 else g): n
+                                           for g, n in levels.items()})
     return out
