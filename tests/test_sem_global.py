@@ -126,7 +126,7 @@ def test_sem_topk_failed_comparisons_are_counted_or_raise():
 
     with Simulator(SimulatorConfig(responder=flaky)) as s:
         out = df.sem_topk("{review} is the most enthusiastic", k=2, **api(s))
-        assert out.sem_stats["failed"] > 0 or 3 in [score[i] for i in out.to_pydict()["id"]]
+        assert out.sem_stats["failed"] > 0  # every row meets the first pivot, the row of enthusiasm 3 too
         assert [score[i] for i in out.to_pydict()["id"]] == [11, 10]
         with pytest.raises(RowFailed):
             ifr.from_pydict({"review": ["enthusiasm 3", "enthusiasm 4"]}).sem_topk(

@@ -35,7 +35,10 @@ __all__ = ["Calls", "ask_labels", "ask_prompts", "criterion", "document", "frame
 
 @dataclasses.dataclass
 class Calls:
-    """The model calls an operator made: ``calls`` rows asked in ``jobs`` DataFrame jobs, ``failed`` of them failed."""
+    """The model calls an operator made: ``calls`` questions asked in ``jobs`` DataFrame jobs, ``failed`` of them failed.
+
+    A question the response cache answers is counted too (``last_run()`` of each job shows the cache hits).
+    """
 
     calls: int = 0
     jobs: int = 0

@@ -1,7 +1,8 @@
 """``DataFrame.sem_topk()`` and ``sem_rank()``: the rows that best fit a statement, by the model's judgement.
 
 ``sem_topk`` collects its input (it needs every row) and runs a quickselect whose comparisons the
-model makes: "Which one better fits: <criterion>? A: ... B: ... Answer A or B." (labels "A"/"B":
+model makes: "Which one better fits: <criterion>? A: ... B: ... Answer A or B." (every other pair
+shown the other way round, against a preference for one position; labels "A"/"B":
 label scoring on the embedded llama.cpp server, constrained generation elsewhere). Each round
 compares every remaining candidate with one pivot, all in one DataFrame job, and keeps the side that
 holds the k best; about 2n comparisons in all instead of n(n-1)/2. The k chosen rows are then
@@ -117,9 +118,11 @@ def sem_topk(df: Any, template: str, k: int, *, seed: int = 0, on_error: str = "
     calls = Calls()
 
     def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
-        questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in pairs]
+        # Every other pair is asked the other way round, so a preference for one position cancels out.
+        shown = [(a, b) if i % 2 == 0 else (b, a) for i, (a, b) in enumerate(pairs)]
+        questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
         answers = ask_labels(df, questions, ["A", "B"], calls, dict(options, on_error=on_error), "Answer A or B.")
-        return [None if x is None else x == "A" for x in answers]
+        return [None if x is None else (x == "A") == (i % 2 == 0) for i, x in enumerate(answers)]
 
     top = quickselect_top(list(range(len(rows))), k, better, random.Random(seed))
     table = df.to_arrow().take(pa.array(top, pa.int64()))
