@@ -130,6 +130,66 @@ class DataFrame:
 
         return sem_filter(self, template, **options)
 
+    # The whole-table semantic operators collect their input (they need every row), run their algorithm in
+    # Python and ask the model through small DataFrame jobs; their result's ``sem_stats`` counts the calls.
+    sem_stats: dict | None = None
+
+    def sem_topk(self, template: str, k: int, **options: Any) -> "DataFrame":
+        """The k rows that best fit the statement, best first, by pairwise model comparisons (``inferframe.functions.sem_topk``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"r": ["Wow!", "Meh."]}).sem_topk("{r} is enthusiastic", k=1)  # doctest: +SKIP
+        """
+        from inferframe.functions.sem_topk import sem_topk
+
+        return sem_topk(self, template, k, **options)
+
+    def sem_rank(self, template: str, **options: Any) -> "DataFrame":
+        """Lazy: a 1-N score column per row and a sort on it, best first (``inferframe.functions.sem_topk.sem_rank``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"r": ["Wow!"]}).sem_rank("{r} is enthusiastic", model="gemma-3-270m").column_names
+            ['r', 'sem_rank']
+        """
+        from inferframe.functions.sem_topk import sem_rank
+
+        return sem_rank(self, template, **options)
+
+    def sem_agg(self, template: str, group_by: Any = None, **options: Any) -> "DataFrame":
+        """One model-written answer per group by hierarchical reduction (``inferframe.functions.sem_agg``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"r": ["Late.", "Cold."]}).sem_agg("Summarise the complaints in {r}")  # doctest: +SKIP
+        """
+        from inferframe.functions.sem_agg import sem_agg
+
+        return sem_agg(self, template, group_by=group_by, **options)
+
+    def sem_dedup(self, template: str, **options: Any) -> "DataFrame":
+        """One row per cluster of rows the model finds the same (``inferframe.functions.sem_dedup``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_dedup("{n} are the same business")  # doctest: +SKIP
+        """
+        from inferframe.functions.sem_dedup import sem_dedup
+
+        return sem_dedup(self, template, **options)
+
+    def sem_cluster_by(self, template: str, **options: Any) -> "DataFrame":
+        """Every row with a ``cluster_id``: rows the model finds the same share one (``inferframe.functions.sem_dedup``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_cluster_by("{n} are the same business")  # doctest: +SKIP
+        """
+        from inferframe.functions.sem_dedup import sem_cluster_by
+
+        return sem_cluster_by(self, template, **options)
+
     def limit(self, n: int) -> "DataFrame":
         return DataFrame(lp.Limit(self._plan, n))
 

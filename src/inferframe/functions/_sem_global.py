@@ -1,0 +1,109 @@
+"""What the whole-table semantic operators (``sem_topk``, ``sem_agg``, ``sem_dedup``) share.
+
+They need every row, so they collect their input, run their algorithm in Python, and ask the model
+through small inferframe DataFrames (one job per round of questions), so caching, rate limits,
+retries, errors as data and the current runner apply. ``frame`` builds a DataFrame of the same class
+as the input without importing the dataframe layer.
+
+Example:
+    >>> import inferframe as ifr
+    >>> from inferframe.functions.templates import parse_template
+    >>> t = parse_template("{name} and {city} are the same business", "sem_dedup")
+    >>> criterion(t), document(t, {"name": "Joes", "city": "Leeds"})
+    ('name and city are the same business', 'name: Joes; city: Leeds')
+    >>> frame(ifr.from_pydict({"a": [1]}), pa.table({"b": [2]})).to_pydict()
+    {'b': [2]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.errors import PlanError
+from inferframe.expressions.expression import col
+from inferframe.functions.ai import classify_text, prompt
+from inferframe.functions.templates import Field, Template
+from inferframe.observe.recorder import DriftWarning
+from inferframe.plan import logical as lp
+
+__all__ = ["Calls", "ask_labels", "ask_prompts", "criterion", "document", "frame", "rows_of"]
+
+
+@dataclasses.dataclass
+class Calls:
+    """The model calls an operator made: ``calls`` questions asked in ``jobs`` DataFrame jobs, ``failed`` of them failed.
+
+    A question the response cache answers is counted too (``last_run()`` of each job shows the cache hits).
+    """
+
+    calls: int = 0
+    jobs: int = 0
+    failed: int = 0
+
+    def as_dict(self, **extra: Any) -> dict:
+        return {"calls": self.calls, "jobs": self.jobs, "failed": self.failed, **extra}
+
+
+def frame(df: Any, table: pa.Table) -> Any:
+    """A DataFrame (of ``df``'s class) over an in-memory table."""
+    return type(df)(lp.Source(lp.InMemory(table), table.schema))
+
+
+def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> list[dict]:
+    """Collect ``df`` (the columns the template reads plus ``extra``) as a list of row dicts; a missing column is a PlanError."""
+    missing = [c for c in [*t.columns(), *extra] if c not in df.column_names]
+    if missing:
+        raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r} (columns: {df.column_names}); "
+                        "name one of its columns in the template.")
+    return df.to_arrow().to_pylist()
+
+
+def criterion(t: Template) -> str:
+    """The template with every field written as its column's name: ``"review is the most enthusiastic"``."""
+    return "".join(p.column if isinstance(p, Field) else p for p in t.parts).strip()
+
+
+def document(t: Template, row: dict) -> str:
+    """One row's values of the template's columns: the value alone for one column, ``"a: ...; b: ..."`` for several."""
+    columns = t.columns()
+    if len(columns) == 1:
+        return "" if row[columns[0]] is None else str(row[columns[0]])
+    return "; ".join(f"{c}: {'' if row[c] is None else row[c]}" for c in columns)
+
+
+def ask_labels(df: Any, questions: list[str], labels: list[str], calls: Calls, options: dict,
+               system_message: str) -> list[str | None]:
+    """One job: classify every question into ``labels`` (None where the call failed; counted in ``calls``)."""
+    if not questions:
+        return []
+    q = frame(df, pa.table({"q": pa.array(questions, pa.string())}))
+    out = _run(q.with_column("a", classify_text(col("q"), list(labels), system_message=system_message,
+                                                confidence_column=False, **options)))
+    calls.calls += len(questions)
+    calls.jobs += 1
+    calls.failed += sum(a is None for a in out)
+    return [None if a is None else str(a) for a in out]
+
+
+def ask_prompts(df: Any, prompts: list[str], calls: Calls, options: dict) -> list[str | None]:
+    """One job: the model's answer to every prompt (None where the call failed; counted in ``calls``)."""
+    if not prompts:
+        return []
+    q = frame(df, pa.table({"q": pa.array(prompts, pa.string())}))
+    out = _run(q.with_column("a", prompt(col("q"), **options)))
+    calls.calls += len(prompts)
+    calls.jobs += 1
+    calls.failed += sum(a is None for a in out)
+    return out
+
+
+def _run(job: Any) -> list:
+    """The answers of one round's job. Rounds ask different questions by design, so the run history's drift
+    warning (meant for one pipeline run again over similar data) is silenced for them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DriftWarning)
+        return job.to_pydict()["a"]

@@ -1,0 +1,142 @@
+"""``DataFrame.sem_agg()``: one model-written answer per group over all its rows, by hierarchical reduction.
+
+``sem_agg`` collects its input (it needs every row). Per group, the rows' texts (the values of the
+columns the template reads), in order, are packed into prompts of at most ``max_chars`` characters
+of text; the model answers the instruction for each pack (level 1), and the partial answers are
+packed and combined the same way, level by level, until one remains. Every level of every group is
+one DataFrame job of ``prompt`` calls. A failed call's part is left out of the next level and
+counted; ``on_error="raise"`` stops at it. The result's ``sem_stats`` holds the calls, jobs, failures
+and the levels of each group.
+
+Example:
+    >>> pack(["aaaa", "bb", "cc", "ddddd"], 6)
+    [['aaaa', 'bb'], ['cc'], ['ddddd']]
+    >>> def initials(prompts):  # a stand-in for the model: the first letter of every text
+    ...     return ["".join(x[0] for x in texts) for _, texts in prompts]
+    >>> reduce_groups({"g": ["aa", "bb", "cc", "dd", "ee"], "h": ["xy"]}, 4, initials)
+    ({'g': 'ae', 'h': 'x'}, {'g': 3, 'h': 1})
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from inferframe.errors import PlanError
+from inferframe.functions._sem_global import Calls, ask_prompts, criterion, document, frame, rows_of
+from inferframe.functions.templates import parse_template
+
+__all__ = ["pack", "reduce_groups", "sem_agg"]
+
+# Answers a round of prompts: (level, texts) per prompt -> the answer, or None where it failed.
+Summarise = Callable[[list[tuple[int, list[str]]]], list[str | None]]
+
+
+def pack(texts: list[str], max_chars: int, at_least: int = 1) -> list[list[str]]:
+    """Order-preserving packs of ``texts`` of at most ``max_chars`` characters each (a longer text is cut to fit).
+
+    ``at_least``: each pack but the last holds at least this many texts (each then cut to ``max_chars // at_least``),
+    so that a fold level always shrinks.
+    """
+    limit = max(1, max_chars // at_least)
+    packs: list[list[str]] = []
+    size = 0
+    for text in texts:
+        text = text[:limit]
+        if packs and (size + len(text) <= max_chars or len(packs[-1]) < at_least):
+            packs[-1].append(text)
+            size += len(text)
+        else:
+            packs.append([text])
+            size = len(text)
+    return packs
+
+
+def reduce_groups(groups: dict, max_chars: int, summarise: Summarise) -> tuple[dict, dict]:
+    """Each group's texts reduced to one answer, level by level; one ``summarise`` round per level for all groups.
+
+    Returns (answer by group, None where every part failed; levels by group).
+    """
+    items = {g: list(texts) for g, texts in groups.items()}
+    answers: dict = {g: None for g in groups}
+    levels = dict.fromkeys(groups, 0)
+    level = 0
+    while items:
+        level += 1
+        work = [(g, p) for g, texts in items.items() for p in pack(texts, max_chars, 1 if level == 1 else 2)]
+        out = summarise([(level, p) for _, p in work])
+        nxt: dict = {}
+        for (g, _), a in zip(work, out):
+            levels[g] = level
+            if a is not None:
+                nxt.setdefault(g, []).append(a)
+        for g in items:
+            done = sum(1 for h, _ in work if h == g) == 1
+            if done or g not in nxt:
+                answers[g] = nxt.get(g, [None])[0] if done else None
+            else:
+                items[g] = nxt[g]
+        items = {g: nxt[g] for g in items if g in nxt and sum(1 for h, _ in work if h == g) > 1}
+    return answers, levels
+
+
+def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 4000, column: str = "sem_agg",
+            on_error: str = "null", **options: Any) -> Any:
+    """One answer per group: the model's answer to the template's instruction over all the group's rows.
+
+    Collects ``df``. The result is an in-memory DataFrame: the group columns (in order of first
+    appearance) and ``column`` (null where every call of the group failed); its ``sem_stats`` is
+    {"calls", "jobs", "failed", "levels": {group: levels}} (the group: its value, a tuple for several
+    group columns, None without group_by).
+
+    Parameters:
+        df: the DataFrame.
+        template: the instruction, with the columns it reads in braces: ``"Summarise the complaints in {review}"``.
+        group_by: a column name or a list of them (None: one answer over all rows).
+        max_chars: the characters of row text per prompt (default 4000, about 1000 tokens: well within
+            Gemma 3's context; raise it for a larger model).
+        column: the answer column's name.
+        on_error: "null" (default): a failed call's part is left out and counted; "raise": ``RowFailed``.
+        **options: what ``prompt`` takes (provider, model, base_url, max_tokens, ...).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> df = ifr.from_pydict({"film": ["A", "A", "B"], "review": ["Too long.", "Too loud.", "Dull."]})
+        >>> df.sem_agg("Summarise the complaints in {review}", group_by="film", model="gemma-3-270m")  # doctest: +SKIP
+    """
+    t = parse_template(template, "sem_agg")
+    keys = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(group_by, (list, tuple)) else []
+    if (group_by is not None and not keys) or not all(isinstance(k, str) for k in keys):
+        raise PlanError(f"sem_agg(group_by={group_by!r}) takes a column name or a list of them, e.g. group_by='film'.")
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 20:
+        raise PlanError(f"sem_agg(): max_chars={max_chars!r} must be a whole number >= 20, e.g. max_chars=4000.")
+    if column in keys:
+        raise PlanError(f"sem_agg(column={column!r}) is a group column; pass another name, e.g. column='summary'.")
+    rows = rows_of(df, t, "sem_agg", tuple(keys))
+    groups: dict = {}
+    for r in rows:
+        text = document(t, r)
+        if text:
+            groups.setdefault(tuple(r[k] for k in keys), []).append(text)
+    what = criterion(t)
+    calls = Calls()
+
+    def summarise(work: list[tuple[int, list[str]]]) -> list[str | None]:
+        prompts = []
+        for level, texts in work:
+            listed = "\n".join(f"{i}. {x}" for i, x in enumerate(texts, 1))
+            note = "" if level == 1 else "These are partial answers, each over a part of the texts; combine them into one.\n"
+            prompts.append(f"{what}.\n{note}\n{listed}\n\nAnswer:")
+        return ask_prompts(df, prompts, calls, dict(options, on_error=on_error))
+
+    answers, levels = reduce_groups(groups, max_chars, summarise)
+    data = {k: [g[i] for g in answers] for i, k in enumerate(keys)}
+    data[column] = list(answers.values())
+    schema = df.to_arrow().schema
+    table = pa.table({k: pa.array(v, schema.field(k).type) if k in keys else pa.array(v, pa.string())
+                      for k, v in data.items()})
+    out = frame(df, table)
+    out.sem_stats = calls.as_dict(levels={(None if not g else g[0] if len(g) == 1 else g): n
+                                           for g, n in levels.items()})
+    return out
