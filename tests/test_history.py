@@ -136,3 +136,29 @@ def test_a_job_with_two_ai_calls_counts_its_rows_once_and_writes_its_report(hist
     assert run["rows"] == 60 and run["requests"] == 120
     page = (tmp_path / "run.html").read_text()
     assert run["run_id"] in page and "<script" not in page
+
+
+def test_many_jobs_opening_a_new_history_at_once_all_succeed(tmp_path):
+    """Two jobs starting together open runs.sqlite together: WAL mode and the migrations happen once, no error."""
+    import threading
+
+    from inferframe.observe.history import MIGRATIONS, RunHistory
+
+    for trial in range(8):
+        directory = tmp_path / f"h{trial}"
+        barrier, errors, opened = threading.Barrier(6), [], []
+
+        def open_it():
+            try:
+                barrier.wait(timeout=10)
+                opened.append(RunHistory(directory))
+            except Exception as e:  # noqa: BLE001 - collected and asserted below
+                errors.append(e)
+
+        threads = [threading.Thread(target=open_it) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert errors == [] and len(opened) == 6
+        assert opened[0]._db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)

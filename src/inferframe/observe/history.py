@@ -76,6 +76,19 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 STALE_S = 600.0
 
 
+def _wal(db: sqlite3.Connection, patience_s: float = 30.0) -> None:
+    """Put the file in WAL mode once. SQLite answers "database is locked" at once, without its busy
+    timeout, to a journal-mode change while another connection is in a transaction: wait and retry."""
+    deadline = time.monotonic() + patience_s
+    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class RunHistory:
     """The run history of one directory (by default the response cache's).
 
@@ -88,12 +101,25 @@ class RunHistory:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        with self._db:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            for i, migrate in enumerate(MIGRATIONS[version:], start=version):
-                migrate(self._db)
-                self._db.execute(f"PRAGMA user_version = {i + 1}")
+        _wal(self._db)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring the schema up to date; each step under SQLite's write lock, so two jobs opening it at once
+        (two threads, two processes) run it once ("duplicate column" and "database is locked" otherwise)."""
+        if self._db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+            return
+        for i, migrate in enumerate(MIGRATIONS):
+            self._db.commit()  # leave any implicit transaction: BEGIN IMMEDIATE must open its own
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._db.execute("PRAGMA user_version").fetchone()[0] <= i:  # read under the write lock
+                    migrate(self._db)
+                    self._db.execute(f"PRAGMA user_version = {i + 1}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def record(self, run: dict, sample: list[dict], first: int = 0) -> None:
         """Store one run (finished, or running with what it has done so far) and its review sample.
