@@ -16,3 +16,18 @@ os.environ.setdefault("INFERFRAME_PROGRESS", "0")
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("INFERFRAME_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_stays_pythons():
+    """A test that leaves SIGINT to another handler would keep Ctrl-C tests after it from seeing it:
+    the handler is put back, and a warning names the test that changed it."""
+    import signal
+    import warnings
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        warnings.warn(f"SIGINT's handler was changed to {after!r} during this test; put back", stacklevel=1)
