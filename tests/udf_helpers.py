@@ -23,3 +23,31 @@ class PidTagger:
         if x == 3:
             os._exit(17)
         return x
+
+
+_INTERRUPTED_TAIL = """
+import threading as _threading, time as _time, _thread
+_threading.Timer({after}, _thread.interrupt_main).start()
+_t = _time.perf_counter()
+try:
+    df.collect()
+    print("NOT INTERRUPTED")
+except KeyboardInterrupt:
+    print(f"INTERRUPTED {{_time.perf_counter() - _t:.1f}}")
+_time.sleep(0.3)
+print("THREADS", [t.name for t in _threading.enumerate() if t.name.startswith("inferframe")
+                  and t.name not in ("inferframe-simulator", "inferframe-llama-launcher")])
+"""
+
+
+def interrupted_job(setup: str, after: float) -> tuple[float, str]:
+    """Run ``setup`` (which defines ``df``) in a fresh interpreter, Ctrl-C it ``after`` seconds into
+    ``df.collect()``; (seconds until KeyboardInterrupt, the line listing inferframe threads left)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", setup + _INTERRUPTED_TAIL.format(after=after)],
+                         capture_output=True, text=True, timeout=120)
+    assert "INTERRUPTED" in out.stdout and "NOT INTERRUPTED" not in out.stdout, out.stdout + out.stderr
+    threads = next(line for line in out.stdout.splitlines() if line.startswith("THREADS"))
+    return float(out.stdout.split("INTERRUPTED ")[1].split()[0]), threads
