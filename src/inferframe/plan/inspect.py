@@ -22,6 +22,11 @@ def _walk(plan: lp.LogicalPlan) -> Iterator[lp.LogicalPlan]:
         yield from _walk(c)
 
 
+def _exprs(node: lp.LogicalPlan) -> tuple:
+    """The expressions a node computes: a projection's, or a filter's predicate."""
+    return getattr(node, "exprs", None) or ((node.predicate,) if isinstance(node, lp.Filter) else ())
+
+
 def has_ai(plan: lp.LogicalPlan) -> bool:
     """Whether any projection or filter in the plan calls an AI function.
 
@@ -35,11 +40,7 @@ def has_ai(plan: lp.LogicalPlan) -> bool:
         >>> has_ai(ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))._plan)
         True
     """
-    for p in _walk(plan):
-        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
-        if any(contains_ai(e) for e in exprs):
-            return True
-    return False
+    return any(contains_ai(e) for p in _walk(plan) for e in _exprs(p))
 
 
 def calls_udf(plan: lp.LogicalPlan) -> bool:
@@ -54,11 +55,7 @@ def calls_udf(plan: lp.LogicalPlan) -> bool:
         >>> calls_udf(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a")))._plan)
         True
     """
-    for p in _walk(plan):
-        exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
-        if any(contains_udf(e) for e in exprs):
-            return True
-    return False
+    return any(contains_udf(e) for p in _walk(plan) for e in _exprs(p))
 
 
 def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project, UDFCall]]:
