@@ -55,6 +55,9 @@ ALLOWED = {
     "inferframe.providers.local_files:_packaged_model_lock": "lock: one assembly of the packaged model",
     "inferframe.providers.secrets:_keys": "keys by opaque handle: never in the Session, a plan or a pickle (DESIGN: Security)",
     "inferframe.providers.secrets:_lock": "lock: guards _keys",
+    "inferframe.execution.gc_scope:_state": ("the collector's threshold is process state: the jobs running now, and the "
+                                             "threshold the first of them found, put back by the last"),
+    "inferframe.execution.gc_scope:_lock": "lock: guards _state",
     "inferframe.execution.process_worker:_LIVE": "weak set of live worker processes, stopped at exit",
     "inferframe.runners.ray_limits.coordinator:_ACTOR_CLASS": "cache: the Ray actor class, made once per process",
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",

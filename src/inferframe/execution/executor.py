@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from inferframe.execution import operators as ops
 from inferframe.execution.context import ExecContext
+from inferframe.execution.gc_scope import job_gc
 from inferframe.execution.nearest import nearest
 from inferframe.execution.stream import prefetch
 from inferframe.execution.udf_ops import UDFOperator
@@ -119,6 +120,7 @@ def execute(op: pp.PhysicalOp, *, morsel_size: int = 8192, services: Any = None)
     """
     ctx = ExecContext(morsel_size=morsel_size, services=services)
     try:
-        yield from _Builder(ctx).build(op)
+        with job_gc():
+            yield from _Builder(ctx).build(op)
     finally:
         ctx.close()
