@@ -19,6 +19,16 @@ def _own_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Each test starts as a new process would: no rate limits learned by an earlier test's jobs
+    (a shared simulator reconfigured between tests would otherwise hand on its old limits)."""
+    from inferframe.runtime import coordinator
+
+    coordinator._EARLIER.clear()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _sigint_stays_pythons():
     """A test that leaves SIGINT to another handler would keep Ctrl-C tests after it from seeing it:
     the handler is put back, and a warning names the test that changed it."""

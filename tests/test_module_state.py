@@ -55,6 +55,9 @@ ALLOWED = {
     "inferframe.providers.local_files:_packaged_model_lock": "lock: one assembly of the packaged model",
     "inferframe.providers.secrets:_keys": "keys by opaque handle: never in the Session, a plan or a pickle (DESIGN: Security)",
     "inferframe.providers.secrets:_lock": "lock: guards _keys",
+    "inferframe.runtime.coordinator:_EARLIER": ("what the latest job's rate limiter learned, by endpoint, model and "
+                                                "key fingerprint: the next job of this process starts from it"),
+    "inferframe.runtime.coordinator:_EARLIER_LOCK": "lock: guards _EARLIER",
     "inferframe.execution.gc_scope:_state": ("the collector's threshold is process state: the jobs running now, and the "
                                              "threshold the first of them found, put back by the last"),
     "inferframe.execution.gc_scope:_lock": "lock: guards _state",

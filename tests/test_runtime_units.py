@@ -218,3 +218,19 @@ def test_a_steady_mix_of_cache_hits_and_misses_is_not_queueing():
         lim.on_success(4.0)
         clock.now += 0.05
     assert lim.cuts >= 1 and lim.limit < 8
+
+
+@pytest.mark.parametrize("payload", [
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How are you?"}],
+    [{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}, {"role": "user", "content": "q"}],
+    [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}]}],
+    [], "plain", [{"role": "user", "content": None}],
+])
+def test_the_flat_text_shortcut_reads_what_the_general_walk_reads(payload):
+    from inferframe.providers import openai_format as wire
+
+    flat = wire._flat_texts(payload)
+    if flat is not None:
+        assert flat == list(wire._texts(payload))
+    body = {"messages": payload} if isinstance(payload, list) else {"input": payload}
+    assert wire.estimate_tokens(body, "gpt-5-mini")[0] == wire.count_text("\n".join(wire._texts(body.get("messages") or body.get("input") or "")), "gpt-5-mini") + 4

@@ -16,6 +16,7 @@ from __future__ import annotations
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.run import RunServices, services_or_default
 from inferframe.observe.stats import RunStats
+from inferframe.providers import secrets
 from inferframe.providers.interface import Provider
 from inferframe.providers.registry import build
 from inferframe.runtime import InferenceRuntime
@@ -38,7 +39,8 @@ class AIOperator:
         services.counters.add(self.stats)
         # Calls to the same endpoint and model in one job share one rate limit, in-flight bound and
         # breaker, as the server's limits are per key and model; the first call's settings win.
-        limits = services.coordinator.limits(config.limits_key, config.runtime)
+        limits = services.coordinator.limits(config.limits_key, config.runtime,
+                                             secrets.fingerprint(config.provider.key_ref))
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats,
                                         limits=limits)
 

@@ -138,17 +138,36 @@ def conversation(messages: list[dict]) -> list[dict]:
     return out
 
 
+_MEDIA_KEYS = frozenset(("image_url", "file_data", "file_url"))
+
+
 def _texts(body: Any):
     if isinstance(body, str):
         yield body
     elif isinstance(body, dict):
         for k, v in body.items():
-            if k in ("image_url", "file_data", "file_url"):
+            if k in _MEDIA_KEYS:
                 continue
             yield from _texts(v)
     elif isinstance(body, list):
         for v in body:
             yield from _texts(v)
+
+
+def _flat_texts(payload: Any) -> list[str] | None:
+    """``_texts`` of a list of messages whose values are all strings (a text prompt's), without recursion; else None."""
+    if type(payload) is not list:
+        return None
+    out: list[str] = []
+    for m in payload:
+        if type(m) is not dict:
+            return None
+        for k, v in m.items():
+            if type(v) is not str:
+                return None
+            if k not in _MEDIA_KEYS:
+                out.append(v)
+    return out
 
 
 def prompt_text(body: dict) -> str:
@@ -202,7 +221,7 @@ def estimate_tokens(body: dict, model: str | None) -> tuple[int, int]:
         (106, 7)
     """
     payload = body.get("messages") or body.get("input") or body.get("prompt") or body.get("instructions") or ""
-    text = "\n".join(_texts(payload))
+    text = "\n".join(_flat_texts(payload) or _texts(payload))
     if body.get("instructions"):
         text += "\n" + str(body["instructions"])
     inp = count_text(text, model) + 4

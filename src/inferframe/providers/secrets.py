@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+import hashlib
 import threading
 import uuid
 
@@ -41,6 +42,17 @@ def get(ref: str | None) -> str | None:
     with _lock:
         key = _keys.get(ref)
     return key if key is not None else os.environ.get(ENV_PREFIX + ref)
+
+
+def fingerprint(ref: str | None) -> str:
+    """A short one-way digest of the key behind ``ref`` ("" for none): tells keys apart in this process's memory.
+
+    Example:
+        >>> fingerprint(put("sk-a")) == fingerprint(put("sk-a")) != fingerprint(put("sk-b")), fingerprint(None)
+        (True, '')
+    """
+    key = get(ref)
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest() if key else ""
 
 
 def worker_env() -> dict[str, str]:

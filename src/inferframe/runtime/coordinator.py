@@ -124,8 +124,17 @@ class Coordinator(Protocol):
     ``LocalCoordinator`` (one process) and the Ray runner's coordinator (a cluster) satisfy it.
     """
 
-    def limits(self, key: str, config: RuntimeConfig) -> SharedLimits:
-        """The limits for ``key`` (endpoint identity and model); built from ``config`` the first time."""
+    def limits(self, key: str, config: RuntimeConfig, account: str = "") -> SharedLimits:
+        """The limits for ``key`` (endpoint identity and model); built from ``config`` the first time.
+
+        ``account``: a fingerprint of the API key (``secrets.fingerprint``): limits are the key's.
+        """
+
+
+# The rate limiter of this process's latest job per endpoint, model and key: the next job's starts from
+# what it learned (``RateLimiter.recall``) instead of probing the server with one request again.
+_EARLIER: dict[tuple[str, str], RateLimiter] = {}
+_EARLIER_LOCK = threading.Lock()
 
 
 class LocalCoordinator:
@@ -140,9 +149,14 @@ class LocalCoordinator:
         self._limits: dict[str, SharedLimits] = {}
         self._lock = threading.Lock()
 
-    def limits(self, key: str, config: RuntimeConfig) -> SharedLimits:
+    def limits(self, key: str, config: RuntimeConfig, account: str = "") -> SharedLimits:
         with self._lock:
             found = self._limits.get(key)
             if found is None:
                 found = self._limits[key] = SharedLimits.for_config(config, self.clock)
+                with _EARLIER_LOCK:
+                    earlier = _EARLIER.get((key, account))
+                    if earlier is not None:
+                        found.limiter.recall(earlier)
+                    _EARLIER[(key, account)] = found.limiter
             return found

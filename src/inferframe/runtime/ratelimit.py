@@ -49,6 +49,7 @@ is kept), and the in-flight bound takes one cut (``AdaptiveLimit.on_rate_limited
 from __future__ import annotations
 
 import asyncio
+import copy
 import collections
 import dataclasses
 import math
@@ -79,6 +80,9 @@ SHRINK_GAP_S = 1.0
 MIN_BURST_SECONDS = 0.05
 # While no unpredicted 429 comes, a shrunk burst grows by exp(seconds / REGROW_SECONDS).
 REGROW_SECONDS = 30.0
+# A later job starts from an earlier one's limits when its last answer is at most this old: an
+# account's limits change with its tier, rarely within minutes.
+RECALL_SECONDS = 600.0
 
 
 @dataclasses.dataclass
@@ -296,6 +300,7 @@ class RateLimiter:
         self.in_flight_requests = 0
         self.in_flight_tokens = 0.0
         self.mean_tokens: float | None = None  # tokens per request, to turn a TPM into requests per second
+        self.answered_at: float | None = None  # when an answer last told something (``recall``)
         self._lock = asyncio.Lock()
         self._probe_done = asyncio.Event()
         self._probing = False
@@ -372,9 +377,35 @@ class RateLimiter:
         self.refusals.answered()
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
+        self.answered_at = self.clock.monotonic()
         self.observe(hints, ticket)
         if not self._probe_done.is_set():
             self._probe_done.set()
+
+    def recall(self, earlier: "RateLimiter", max_age: float = RECALL_SECONDS) -> bool:
+        """Start from what an earlier limiter of the same server, model and key learned; True when it did.
+
+        A job that knows nothing sends one request and waits for its limit hints (one round trip:
+        a second or more of a model's latency) before any other; a later job of this process
+        starts from the earlier one's buckets instead, their levels refilled since, its shrunk
+        bursts and any pause it was in. Only an earlier limiter that had its answer ``max_age``
+        seconds ago at most, and only where the user set no limit (theirs are known already).
+
+        Example:
+            >>> old = RateLimiter(); old.release(1, LimitHints(requests_limit=600, requests_remaining=599))
+            >>> new = RateLimiter(); new.recall(old), new.requests_per_second(), new.probe_out
+            (True, 10.0, False)
+        """
+        if any(self.user_set) or earlier.answered_at is None or earlier.clock is not self.clock:
+            return False
+        if self.clock.monotonic() - earlier.answered_at > max_age:
+            return False
+        self.requests, self.tokens = copy.copy(earlier.requests), copy.copy(earlier.tokens)
+        self.mean_tokens = earlier.mean_tokens
+        self.paused_until = earlier.paused_until
+        self._size_reserve()
+        self._probe_done.set()
+        return True
 
     def on_429(self, hints: LimitHints | None, retry_after: float, tokens: int = 0) -> bool:
         """A 429 came back (after its ``release``): pause admission for everyone when it shows the budget is spent.

@@ -55,8 +55,11 @@ class RayCoordinator:
         """The coordinator actor's handle (looked up by name in a worker)."""
         return self._link.handle_now()
 
-    def limits(self, key: str, config: RuntimeConfig) -> SharedLimits:
-        """The leased limits of ``key`` in this process (built from ``config`` the first time; no call yet)."""
+    def limits(self, key: str, config: RuntimeConfig, account: str = "") -> SharedLimits:
+        """The leased limits of ``key`` in this process (built from ``config`` the first time; no call yet).
+
+        ``account`` is not used: the cluster's coordinator holds what its workers learned.
+        """
         with self._lock:
             found = self._limits.get(key)
             if found is None:
