@@ -18,6 +18,11 @@ flight, at each simulator latency in ``--latencies`` (default 200 ms and 0 ms):
               at once, so B=64 and K = C/B - 1 give C rows in flight (the simulator's
               max-in-flight column confirms it at 200 ms).
 
+  aiohttp-gc  (only when named in ``--clients``) bare aiohttp with the garbage collector set as
+              inferframe's jobs set it (``execution.gc_scope``: the youngest generation collected
+              every 50,000 allocations, not 700). Plain aiohttp spends 30-100 us of its CPU per row
+              in the collector here; this client shows the engine's cost with that part equal.
+
 Each (client, latency) runs in a fresh Python subprocess against a freshly
 spawned simulator. The child first runs a 64-row warm-up (imports, first-query
 setup; for Daft a plain query, because a second prompt() query in one Daft
@@ -68,6 +73,7 @@ from _sim_util import (ProcCPU, SimSampler, child_cpu_seconds, emit_result, mach
 MODEL = "gpt-5-mini"
 API_KEY = "sk-bench"
 CLIENTS = ("aiohttp", "openai-sdk", "inferframe", "daft")
+EXTRA_CLIENTS = ("aiohttp-gc",)  # not run by default: --clients aiohttp,aiohttp-gc,inferframe
 WARMUP_ROWS = 64
 
 
@@ -153,6 +159,11 @@ def child_main(args: argparse.Namespace) -> None:
         extra: dict = {}
         if args.child == "aiohttp":
             vals = asyncio.run(_aiohttp_run(base_url, rows, args.concurrency))
+        elif args.child == "aiohttp-gc":
+            from inferframe.execution.gc_scope import job_gc
+
+            with job_gc():  # the collector setting inferframe's jobs run with
+                vals = asyncio.run(_aiohttp_run(base_url, rows, args.concurrency))
         elif args.child == "openai-sdk":
             vals = asyncio.run(_openai_run(base_url, rows, args.concurrency))
         elif args.child == "inferframe":
@@ -299,7 +310,7 @@ def main() -> None:
     ap.add_argument("--rows-0ms", type=int, default=5000, help="rows at latency 0 ms")
     ap.add_argument("--latencies", default="200,0", help="simulator latencies in ms, comma separated")
     ap.add_argument("--concurrency", type=int, default=512, help="requests in flight for every client")
-    ap.add_argument("--clients", default=",".join(CLIENTS), help=f"subset of {','.join(CLIENTS)}")
+    ap.add_argument("--clients", default=",".join(CLIENTS), help=f"subset of {','.join(CLIENTS + EXTRA_CLIENTS)}")
     ap.add_argument("--daft-batch", type=int, default=64, help="into_batches() size for Daft")
     ap.add_argument("--repeat", type=int, default=5, help="runs per latency of aiohttp and inferframe (fastest reported)")
     ap.add_argument("--repeat-slow", type=int, default=1, help="runs per latency of openai-sdk and daft")
@@ -378,7 +389,7 @@ def main() -> None:
         ifr = results.get((lat, "inferframe"))
         if ifr:
             parts = []
-            for other in ("aiohttp", "daft", "openai-sdk"):
+            for other in ("aiohttp", "aiohttp-gc", "daft", "openai-sdk"):
                 o = results.get((lat, other))
                 if o:
                     parts.append(f"inferframe/{other} = {ifr['rows_per_s'] / o['rows_per_s']:.2f}x")

@@ -177,3 +177,31 @@ def test_label_scoring_on_the_embedded_model():
     assert all(isinstance(v, bool) for v in out["ok"])  # every answer parses by construction
     assert all(0.0 <= p <= 1.0 for p in out["ok_confidence"])
     assert out["ok"][0] == out["ok"][2] and out["ok"][1] == out["ok"][3]
+
+
+@pytest.mark.parametrize("build", ["sem_then_where", "where_then_sem", "one_conjunction"])
+def test_a_relational_predicate_runs_before_the_model_whatever_the_order_written(sim, build):
+    df = reviews(30).with_column("n", ifr.col("r").str.split(" ").list.get(2).cast(ifr.DataType.int64()))
+    cheap = col("n") < 6
+    if build == "sem_then_where":
+        q = df.sem_filter("{r} is a positive review", **api(sim)).where(cheap)
+    elif build == "where_then_sem":
+        q = df.where(cheap).sem_filter("{r} is a positive review", **api(sim))
+    else:
+        q = df.where(sem_predicate("{r} is a positive review", **api(sim)) & cheap)
+    assert q.to_pydict()["r"] == ["good film 1", "good film 2", "good film 4", "good film 5"]
+    assert sim.stats()["total_requests"] == 6  # only the rows with n < 6 were asked
+
+
+def test_an_ai_predicate_to_a_remote_model_runs_after_a_python_udf(sim):
+    seen = []
+
+    @ifr.func(return_dtype=ifr.DataType.bool())
+    def short(r: str) -> bool:
+        seen.append(r)
+        return len(r) < 12
+
+    q = reviews(30).where(sem_predicate("{r} is a positive review", **api(sim)) & short(col("r")))
+    assert q.to_pydict()["r"] == [f"good film {i}" for i in (1, 2, 4, 5, 7, 8)]
+    # Short: every "bad film N" (i % 3 == 0, 10 rows) and "good film 1".."good film 8" (6 rows).
+    assert len(seen) == 30 and sim.stats()["total_requests"] == 16

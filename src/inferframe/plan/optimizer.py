@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Callable
 
 from inferframe.plan.logical import LogicalPlan
-from inferframe.plan.rules import fuse_projections, pushdown_filter, pushdown_limit, pushdown_projection
+from inferframe.plan.rules import (fuse_projections, order_predicates, pushdown_filter, pushdown_limit,
+                                   pushdown_projection)
 
 Rule = Callable[[LogicalPlan], LogicalPlan | None]
 
 # Each rule looks at one node and returns a replacement, or None to leave it.
 RULES: tuple[Rule, ...] = (
+    order_predicates.rule,
     pushdown_filter.rule,
     pushdown_limit.rule,
     fuse_projections.rule,
