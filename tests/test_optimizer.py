@@ -99,3 +99,37 @@ def test_explain_reports_pushdowns(parquet_dir, capsys):
     optimized = text.split("== Optimized plan ==")[1]
     assert "filter=eq(col(grp), lit(3))" in optimized and "limit=4" in optimized
     assert "columns=[id]" in optimized
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "right", "outer", "semi", "anti"])
+def test_filters_move_below_a_join_only_where_the_result_stays_the_same(how):
+    import random
+
+    import inferframe as ifr
+    from inferframe import col
+
+    rng = random.Random(7)
+    left = ifr.from_pydict({"k": [rng.randint(0, 5) for _ in range(40)], "a": [rng.randint(0, 9) for _ in range(40)]})
+    right = ifr.from_pydict({"k": [rng.randint(0, 7) for _ in range(30)], "a": [rng.randint(0, 9) for _ in range(30)],
+                             "z": [rng.randint(0, 9) for _ in range(30)]})
+    calls = []
+
+    @ifr.func(return_dtype=ifr.DataType.bool())
+    def odd(x):
+        calls.append(x)
+        return x is not None and x % 2 == 1
+
+    joined = left.join(right, on="k", how=how)
+    whole = joined.to_pylist()
+    if how in ("semi", "anti"):
+        q = joined.where((col("a") > 2) & odd(col("a")))
+        want = [r for r in whole if r["a"] is not None and r["a"] > 2 and r["a"] % 2 == 1]
+    else:
+        q = joined.where((col("a") > 2) & odd(col("a")) & (col("z") < 6) & (col("right.a") != col("a")))
+        want = [r for r in whole if None not in (r["a"], r["z"], r["right.a"]) and r["a"] > 2 and r["a"] % 2 == 1
+                and r["z"] < 6 and r["right.a"] != r["a"]]
+    key = lambda r: tuple((k, -1 if v is None else v) for k, v in sorted(r.items()))
+    calls.clear()
+    assert sorted(q.to_pylist(), key=key) == sorted(want, key=key)
+    if how in ("inner", "left", "semi", "anti"):  # the UDF ran below the join, once per left row with a > 2
+        assert len(calls) == sum(1 for a in left.to_pydict()["a"] if a > 2)

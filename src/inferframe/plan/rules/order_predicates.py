@@ -48,7 +48,8 @@ def cost_rank(pred: Node) -> int:
     return rank
 
 
-def _and(terms: list[Node]) -> Node:
+def conjunction(terms: list[Node]) -> Node:
+    """The terms joined by ``and`` (one term: itself)."""
     out = terms[0]
     for t in terms[1:]:
         out = Call("and", (out, t))
@@ -72,6 +73,6 @@ def rule(plan):
         j = i
         while j < len(order) and ranks[order[j]] == ranks[order[i]]:
             j += 1
-        node = Filter(node, _and([terms[k] for k in order[i:j]]))
+        node = Filter(node, conjunction([terms[k] for k in order[i:j]]))
         i = j
     return node

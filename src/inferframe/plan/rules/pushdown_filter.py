@@ -1,16 +1,59 @@
-"""Move filters toward the scan: below projections, sorts and the left side of nearest(), and into Parquet scans."""
+"""Move filters toward the scan: below projections, sorts, joins and the left side of nearest(), and into Parquet scans.
+
+Through a join, each conjunct that reads one side only goes to that side where the join allows it
+(left: inner, left, semi and anti joins; right: inner and right joins), a semantic or UDF test
+included: it then asks about each input row once, before the join pairs it with others (the
+pairs of a semantic join grow as the product of its sides).
+"""
 
 from __future__ import annotations
 
 from inferframe.expressions.evaluate import to_pyarrow_filter
 from inferframe.expressions.nodes import Call, Col, Node, contains_udf
-from inferframe.plan.logical import Filter, InMemory, Nearest, Project, Sort, Source, is_passthrough
+from inferframe.plan.logical import Filter, InMemory, Join, Nearest, Project, Sort, Source, is_passthrough
+from inferframe.plan.rules.order_predicates import conjuncts, conjunction
+
+_LEFT_SIDE = frozenset(("inner", "left", "semi", "anti"))
+_RIGHT_SIDE = frozenset(("inner", "right"))
+
+
+def _through_join(plan: Filter, join: Join):
+    """The filter's one-sided conjuncts moved below ``join``; None when none can move."""
+    left_names = set(join.left.schema.names)
+    right_of = {}  # output name -> the right input's name (keys are the left's columns)
+    for f in join.right.schema:
+        if f.name not in join.right_on:
+            right_of[join.prefix + f.name if f.name in left_names else f.name] = f.name
+    left, right, stay = [], [], []
+    for term in conjuncts(plan.predicate):
+        cols = term.referenced_columns()
+        if join.how in _LEFT_SIDE and cols <= left_names:
+            left.append(term)
+        elif join.how in _RIGHT_SIDE and cols and cols <= right_of.keys():
+            rename = {c: right_of[c] for c in cols}
+            right.append(term.transform_up(lambda n: Col(rename[n.column]) if isinstance(n, Col) else n))
+        else:
+            stay.append(term)
+    if not left and not right:
+        return None
+    moved = join.with_children((Filter(join.left, conjunction(left)) if left else join.left,
+                                Filter(join.right, conjunction(right)) if right else join.right))
+    return Filter(moved, conjunction(stay)) if stay else moved
 
 
 def rule(plan):
-    if not isinstance(plan, Filter) or contains_udf(plan.predicate):
+    if not isinstance(plan, Filter):
         return None
     child = plan.input
+    if isinstance(child, Join):
+        return _through_join(plan, child)
+    if isinstance(child, Filter) and isinstance(child.input, Join):
+        # Filters commute: one that can pass the join goes on past a filter that stays above it.
+        moved = _through_join(Filter(child.input, plan.predicate), child.input)
+        if moved is not None:
+            return Filter(moved, child.predicate)
+    if contains_udf(plan.predicate):
+        return None
     if isinstance(child, Filter):
         return Filter(child.input, Call("and", (child.predicate, plan.predicate)))
     if isinstance(child, Sort):
