@@ -205,3 +205,15 @@ def test_an_ai_predicate_to_a_remote_model_runs_after_a_python_udf(sim):
     assert q.to_pydict()["r"] == [f"good film {i}" for i in (1, 2, 4, 5, 7, 8)]
     # Short: every "bad film N" (i % 3 == 0, 10 rows) and "good film 1".."good film 8" (6 rows).
     assert len(seen) == 30 and sim.stats()["total_requests"] == 16
+
+
+def test_estimate_counts_a_semantic_filter_and_bounds_the_calls_after_it(sim):
+    df = reviews(30).with_column("n", ifr.col("r").str.split(" ").list.get(2).cast(ifr.DataType.int64()))
+    q = df.sem_filter("{r} is a positive review", **api(sim)).where(col("n") < 10)
+    q = q.with_column("why", ifr.functions.prompt(col("r"), **api(sim)))
+    calls = {c["call"]: c for c in q.estimate()["calls"]}
+    assert calls["sem_filter[generate gpt-5-mini]"]["rows"] == 10 and not calls["sem_filter[generate gpt-5-mini]"].get("note")
+    assert calls["prompt[gpt-5-mini]"]["rows"] == 10 and calls["prompt[gpt-5-mini]"]["note"].startswith("at most")
+    text = q.explain(estimate=True)
+    assert "sem_filter[generate gpt-5-mini]: 10 calls" in text and "== Estimate" in text
+    assert sim.stats()["total_requests"] == 0

@@ -19,7 +19,7 @@ from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
-from inferframe.plan.inspect import ai_notes, cheap_total, estimate_inputs, has_ai, source_rows
+from inferframe.plan.inspect import ai_notes, cheap_total, estimate_bounds, has_ai, source_rows
 from inferframe.plan.optimizer import optimize
 
 
@@ -489,7 +489,7 @@ class DataFrame:
         from inferframe.ai.requests import estimate_call
 
         calls = []
-        for node, inputs in estimate_inputs(self._optimized()):
+        for node, inputs, bounded in estimate_bounds(self._optimized()):
             priced = node.udf.call.priced() if node.udf.call is not None else ()
             if not priced:
                 continue  # in-process models and media steps: no tokens, no bill
@@ -501,6 +501,8 @@ class DataFrame:
                 # A cascade's stage: its constant parts around the row's text (every row counted: an upper bound).
                 mine = rows if template is None else [tuple(r[0] if p is None else p for p in template) for r in rows]
                 calls.append(estimate_call(config, mine))
+                if bounded:
+                    calls[-1]["note"] = "at most: an AI filter before this call may drop rows"
         costs = [c.get("cost_usd") for c in calls]
         savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
         return {
@@ -532,8 +534,12 @@ class DataFrame:
             text = text.rsplit("\n", 1)[0] + f"\n(Showing first {n} rows)"
         print(text)
 
-    def explain(self, show_all: bool = True) -> str:
-        """Print the logical plan, and with ``show_all`` the optimized plan too; returns the text."""
+    def explain(self, show_all: bool = True, estimate: bool = False) -> str:
+        """Print the logical plan, and with ``show_all`` the optimized plan too; returns the text.
+
+        ``estimate=True`` adds each AI call's rows, input tokens and dollars (``estimate()``: it
+        reads the data and evaluates the prompts' inputs, but calls no model).
+        """
         parts = ["== Logical plan ==", self._plan.tree()]
         if show_all:
             parts += ["", "== Optimized plan ==", self._optimized().tree()]
@@ -541,6 +547,18 @@ class DataFrame:
 
             notes = ai_notes(self._optimized(), estimate_rows)
             parts += ["", "== AI calls (estimated) ==", *notes] if notes else []
+        if estimate:
+            parts += ["", "== Estimate (data read, no model called) =="]
+            found = self.estimate()
+            for c in found["calls"]:
+                if c.get("rows") is None:
+                    parts.append(f"{c['call']}: {c.get('note', 'not known before the run')}")
+                    continue
+                cost = "price unknown" if c.get("cost_usd") is None else f"${c['cost_usd']:.4f}"
+                note = f" ({c['note']})" if c.get("note") else ""
+                parts.append(f"{c['call']}: {c['rows']:,} calls, {c.get('input_tokens') or 0:,} input tokens, {cost}{note}")
+            total = "price unknown" if found["cost_usd"] is None else f"${found['cost_usd']:.4f}"
+            parts.append(f"total: {found['input_tokens']:,} input tokens, {total}")
         text = "\n".join(parts)
         print(text)
         return text

@@ -58,8 +58,8 @@ def calls_udf(plan: lp.LogicalPlan) -> bool:
     return any(contains_udf(e) for p in _walk(plan) for e in _exprs(p))
 
 
-def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project, UDFCall]]:
-    """Every AI call in the plan's projections, with the projection that computes it (outermost first).
+def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project | lp.Filter, UDFCall]]:
+    """Every AI call in the plan's projections and filters, with the node that computes it (outermost first).
 
     Parameters:
         plan: a logical plan.
@@ -72,8 +72,8 @@ def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project, UDFCall]]:
         >>> [call.udf.name for _, call in ai_calls(df._plan)]
         ['prompt']
     """
-    if isinstance(plan, lp.Project):
-        for e in plan.exprs:
+    if isinstance(plan, (lp.Project, lp.Filter)):
+        for e in _exprs(plan):
             for n in e.walk():
                 if is_ai_call(n):
                     yield plan, n
@@ -103,6 +103,40 @@ def estimate_inputs(plan: lp.LogicalPlan) -> Iterator[tuple[UDFCall, lp.LogicalP
             yield call, None
         else:
             yield call, lp.Project(node.input, tuple(Alias(a, f"__p{i}") for i, a in enumerate(call.args)))
+
+
+def _without_ai_filters(plan: lp.LogicalPlan) -> lp.LogicalPlan:
+    """The plan with every filter that calls a model taken out: a superset of its rows."""
+    if isinstance(plan, lp.Filter) and contains_ai(plan.predicate):
+        return _without_ai_filters(plan.input)
+    kids = plan.children()
+    if not kids:
+        return plan
+    new = tuple(_without_ai_filters(k) for k in kids)
+    return plan if all(a is b for a, b in zip(new, kids)) else plan.with_children(new)
+
+
+def estimate_bounds(plan: lp.LogicalPlan) -> Iterator[tuple[UDFCall, lp.LogicalPlan | None, bool]]:
+    """``estimate_inputs``, except that a call after filters that ask a model gets the rows before them.
+
+    Yields (call, inputs, bounded): ``bounded`` says the inputs are an upper bound (the rows an AI
+    filter would drop are still in them). Inputs are None when they depend on an AI projection.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> from inferframe import col
+        >>> from inferframe.functions import prompt, sem_predicate
+        >>> df = ifr.from_pydict({"q": ["hi", "yo"]}).where(sem_predicate("{q} is a greeting", model="gemma-3-270m"))
+        >>> df = df.with_column("a", prompt(col("q"), model="gemma-3-270m"))
+        >>> [(c.udf.name, bounded) for c, _, bounded in estimate_bounds(df._plan)]
+        [('prompt', True), ('sem_filter[score]', False)]
+    """
+    for node, call in ai_calls(plan):
+        below = _without_ai_filters(node.input)
+        if any(contains_ai(a) for a in call.args) or has_ai(below):
+            yield call, None, False
+        else:
+            yield call, lp.Project(below, tuple(Alias(a, f"__p{i}") for i, a in enumerate(call.args))), below is not node.input
 
 
 def cheap_total(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None] = lambda source: None) -> int | None:
