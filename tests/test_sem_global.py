@@ -284,3 +284,20 @@ def test_sem_topk_on_the_embedded_model_label_scores_a_or_b():
     got = out.to_pydict()["r"]
     assert len(got) == 2 and set(got) <= set(df.to_pydict()["r"])
     assert out.sem_stats["failed"] == 0 and 0 < out.sem_stats["calls"] <= 3 + 2 + 1
+
+
+def test_sem_agg_packs_as_many_rows_as_the_models_context_holds():
+    from inferframe.functions.sem_agg import context_budget
+
+    assert context_budget({"model": "gemma-3-270m"})[0] == (2048 - 512 - 200) * 3
+    assert context_budget({"model": "gemma-3-270m", "max_tokens": 1000})[0] == (2048 - 1000 - 200) * 3
+    assert context_budget({"provider": "openai", "model": "gpt-5-mini", "api_key": "sk-x"})[0] == (400_000 - 712) * 3
+    with pytest.raises(PlanError, match="lower max_tokens"):
+        context_budget({"model": "gemma-3-270m", "max_tokens": 2000})
+    df = ifr.from_pydict({"review": [f"c{i:02d} late" for i in range(100)]})
+    with Simulator(SimulatorConfig(responder=first_last_ids)) as s:
+        out = df.sem_agg("Summarise the complaints in {review}", **api(s))  # gpt-5-mini: the whole table fits one prompt
+        small = df.sem_agg("Summarise the complaints in {review}", max_chars=200, **api(s))
+    assert out.to_pydict() == {"sem_agg": ["c00-c99"]} and out.sem_stats["calls"] == 1
+    assert out.sem_stats["max_chars"] == (400_000 - 712) * 3 and "context of 400,000 tokens" in out.sem_stats["budget"]
+    assert small.sem_stats["calls"] > 3 and small.sem_stats["budget"] == "max_chars=200 (given)"

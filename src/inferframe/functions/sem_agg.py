@@ -27,7 +27,7 @@ from inferframe.errors import PlanError
 from inferframe.functions._sem_global import Calls, ask_prompts, criterion, document, frame, rows_of
 from inferframe.functions.templates import parse_template
 
-__all__ = ["pack", "reduce_groups", "sem_agg"]
+__all__ = ["context_budget", "pack", "reduce_groups", "sem_agg"]
 
 # Answers a round of prompts: (level, texts) per prompt -> the answer, or None where it failed.
 Summarise = Callable[[list[tuple[int, list[str]]]], list[str | None]]
@@ -81,7 +81,43 @@ def reduce_groups(groups: dict, max_chars: int, summarise: Summarise) -> tuple[d
     return answers, levels
 
 
-def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 4000, column: str = "sem_agg",
+# Characters of English text per token, low: a pack sized by it stays within the context.
+CHARS_PER_TOKEN = 3.0
+# Tokens of each prompt that are not row text: the instruction, the numbering, the chat template.
+PROMPT_OVERHEAD_TOKENS = 200
+# The answer's room when max_tokens is not set.
+DEFAULT_ANSWER_TOKENS = 512
+DEFAULT_MAX_CHARS = 4000
+
+
+def context_budget(options: dict) -> tuple[int, str]:
+    """Characters of row text per prompt from the model's context window: (chars, how it was chosen).
+
+    The window less the answer (``max_tokens``, else 512) and the prompt's own text, at 3 characters
+    a token; 4000 characters where the window is not known.
+
+    Example:
+        >>> context_budget({"model": "gemma-3-270m"})
+        (4008, 'gemma-3-270m: context of 2,048 tokens less 512 for the answer and 200 for the prompt')
+    """
+    from inferframe.models.registry import resolve_model
+    from inferframe.providers.registry import provider_class
+
+    ref = resolve_model("sem_agg", options.get("provider"), options.get("model"), kind="generate",
+                        options=dict(options))
+    ctx = provider_class(ref.spec).context_size(ref.model, ref.caps) if ref.spec is not None else None
+    if not ctx:
+        return DEFAULT_MAX_CHARS, f"{ref.model}: context not known, {DEFAULT_MAX_CHARS:,} characters"
+    answer = options.get("max_tokens") or DEFAULT_ANSWER_TOKENS
+    tokens = ctx - answer - PROMPT_OVERHEAD_TOKENS
+    if tokens < 20:
+        raise PlanError(f"sem_agg(): {ref.model}'s context of {ctx:,} tokens leaves no room for rows after "
+                        f"max_tokens={answer}; lower max_tokens.")
+    return int(tokens * CHARS_PER_TOKEN), (f"{ref.model}: context of {ctx:,} tokens less {answer} for the answer and "
+                                           f"{PROMPT_OVERHEAD_TOKENS} for the prompt")
+
+
+def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | None = None, column: str = "sem_agg",
             on_error: str = "null", **options: Any) -> Any:
     """One answer per group: the model's answer to the template's instruction over all the group's rows.
 
@@ -94,8 +130,8 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 40
         df: the DataFrame.
         template: the instruction, with the columns it reads in braces: ``"Summarise the complaints in {review}"``.
         group_by: a column name or a list of them (None: one answer over all rows).
-        max_chars: the characters of row text per prompt (default 4000, about 1000 tokens: well within
-            Gemma 3's context; raise it for a larger model).
+        max_chars: the characters of row text per prompt (default: as many as the model's context holds,
+            ``context_budget``: about 4,000 on the embedded Gemma 3 270M).
         column: the answer column's name.
         on_error: "null" (default): a failed call's part is left out and counted; "raise": ``RowFailed``.
         **options: what ``prompt`` takes (provider, model, base_url, max_tokens, ...).
@@ -109,8 +145,11 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 40
     keys = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(group_by, (list, tuple)) else []
     if (group_by is not None and not keys) or not all(isinstance(k, str) for k in keys):
         raise PlanError(f"sem_agg(group_by={group_by!r}) takes a column name or a list of them, e.g. group_by='film'.")
-    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 20:
+    if max_chars is not None and (not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 20):
         raise PlanError(f"sem_agg(): max_chars={max_chars!r} must be a whole number >= 20, e.g. max_chars=4000.")
+    budget = f"max_chars={max_chars:,} (given)" if max_chars is not None else None
+    if max_chars is None:
+        max_chars, budget = context_budget(options)
     if column in keys:
         raise PlanError(f"sem_agg(column={column!r}) is a group column; pass another name, e.g. column='summary'.")
     rows = rows_of(df, t, "sem_agg", tuple(keys))
@@ -138,5 +177,5 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int = 40
                       for k, v in data.items()})
     out = frame(df, table)
     out.sem_stats = calls.as_dict(levels={(None if not g else g[0] if len(g) == 1 else g): n
-                                           for g, n in levels.items()})
+                                           for g, n in levels.items()}, max_chars=max_chars, budget=budget)
     return out

@@ -131,6 +131,8 @@ class Capabilities:
             OpenAI chat), or "none" (classification falls back to constrained generation).
         vision: its models read images: True, False (image inputs are a PlanError before any
             request), or None: not known (the server's answer decides; see ``Provider.reads_images``).
+        context_tokens: the tokens one request may hold, prompt and answer (None: not known; see
+            ``Provider.context_size`` for a size per model).
     """
 
     default_endpoint: str = "chat"
@@ -148,6 +150,7 @@ class Capabilities:
     in_process: bool = False
     logprobs: str = "none"
     vision: bool | None = None
+    context_tokens: int | None = None
 
 
 class Provider(abc.ABC):
@@ -178,6 +181,11 @@ class Provider(abc.ABC):
     def embedding_size(cls, model: str) -> int | None:
         """The vector size of an embedding model this provider knows, else None (probed)."""
         return None
+
+    @classmethod
+    def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
+        """The tokens one request to ``model`` may hold (prompt and answer), else None (not known)."""
+        return caps.context_tokens
 
     @classmethod
     def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:

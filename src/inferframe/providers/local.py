@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
 from inferframe.providers.interface import Capabilities
-from inferframe.providers.local_server import DEFAULT_N_PARALLEL
+from inferframe.providers.local_server import DEFAULT_CTX_PER_SLOT, DEFAULT_N_PARALLEL
 from inferframe.providers.openai import LlamaCppProvider
 from inferframe.providers.spec import ProviderSpec
 
@@ -51,6 +51,7 @@ class LocalProvider(LlamaCppProvider):
         default_concurrency=DEFAULT_N_PARALLEL, default_model=DEFAULT_MODEL, default_embedding_model=DEFAULT_MODEL,
         embedding_max_input_tokens=MAX_INPUT_TOKENS, embedding_max_batch_inputs=MAX_BATCH_INPUTS, logprobs="tokens",
         vision=False,  # Gemma 3 270M reads text only (the server runs without an image projector)
+        context_tokens=DEFAULT_CTX_PER_SLOT,  # each request runs in one slot of the embedded server
     )
 
     def __init__(self, spec: ProviderSpec, *, base_url: str | None = None, api_key: str | None = None,

@@ -45,6 +45,9 @@ EMBEDDING_MODELS = MappingProxyType({
     "text-embedding-3-large": (3072, 8191),
     "text-embedding-ada-002": (1536, 8191),
 })
+# Context windows of OpenAI's models (platform.openai.com/docs/models), by name prefix: the first match wins.
+CONTEXT_TOKENS = (("gpt-5", 400_000), ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("o1", 200_000),
+                  ("o3", 200_000), ("o4", 200_000), ("gpt-4-turbo", 128_000), ("gpt-3.5", 16_385))
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "text-embedding-", "chatgpt-")
 # OpenAI's models by whether they read images (the first matching prefix wins; others: not known).
 _OPENAI_VISION = (("gpt-3.5", False), ("o1-mini", False), ("o3-mini", False), ("text-embedding-", False),
@@ -234,6 +237,13 @@ class HostedOpenAIProvider(OpenAIProvider):
     @classmethod
     def knows_model(cls, model: str) -> bool:
         return model.startswith(_OPENAI_PREFIXES)
+
+    @classmethod
+    def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
+        for prefix, tokens in CONTEXT_TOKENS:
+            if model and model.startswith(prefix):
+                return tokens
+        return caps.context_tokens
 
     @classmethod
     def embedding_size(cls, model: str) -> int | None:
