@@ -96,13 +96,14 @@ def compare_by_planted_score(body):
 def test_sem_topk_returns_the_planted_top_k_with_few_calls():
     score, df = scored_reviews(60)
     with Simulator(SimulatorConfig(responder=compare_by_planted_score)) as s:
-        out = df.sem_topk("{review} is the most enthusiastic", k=5, **api(s))
+        out = df.sem_topk("{review} is the most enthusiastic", k=5, method="quick", **api(s))
         requests = s.stats()["total_requests"]
     got = out.to_pydict()
     assert [score[i] for i in got["id"]] == [59, 58, 57, 56, 55]
     assert out.column_names == ["id", "review"]
     assert out.sem_stats["calls"] == requests <= 0.3 * 60 * 59 / 2
     assert out.sem_stats["failed"] == 0 and out.sem_stats["jobs"] < requests  # rounds batched into jobs
+    assert out.sem_stats["plan"] == "quick" and out.sem_stats["score_calls"] == 0
 
 
 def test_sem_topk_asks_a_pairwise_question_constrained_to_a_or_b():

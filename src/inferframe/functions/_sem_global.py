@@ -30,7 +30,7 @@ from inferframe.functions.templates import Field, Template
 from inferframe.observe.recorder import DriftWarning
 from inferframe.plan import logical as lp
 
-__all__ = ["Calls", "ask_labels", "ask_prompts", "criterion", "document", "frame", "rows_of"]
+__all__ = ["Calls", "ask_labels", "ask_prompts", "criterion", "document", "frame", "rows_of", "table_of"]
 
 
 @dataclasses.dataclass
@@ -55,11 +55,16 @@ def frame(df: Any, table: pa.Table) -> Any:
 
 def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> list[dict]:
     """Collect ``df`` (the columns the template reads plus ``extra``) as a list of row dicts; a missing column is a PlanError."""
+    return table_of(df, t, fn, extra).to_pylist()
+
+
+def table_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> pa.Table:
+    """Collect ``df`` as one Arrow table (once); a column the template reads (or in ``extra``) missing is a PlanError."""
     missing = [c for c in [*t.columns(), *extra] if c not in df.column_names]
     if missing:
         raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r} (columns: {df.column_names}); "
                         "name one of its columns in the template.")
-    return df.to_arrow().to_pylist()
+    return df.to_arrow()
 
 
 def criterion(t: Template) -> str:
@@ -101,9 +106,9 @@ def ask_prompts(df: Any, prompts: list[str], calls: Calls, options: dict) -> lis
     return out
 
 
-def _run(job: Any) -> list:
-    """The answers of one round's job. Rounds ask different questions by design, so the run history's drift
-    warning (meant for one pipeline run again over similar data) is silenced for them."""
+def _run(job: Any, column: str = "a") -> list:
+    """The answers (``column``) of one round's job. Rounds ask different questions by design, so the run history's
+    drift warning (meant for one pipeline run again over similar data) is silenced for them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DriftWarning)
-        return job.to_pydict()["a"]
+        return job.to_pydict()[column]

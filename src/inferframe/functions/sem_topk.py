@@ -1,14 +1,26 @@
 """``DataFrame.sem_topk()`` and ``sem_rank()``: the rows that best fit a statement, by the model's judgement.
 
-``sem_topk`` collects its input (it needs every row) and runs a quickselect whose comparisons the
-model makes: "Which one better fits: <criterion>? A: ... B: ... Answer A or B." (every other pair
-shown the other way round, against a preference for one position; labels "A"/"B":
-label scoring on the embedded llama.cpp server, constrained generation elsewhere). Each round
-compares every remaining candidate with one pivot, all in one DataFrame job, and keeps the side that
-holds the k best; about 2n comparisons in all instead of n(n-1)/2. The k chosen rows are then
-ordered by their wins in the k(k-1)/2 comparisons among them (one more job). A failed comparison
-counts as "no preference" (the candidate is not better than the pivot, no win) and is counted;
-``on_error="raise"`` stops at it. The result's ``sem_stats`` holds the calls, jobs and failures.
+``sem_topk`` collects its input (it needs every row) and has two physical plans (``method=``):
+
+- ``"quick"`` (LOTUS "quick"): a quickselect whose comparisons the model makes: "Which one better
+  fits: <criterion>? A: ... B: ... Answer A or B." (every other pair shown the other way round,
+  against a preference for one position; labels "A"/"B": label scoring on the embedded llama.cpp
+  server, constrained generation elsewhere). Each round compares every remaining candidate with one
+  pivot, all in one DataFrame job, and keeps the side that holds the k best; about 2n comparisons in
+  all instead of n(n-1)/2. The k chosen rows are then ordered by their wins in the k(k-1)/2
+  comparisons among them (one more job).
+- ``"rerank"`` (score, then rerank): one 1-``scale`` score per row (``sem_rank_score``, constrained to
+  the digits; one job), the best ``m = max(k, ceil(oversample * k))`` rows kept as candidates plus
+  every row tied with the m-th score, and those ordered by the quickselect above: n scores plus
+  about 2m + k(k-1)/2 comparisons. A row whose score failed ranks below every scored row (it is a
+  candidate only where fewer than m rows scored) and is counted.
+- ``"auto"`` (default): "quick" where n <= 3m (m as above; n <= 6k with the default oversample=2),
+  "rerank" above (see ``choose_plan`` for the calls count behind the rule).
+
+A failed comparison counts as "no preference" (the candidate is not better than the pivot, no win)
+and is counted; ``on_error="raise"`` stops at a failed comparison or score. The result's
+``sem_stats`` holds the plan that ran, the calls (``score_calls``, ``compare_calls``), jobs and
+failures of each phase.
 
 ``sem_rank`` is lazy: a 1-N score per row (constrained to the digits) and a sort on it.
 
@@ -16,10 +28,15 @@ Example:
     >>> import random
     >>> quickselect_top(list(range(20)), 3, lambda pairs: [a > b for a, b in pairs], random.Random(0))
     [19, 18, 17]
+    >>> choose_plan(n=60, k=5, m=10), choose_plan(n=30, k=5, m=10)
+    ('rerank', 'quick')
+    >>> candidates_by_score([3, 5, None, 4, 5, 4], m=3)
+    [1, 4, 3, 5]
 """
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any, Callable
 
@@ -27,11 +44,17 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import lit
-from inferframe.functions._sem_global import Calls, ask_labels, criterion, document, frame, rows_of
+from inferframe.functions._sem_global import Calls, _run, ask_labels, criterion, document, frame, table_of
 from inferframe.functions.ai import classify_text
 from inferframe.functions.templates import parse_template
 
-__all__ = ["order_by_wins", "quickselect_top", "sem_rank", "sem_rank_score", "sem_topk"]
+__all__ = ["PLANS", "candidates_by_score", "choose_plan", "order_by_wins", "quickselect_top", "sem_rank",
+           "sem_rank_score", "sem_topk"]
+
+# sem_topk's physical plans (method=).
+PLANS = ("auto", "quick", "rerank")
+# What classify_text's method= takes: sem_topk passes it on as label_method=.
+_LABEL_METHODS = ("generate", "score", "embedding")
 
 # Compares (candidate, other) pairs in one round: True where the candidate is better, False or None (no preference) else.
 Compare = Callable[[list[tuple[int, int]]], list[bool | None]]
@@ -89,19 +112,67 @@ def order_by_wins(ids: list[int], better: Compare) -> list[int]:
     return sorted(ids, key=lambda i: -wins[i])
 
 
-def sem_topk(df: Any, template: str, k: int, *, seed: int = 0, on_error: str = "null", **options: Any) -> Any:
-    """The ``k`` rows that best fit the template's statement, best first, by the model's pairwise comparisons.
+def choose_plan(n: int, k: int, m: int) -> str:
+    """method="auto": "quick" for ``n`` rows where n <= 3m (``m`` candidates kept after scoring), else "rerank".
+
+    Calls (the model's questions): quick asks about 2n comparisons (every round compares the
+    remaining rows with a pivot; the rounds shrink geometrically) plus k(k-1)/2 to order the k chosen;
+    rerank asks n scores plus the same quickselect among its m' candidates: about n + 2m' + k(k-1)/2.
+    So rerank saves calls once n > 2m'. m' is m plus the rows tied with the m-th score, and on a
+    1-5 scale ties are common (m' about 1.5m), so the break-even is about n = 3m: n <= 3m keeps
+    "quick" (e.g. k=5, m=10: 30 rows cost about 60 + 10 comparisons either way), where it is no dearer
+    and every row gets the model's pairwise judgement rather than a coarse score; above it
+    "rerank" (60 rows, k=5: about 130 calls for quick, about 60 + 30 + 10 = 100 for rerank).
+
+    Example:
+        >>> [choose_plan(n, k=5, m=10) for n in (5, 30, 31, 1000)]
+        ['quick', 'quick', 'rerank', 'rerank']
+    """
+    return "quick" if n <= 3 * m else "rerank"
+
+
+def candidates_by_score(scores: list[int | None], m: int) -> list[int]:
+    """The ids of the ``m`` best scores plus every id tied with the m-th, best first (ties keep the given order).
+
+    A None score (failed) ranks below every score: such rows are candidates only where fewer than m rows scored.
+
+    Example:
+        >>> candidates_by_score([2, None, 5, 2, 1], m=2)
+        [2, 0, 3]
+        >>> candidates_by_score([None, 4, None], m=2)
+        [1, 0, 2]
+    """
+    order = sorted(range(len(scores)), key=lambda i: -(scores[i] if scores[i] is not None else 0))
+    if len(order) <= m:
+        return order
+    cut = scores[order[m - 1]]
+    return [i for i in order if (scores[i] if scores[i] is not None else 0) >= (cut if cut is not None else 0)]
+
+
+def sem_topk(df: Any, template: str, k: int, *, method: str = "auto", oversample: float = 2, scale: int = 5,
+             seed: int = 0, on_error: str = "null", label_method: str = "auto", **options: Any) -> Any:
+    """The ``k`` rows that best fit the template's statement, best first, by the model's judgement.
 
     Collects ``df`` (it needs every row). The result is an in-memory DataFrame of ``df``'s columns;
-    its ``sem_stats`` is {"calls", "jobs", "failed", "rows"}.
+    its ``sem_stats`` is {"plan", "calls", "jobs", "failed", "rows", "candidates", "score_calls",
+    "score_failed", "compare_calls", "compare_failed"} ("candidates": the rows the comparisons chose
+    among; "calls" = "score_calls" + "compare_calls").
 
     Parameters:
         df: the DataFrame.
         template: the statement, with the columns it reads in braces: ``"{review} is the most enthusiastic"``.
         k: how many rows (a whole number >= 1; fewer rows than k: all of them, ordered).
+        method: the plan: "quick" (quickselect by pairwise comparisons, about 2n + k(k-1)/2 calls),
+            "rerank" (a 1-``scale`` score per row, then the comparisons among the best
+            m = max(k, ceil(oversample * k)) rows and those tied with the m-th: n + about 2m + k(k-1)/2
+            calls; with n <= m no score is asked) or "auto" (default): "quick" where n <= 3m, else "rerank".
+        oversample: with "rerank", how many candidates per wanted row are kept after scoring (a number >= 1; 2).
+        scale: with "rerank", the top of the score (2 to 9; 5).
         seed: the seed of the pivots.
-        on_error: "null" (default): a failed comparison is "no preference"; "raise": it stops with ``RowFailed``.
-        **options: what ``classify_text`` takes (provider, model, base_url, method, max_concurrency, ...).
+        on_error: "null" (default): a failed comparison is "no preference", a failed score ranks last
+            (both counted); "raise": it stops with ``RowFailed``.
+        label_method: ``classify_text``'s method= for the comparisons and the scores ("auto", "generate", "score").
+        **options: what ``classify_text`` takes (provider, model, base_url, max_concurrency, ...).
 
     Example:
         >>> import inferframe as ifr
@@ -112,23 +183,57 @@ def sem_topk(df: Any, template: str, k: int, *, seed: int = 0, on_error: str = "
     t = parse_template(template, "sem_topk")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise PlanError(f"sem_topk(): k={k!r} must be a whole number >= 1, e.g. k=10.")
-    rows = rows_of(df, t, "sem_topk")
+    if method in _LABEL_METHODS:
+        raise PlanError(f"sem_topk(): method={method!r} is a classify_text method; sem_topk's method= chooses its plan "
+                        f"({', '.join(map(repr, PLANS))}); pass label_method={method!r} for the comparisons' method.")
+    if method not in PLANS:
+        raise PlanError(f"sem_topk(): method={method!r} is not a plan; pass one of {', '.join(map(repr, PLANS))}, "
+                        "e.g. method='rerank' (score every row, then compare the best).")
+    if (not isinstance(oversample, (int, float)) or isinstance(oversample, bool) or not math.isfinite(oversample)
+            or oversample < 1):
+        raise PlanError(f"sem_topk(): oversample={oversample!r} must be a number >= 1 (rerank keeps "
+                        "max(k, ceil(oversample * k)) candidates after scoring), e.g. oversample=2.")
+    options = dict(options, on_error=on_error, method=label_method)
+    # Built before any request, so a bad scale (or label_method) is a PlanError before the input is collected.
+    score = sem_rank_score(template, scale=scale, confidence_column=False, **options) if method != "quick" else None
+    table = table_of(df, t, "sem_topk")
+    rows = table.to_pylist()
+    n = len(rows)
     docs = [document(t, r) for r in rows]
     what = criterion(t)
-    calls = Calls()
+    m = max(k, math.ceil(oversample * k))
+    plan = choose_plan(n, k, m) if method == "auto" else method
+    scored, compared = Calls(), Calls()
 
     def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
         # Every other pair is asked the other way round, so a preference for one position cancels out.
         shown = [(a, b) if i % 2 == 0 else (b, a) for i, (a, b) in enumerate(pairs)]
         questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
-        answers = ask_labels(df, questions, ["A", "B"], calls, dict(options, on_error=on_error), "Answer A or B.")
+        answers = ask_labels(df, questions, ["A", "B"], compared, options, "Answer A or B.")
         return [None if x is None else (x == "A") == (i % 2 == 0) for i, x in enumerate(answers)]
 
-    top = quickselect_top(list(range(len(rows))), k, better, random.Random(seed))
-    table = df.to_arrow().take(pa.array(top, pa.int64()))
-    out = frame(df, table)
-    out.sem_stats = calls.as_dict(rows=len(rows))
+    candidates = list(range(n))
+    if plan == "rerank" and n > m:
+        candidates = candidates_by_score(_scores(df, table, t, score, scored), m)
+    top = quickselect_top(candidates, k, better, random.Random(seed))
+    out = frame(df, table.take(pa.array(top, pa.int64())))
+    out.sem_stats = {"plan": plan, "calls": scored.calls + compared.calls, "jobs": scored.jobs + compared.jobs,
+                     "failed": scored.failed + compared.failed, "rows": n, "candidates": len(candidates),
+                     "score_calls": scored.calls, "score_failed": scored.failed,
+                     "compare_calls": compared.calls, "compare_failed": compared.failed}
     return out
+
+
+def _scores(df: Any, table: pa.Table, t: Any, score: Any, calls: Calls) -> list[int | None]:
+    """One job: ``score`` (a ``sem_rank_score`` expression) of every row of ``table`` (None where it failed; counted)."""
+    name = "sem_topk_score"
+    while name in table.column_names or f"{name}_error" in table.column_names:
+        name = "_" + name
+    answers = _run(frame(df, table.select(t.columns())).with_column(name, score), name)
+    calls.calls += len(answers)
+    calls.jobs += 1
+    calls.failed += sum(a is None for a in answers)
+    return [None if a is None else int(a) for a in answers]
 
 
 def sem_rank_score(template: str, *, scale: int = 5, **options: Any) -> Any:
