@@ -96,7 +96,7 @@ def compare_by_planted_score(body):
 def test_sem_topk_returns_the_planted_top_k_with_few_calls():
     score, df = scored_reviews(60)
     with Simulator(SimulatorConfig(responder=compare_by_planted_score)) as s:
-        out = df.sem_topk("{review} is the most enthusiastic", k=5, method="quick", **api(s))
+        out = df.sem_topk("{review} is the most enthusiastic", k=5, plan="quick", **api(s))
         requests = s.stats()["total_requests"]
     got = out.to_pydict()
     assert [score[i] for i in got["id"]] == [59, 58, 57, 56, 55]

@@ -1,5 +1,5 @@
 """sem_topk's two plans on the simulator with planted answers: quickselect ("quick") and score-then-rerank
-("rerank"), the choice of method="auto", the plan and the calls of each phase in sem_stats, mistakes before
+("rerank"), the choice of plan="auto", the plan and the calls of each phase in sem_stats, mistakes before
 any request, and a failed score handled as data."""
 
 import json
@@ -37,8 +37,8 @@ def run(n, k, fail=None, **kw):
 
 
 def test_rerank_returns_the_planted_top_k_in_order_with_fewer_calls_than_quick():
-    top_r, stats_r, requests_r = run(60, 5, method="rerank")
-    top_q, stats_q, requests_q = run(60, 5, method="quick")
+    top_r, stats_r, requests_r = run(60, 5, plan="rerank")
+    top_q, stats_q, requests_q = run(60, 5, plan="quick")
     print(f"\n60 rows, k=5: rerank {stats_r}\n              quick  {stats_q}")
     assert top_r == top_q == [59, 58, 57, 56, 55]
     assert stats_r["plan"] == "rerank" and stats_q["plan"] == "quick"
@@ -53,10 +53,10 @@ def test_rerank_returns_the_planted_top_k_in_order_with_fewer_calls_than_quick()
 
 def test_oversample_sets_the_candidates_and_ties_with_the_mth_are_kept():
     # m = max(5, ceil(1.5 * 5)) = 8 falls inside the top band of 12 tied rows: all 12 are kept.
-    top, stats, _ = run(60, 5, method="rerank", oversample=1.5)
+    top, stats, _ = run(60, 5, plan="rerank", oversample=1.5)
     assert top == [59, 58, 57, 56, 55] and stats["candidates"] == 12
     # m = 15 reaches into the next band (rows 36-47 score 4): 12 + 12 candidates.
-    assert run(60, 5, method="rerank", oversample=3)[1]["candidates"] == 24
+    assert run(60, 5, plan="rerank", oversample=3)[1]["candidates"] == 24
     assert candidates_by_score([5, 5, 4, 4, 4, 1], m=3) == [0, 1, 2, 3, 4]
 
 
@@ -71,32 +71,31 @@ def test_auto_picks_quick_for_few_rows_and_rerank_for_many():
 
 
 def test_rerank_with_no_more_rows_than_candidates_asks_no_scores():
-    top, stats, requests = run(8, 3, method="rerank")  # m = 6 < 8: scored
+    top, stats, requests = run(8, 3, plan="rerank")  # m = 6 < 8: scored
     assert top == [7, 6, 5] and stats["score_calls"] == 8
-    top, stats, requests = run(6, 3, method="rerank")  # m = 6: every row is a candidate anyway
+    top, stats, requests = run(6, 3, plan="rerank")  # m = 6: every row is a candidate anyway
     assert top == [5, 4, 3] and stats["plan"] == "rerank" and stats["score_calls"] == 0 < requests
 
 
 def test_a_failed_score_is_not_chosen_and_counted_or_raises():
-    top, stats, requests = run(60, 5, fail=59, method="rerank")
+    top, stats, requests = run(60, 5, fail=59, plan="rerank")
     print(f"\n60 rows, k=5, the best row's score failed: {stats}")
     assert top == [58, 57, 56, 55, 54]  # the row of enthusiasm 59 ranks below every scored row
     assert stats["score_failed"] == stats["failed"] == 1 and stats["compare_failed"] == 0
     assert stats["candidates"] == 11 and stats["calls"] == requests
     score, df = scored_reviews(60)
     with Simulator(SimulatorConfig(responder=planted(60, fail=59))) as s, pytest.raises(RowFailed):
-        df.sem_topk(STATEMENT, k=5, method="rerank", on_error="raise", **api(s))
+        df.sem_topk(STATEMENT, k=5, plan="rerank", on_error="raise", **api(s))
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(method="fast"), "method='fast' is not a plan; pass one of 'auto', 'quick', 'rerank'"),
-    (dict(method="generate"), "pass label_method='generate'"),
+    (dict(plan="fast"), "plan='fast' is not a plan; pass one of 'auto', 'quick', 'rerank'"),
     (dict(oversample=0.5), "oversample=0.5 must be a number >= 1"),
     (dict(oversample=True), "oversample=True must be a number >= 1"),
     (dict(oversample=float("nan")), "oversample=nan must be a number >= 1"),
     (dict(oversample="2"), "oversample='2' must be a number >= 1"),
-    (dict(method="rerank", scale=12), "scale=12"),
-    (dict(label_method="guess"), "method='guess'"),
+    (dict(plan="rerank", scale=12), "scale=12"),
+    (dict(method="guess"), "method='guess'"),
 ])
 def test_bad_plan_options_are_plan_errors_before_any_request(options, message):
     _, df = scored_reviews(60)

@@ -137,11 +137,11 @@ class DataFrame:
     def sem_topk(self, template: str, k: int, **options: Any) -> "DataFrame":
         """The k rows that best fit the statement, best first, by the model's judgement (``inferframe.functions.sem_topk``).
 
-        ``method=``: "quick" (quickselect by pairwise comparisons, about 2n + k(k-1)/2 calls), "rerank"
+        ``plan=``: "quick" (quickselect by pairwise comparisons, about 2n + k(k-1)/2 calls), "rerank"
         (a 1-``scale`` score per row, then the comparisons among the best max(k, ceil(``oversample`` * k))
         rows plus those tied with the last: n + O(m) calls) or "auto" (default: "quick" where
         n <= 3m, else "rerank"). ``sem_stats`` names the plan and the calls of each phase
-        (``score_calls``, ``compare_calls``). classify_text's method goes in ``label_method=``.
+        (``score_calls``, ``compare_calls``). ``method=`` is classify_text's, as for sem_filter.
 
         Example:
             >>> import inferframe as ifr

@@ -1,6 +1,6 @@
 """``DataFrame.sem_topk()`` and ``sem_rank()``: the rows that best fit a statement, by the model's judgement.
 
-``sem_topk`` collects its input (it needs every row) and has two physical plans (``method=``):
+``sem_topk`` collects its input (it needs every row) and has two physical plans (``plan=``):
 
 - ``"quick"`` (LOTUS "quick"): a quickselect whose comparisons the model makes: "Which one better
   fits: <criterion>? A: ... B: ... Answer A or B." (every other pair shown the other way round,
@@ -51,10 +51,8 @@ from inferframe.functions.templates import parse_template
 __all__ = ["PLANS", "candidates_by_score", "choose_plan", "order_by_wins", "quickselect_top", "sem_rank",
            "sem_rank_score", "sem_topk"]
 
-# sem_topk's physical plans (method=).
+# sem_topk's physical plans (plan=, as sem_join's).
 PLANS = ("auto", "quick", "rerank")
-# What classify_text's method= takes: sem_topk passes it on as label_method=.
-_LABEL_METHODS = ("generate", "score", "embedding")
 
 # Compares (candidate, other) pairs in one round: True where the candidate is better, False or None (no preference) else.
 Compare = Callable[[list[tuple[int, int]]], list[bool | None]]
@@ -113,7 +111,7 @@ def order_by_wins(ids: list[int], better: Compare) -> list[int]:
 
 
 def choose_plan(n: int, k: int, m: int) -> str:
-    """method="auto": "quick" for ``n`` rows where n <= 3m (``m`` candidates kept after scoring), else "rerank".
+    """plan="auto": "quick" for ``n`` rows where n <= 3m (``m`` candidates kept after scoring), else "rerank".
 
     Calls (the model's questions): quick asks about 2n comparisons (every round compares the
     remaining rows with a pivot; the rounds shrink geometrically) plus k(k-1)/2 to order the k chosen;
@@ -149,8 +147,8 @@ def candidates_by_score(scores: list[int | None], m: int) -> list[int]:
     return [i for i in order if (scores[i] if scores[i] is not None else 0) >= (cut if cut is not None else 0)]
 
 
-def sem_topk(df: Any, template: str, k: int, *, method: str = "auto", oversample: float = 2, scale: int = 5,
-             seed: int = 0, on_error: str = "null", label_method: str = "auto", **options: Any) -> Any:
+def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: float = 2, scale: int = 5,
+             seed: int = 0, on_error: str = "null", **options: Any) -> Any:
     """The ``k`` rows that best fit the template's statement, best first, by the model's judgement.
 
     Collects ``df`` (it needs every row). The result is an in-memory DataFrame of ``df``'s columns;
@@ -162,7 +160,7 @@ def sem_topk(df: Any, template: str, k: int, *, method: str = "auto", oversample
         df: the DataFrame.
         template: the statement, with the columns it reads in braces: ``"{review} is the most enthusiastic"``.
         k: how many rows (a whole number >= 1; fewer rows than k: all of them, ordered).
-        method: the plan: "quick" (quickselect by pairwise comparisons, about 2n + k(k-1)/2 calls),
+        plan: "quick" (quickselect by pairwise comparisons, about 2n + k(k-1)/2 calls),
             "rerank" (a 1-``scale`` score per row, then the comparisons among the best
             m = max(k, ceil(oversample * k)) rows and those tied with the m-th: n + about 2m + k(k-1)/2
             calls; with n <= m no score is asked) or "auto" (default): "quick" where n <= 3m, else "rerank".
@@ -171,8 +169,8 @@ def sem_topk(df: Any, template: str, k: int, *, method: str = "auto", oversample
         seed: the seed of the pivots.
         on_error: "null" (default): a failed comparison is "no preference", a failed score ranks last
             (both counted); "raise": it stops with ``RowFailed``.
-        label_method: ``classify_text``'s method= for the comparisons and the scores ("auto", "generate", "score").
-        **options: what ``classify_text`` takes (provider, model, base_url, max_concurrency, ...).
+        **options: what ``classify_text`` takes for the comparisons and the scores (provider, model, base_url,
+            method="auto"/"generate"/"score", max_concurrency, ...).
 
     Example:
         >>> import inferframe as ifr
@@ -183,26 +181,23 @@ def sem_topk(df: Any, template: str, k: int, *, method: str = "auto", oversample
     t = parse_template(template, "sem_topk")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise PlanError(f"sem_topk(): k={k!r} must be a whole number >= 1, e.g. k=10.")
-    if method in _LABEL_METHODS:
-        raise PlanError(f"sem_topk(): method={method!r} is a classify_text method; sem_topk's method= chooses its plan "
-                        f"({', '.join(map(repr, PLANS))}); pass label_method={method!r} for the comparisons' method.")
-    if method not in PLANS:
-        raise PlanError(f"sem_topk(): method={method!r} is not a plan; pass one of {', '.join(map(repr, PLANS))}, "
-                        "e.g. method='rerank' (score every row, then compare the best).")
+    if plan not in PLANS:
+        raise PlanError(f"sem_topk(): plan={plan!r} is not a plan; pass one of {', '.join(map(repr, PLANS))}, "
+                        "e.g. plan='rerank' (score every row, then compare the best).")
     if (not isinstance(oversample, (int, float)) or isinstance(oversample, bool) or not math.isfinite(oversample)
             or oversample < 1):
         raise PlanError(f"sem_topk(): oversample={oversample!r} must be a number >= 1 (rerank keeps "
                         "max(k, ceil(oversample * k)) candidates after scoring), e.g. oversample=2.")
-    options = dict(options, on_error=on_error, method=label_method)
-    # Built before any request, so a bad scale (or label_method) is a PlanError before the input is collected.
-    score = sem_rank_score(template, scale=scale, confidence_column=False, **options) if method != "quick" else None
+    options = dict(options, on_error=on_error)
+    # Built before any request, so a bad scale (or method) is a PlanError before the input is collected.
+    score = sem_rank_score(template, scale=scale, confidence_column=False, **options) if plan != "quick" else None
     table = table_of(df, t, "sem_topk")
     rows = table.to_pylist()
     n = len(rows)
     docs = [document(t, r) for r in rows]
     what = criterion(t)
     m = max(k, math.ceil(oversample * k))
-    plan = choose_plan(n, k, m) if method == "auto" else method
+    plan = choose_plan(n, k, m) if plan == "auto" else plan
     scored, compared = Calls(), Calls()
 
     def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
