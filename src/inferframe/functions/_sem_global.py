@@ -53,13 +53,18 @@ def frame(df: Any, table: pa.Table) -> Any:
     return type(df)(lp.Source(lp.InMemory(table), table.schema))
 
 
-def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> list[dict]:
-    """Collect ``df`` (the columns the template reads plus ``extra``) as a list of row dicts; a missing column is a PlanError."""
+def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> tuple[pa.Table, list[dict]]:
+    """Collect ``df`` once: its table and its rows as dicts; a template column (or ``extra``) it lacks is a PlanError.
+
+    The operator builds its result from this table: collecting ``df`` again would run its plan again (its
+    model calls too, on any runner) and could give other rows than the ones the model was asked about.
+    """
     missing = [c for c in [*t.columns(), *extra] if c not in df.column_names]
     if missing:
         raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r} (columns: {df.column_names}); "
                         "name one of its columns in the template.")
-    return df.to_arrow().to_pylist()
+    table = df.to_arrow()
+    return table, table.to_pylist()
 
 
 def criterion(t: Template) -> str:

@@ -112,7 +112,7 @@ def sem_topk(df: Any, template: str, k: int, *, seed: int = 0, on_error: str = "
     t = parse_template(template, "sem_topk")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise PlanError(f"sem_topk(): k={k!r} must be a whole number >= 1, e.g. k=10.")
-    rows = rows_of(df, t, "sem_topk")
+    table, rows = rows_of(df, t, "sem_topk")
     docs = [document(t, r) for r in rows]
     what = criterion(t)
     calls = Calls()
@@ -125,8 +125,7 @@ def sem_topk(df: Any, template: str, k: int, *, seed: int = 0, on_error: str = "
         return [None if x is None else (x == "A") == (i % 2 == 0) for i, x in enumerate(answers)]
 
     top = quickselect_top(list(range(len(rows))), k, better, random.Random(seed))
-    table = df.to_arrow().take(pa.array(top, pa.int64()))
-    out = frame(df, table)
+    out = frame(df, table.take(pa.array(top, pa.int64())))
     out.sem_stats = calls.as_dict(rows=len(rows))
     return out
 
