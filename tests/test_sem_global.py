@@ -10,6 +10,7 @@ import pytest
 
 import inferframe as ifr
 from inferframe.errors import PlanError, RowFailed
+from inferframe.functions.ai import prompt
 from inferframe.functions.sem_agg import pack, reduce_groups
 from inferframe.functions.sem_dedup import UnionFind, candidate_pairs
 from inferframe.functions.sem_topk import order_by_wins, quickselect_top
@@ -302,3 +303,29 @@ def test_sem_agg_packs_as_many_rows_as_the_models_context_holds():
     assert out.to_pydict() == {"sem_agg": ["c00-c99"]} and out.sem_stats["calls"] == 1
     assert out.sem_stats["max_chars"] == (400_000 - 712) * 3 and "context of 400,000 tokens" in out.sem_stats["budget"]
     assert small.sem_stats["calls"] > 3 and small.sem_stats["budget"] == "max_chars=200 (given)"
+
+
+# --- the input is collected once --------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["sem_topk", "sem_agg", "sem_dedup"])
+def test_a_lazy_input_with_model_calls_is_run_once(op):
+    """The operator's result is built from the rows it asked about: the input's plan (its model calls too) runs once."""
+    def answer(body):
+        text = text_of(body)
+        if "Answer A or B" in text:
+            a, b = (int(x) for x in re.findall(r"n(\d+)", text))
+            return json.dumps({"label": "A" if a > b else "B"})
+        if text.startswith("Record 1: "):
+            return json.dumps({"label": "no"})
+        if text.startswith("say "):
+            return "n" + text[4:]
+        return "summary"
+
+    with Simulator(SimulatorConfig(responder=answer)) as s:
+        df = ifr.from_pydict({"q": [f"say {i}" for i in range(6)]}).with_column("r", prompt(ifr.col("q"), **api(s)))
+        out = {"sem_topk": lambda: df.sem_topk("{r} is the largest", k=2, **api(s)),
+               "sem_agg": lambda: df.sem_agg("Summarise {r}", **api(s)),
+               "sem_dedup": lambda: df.sem_dedup("{r} are the same", k=2, **api(s))}[op]()
+        assert s.stats()["total_requests"] == 6 + out.sem_stats["calls"]
+    if op == "sem_topk":
+        assert out.to_pydict()["r"] == ["n5", "n4"]

@@ -53,9 +53,14 @@ def frame(df: Any, table: pa.Table) -> Any:
     return type(df)(lp.Source(lp.InMemory(table), table.schema))
 
 
-def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> list[dict]:
-    """Collect ``df`` (the columns the template reads plus ``extra``) as a list of row dicts; a missing column is a PlanError."""
-    return table_of(df, t, fn, extra).to_pylist()
+def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> tuple[pa.Table, list[dict]]:
+    """Collect ``df`` once: its table and its rows as dicts; a template column (or ``extra``) it lacks is a PlanError.
+
+    The operator builds its result from this table: collecting ``df`` again would run its plan again (its
+    model calls too, on any runner) and could give other rows than the ones the model was asked about.
+    """
+    table = table_of(df, t, fn, extra)
+    return table, table.to_pylist()
 
 
 def table_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> pa.Table:

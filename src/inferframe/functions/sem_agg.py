@@ -152,7 +152,7 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
         max_chars, budget = context_budget(options)
     if column in keys:
         raise PlanError(f"sem_agg(column={column!r}) is a group column; pass another name, e.g. column='summary'.")
-    rows = rows_of(df, t, "sem_agg", tuple(keys))
+    collected, rows = rows_of(df, t, "sem_agg", tuple(keys))
     groups: dict = {}
     for r in rows:
         text = document(t, r)
@@ -172,7 +172,7 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
     answers, levels = reduce_groups(groups, max_chars, summarise)
     data = {k: [g[i] for g in answers] for i, k in enumerate(keys)}
     data[column] = list(answers.values())
-    schema = df.to_arrow().schema
+    schema = collected.schema
     table = pa.table({k: pa.array(v, schema.field(k).type) if k in keys else pa.array(v, pa.string())
                       for k, v in data.items()})
     out = frame(df, table)

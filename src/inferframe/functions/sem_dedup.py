@@ -95,7 +95,7 @@ def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_mod
     if "cluster_id" in df.column_names:
         raise PlanError(f"{fn}(): the DataFrame has a column 'cluster_id'; rename it first, e.g. "
                         "df.with_column_renamed('cluster_id', 'old_cluster_id').")
-    rows = rows_of(df, t, fn)
+    table, rows = rows_of(df, t, fn)
     docs = [document(t, r) for r in rows]
     calls = Calls()
     pairs: list[tuple[int, int]] = []
@@ -112,7 +112,7 @@ def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_mod
     for (a, b), answer in zip(pairs, answers):
         if answer == "yes":
             uf.union(a, b)
-    return df.to_arrow(), uf.cluster_ids(), calls
+    return table, uf.cluster_ids(), calls
 
 
 def sem_cluster_by(df: Any, template: str, *, k: int = 5, threshold: float | None = None,
