@@ -434,8 +434,9 @@ def bench(backend: str, a) -> tuple[list[list], list[str]]:
     return out, verdicts
 
 
-OFFLINE = {"topk_rows": 40, "topk_positives": 8, "topk_naive_rows": 40, "dedup_entities": 15, "dedup_naive_rows": 16,
-           "agg_groups": 6}
+# Offline sizes: Gemma 3 270M answers about 2-3 label questions/s on 2 shared cores, so ~4 minutes in all.
+OFFLINE = {"k": 5, "topk_rows": 16, "topk_positives": 4, "topk_naive_rows": 16, "dedup_entities": 8,
+           "dedup_k": 3, "dedup_naive_rows": 10, "agg_groups": 4}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -454,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--agg-fold-chars", type=int, default=200)
     ap.add_argument("--agg-max-tokens", type=int, default=16, help="offline: max_tokens of a sem_agg answer")
     for key, v in OFFLINE.items():
-        ap.add_argument(f"--offline-{key.replace('_', '-')}", type=int, default=v, help=f"offline --{key}")
+        ap.add_argument(f"--offline-{key.replace('_', '-')}", type=int, default=v, help=f"offline: --{key}")
     args = ap.parse_args(argv)
     args.only = args.only.split(",")
     for backend in (["sim", "offline"] if args.backend == "both" else [args.backend]):
