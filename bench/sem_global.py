@@ -61,6 +61,7 @@ import argparse
 import csv
 import hashlib
 import json
+import math
 import random
 import re
 import sys
@@ -131,15 +132,9 @@ def febrl_rows(entities: int) -> list[dict]:
 # --- scores ----------------------------------------------------------------------------------------
 
 def ndcg(relevance: list[int], all_relevant: int, k: int) -> float:
-    dcg = sum(r / _log2(i + 2) for i, r in enumerate(relevance[:k]))
-    ideal = sum(1 / _log2(i + 2) for i in range(min(k, all_relevant)))
+    dcg = sum(r / math.log2(i + 2) for i, r in enumerate(relevance[:k]))
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, all_relevant)))
     return dcg / ideal if ideal else 0.0
-
-
-def _log2(x: float) -> float:
-    import math
-
-    return math.log2(x)
 
 
 def cluster_pairs(ids: list) -> set:
