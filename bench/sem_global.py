@@ -77,7 +77,7 @@ import inferframe as ifr  # noqa: E402
 from inferframe.functions import _sem_global as sg  # noqa: E402
 from inferframe.functions._sem_global import Calls, ask_labels, criterion, document  # noqa: E402
 from inferframe.functions.sem_dedup import UnionFind  # noqa: E402
-from inferframe.functions.sem_topk import order_by_wins  # noqa: E402
+from inferframe.functions.sem_topk import choose_plan, order_by_wins  # noqa: E402
 from inferframe.functions.templates import parse_template  # noqa: E402
 from inferframe.observe import last_run  # noqa: E402
 
@@ -193,6 +193,12 @@ class Planted:
         m = re.fullmatch(r"Which one better fits: .*?\?\nA: (.*)\nB: (.*)\nAnswer A or B\.", text, re.S)
         if m:
             return json.dumps({"label": "A" if self.a_better(m.group(1), m.group(2)) else "B"})
+        m = re.fullmatch(r"Statement: (.*) is the most positive review\nHow true is the statement, from 1 \(not at all\) "
+                         r"to (\d) \(completely\)\? Answer 1 to \d\.", text, re.S)
+        if m:  # sem_topk's rerank plan: a 1-5 score, high for a positive row (its noisy label), ties within a band
+            top = int(m.group(2))
+            pos = self.row(m.group(1)) == "positive"
+            return json.dumps({"label": str(top - (h("band\0" + text) < 0.5) if pos else 1 + (h("band\0" + text) < 0.5))})
         m = re.fullmatch(r"Record 1: (.*)\nRecord 2: (.*)\nStatement: .*", text, re.S)
         if m:
             return json.dumps({"label": "yes" if self.same(m.group(1), m.group(2)) else "no"})
@@ -296,13 +302,20 @@ def bench_topk(backend, opts, sim, a) -> tuple[list[list], str]:
     df = ifr.from_pylist([{"id": i, "text": r["text"]} for i, r in enumerate(rows)])
     n, k = len(rows), a.k
     out = []
-    with Meter(sim) as m:
-        top = df.sem_topk(TOPK, k=k, **opts)
-        ids = top.to_pydict()["id"]
-    st = top.sem_stats
-    q_op = ndcg([rel[i] for i in ids], sum(rel), k)
-    out.append([backend, "sem_topk", "quickselect", n, f"nDCG@{k} {q_op:.3f}", st["calls"], m.requests, m.tokens,
-                f"{m.secs:.1f}", f"{st['jobs']} jobs, {st['failed']} failed"])
+    results = {}
+    for plan in ("quick", "rerank"):
+        with Meter(sim) as m:
+            top = df.sem_topk(TOPK, k=k, plan=plan, **opts)
+            ids = top.to_pydict()["id"]
+        st = top.sem_stats
+        results[plan] = (ndcg([rel[i] for i in ids], sum(rel), k), st["calls"])
+        detail = (f"{st['score_calls']} scores + {st['compare_calls']} comparisons among {st['candidates']}; "
+                  if plan == "rerank" else "")
+        out.append([backend, "sem_topk", {"quick": "quickselect", "rerank": "score, then rerank"}[plan], n,
+                    f"nDCG@{k} {results[plan][0]:.3f}", st["calls"], m.requests, m.tokens, f"{m.secs:.1f}",
+                    f"{detail}{st['jobs']} jobs, {st['failed']} failed"])
+    auto = choose_plan(n, k, max(k, math.ceil(2 * k)))
+    q_op, op_calls = results[auto]
     all_pairs = n * (n - 1) // 2
     nn = min(n, a.topk_naive_rows)
     with Meter(sim) as m:
@@ -316,10 +329,10 @@ def bench_topk(backend, opts, sim, a) -> tuple[list[list], str]:
     out.append([backend, "sem_topk", "naive all pairs", nn, f"nDCG@{k} {q_naive:.3f}",
                 f"{calls.calls}" + (f" ({all_pairs} for {n})" if nn < n else ""), m.requests, m.tokens,
                 f"{m.secs:.1f}", note])
-    ratio = st["calls"] / all_pairs
+    ratio = op_calls / all_pairs
     ok = ratio <= 0.30 and q_op >= q_naive - 0.02
-    verdict = (f"{backend}: sem_topk target (calls <= 30% of naive, nDCG@{k} >= naive - 0.02): "
-               f"{'PASS' if ok else 'FAIL'} (calls {st['calls']}/{all_pairs} = {ratio:.2f}, "
+    verdict = (f"{backend}: sem_topk target (calls <= 30% of naive, nDCG@{k} >= naive - 0.02; the plan auto picks, "
+               f"{auto}): {'PASS' if ok else 'FAIL'} (calls {op_calls}/{all_pairs} = {ratio:.2f}, "
                f"nDCG@{k} {q_op:.3f} vs {q_naive:.3f}" + (" on a subset" if nn < n else "") + ")")
     return out, verdict
 
