@@ -263,6 +263,28 @@ def test_sem_dedup_failed_checks_are_not_the_same_and_counted_or_raise():
             df.sem_dedup("{name} and {address} are the same business", k=3, on_error="raise", **api(s))
 
 
+def test_one_wrong_yes_does_not_chain_two_clusters_unless_merge_any():
+    """The model wrongly says Joe's Pizza is The Blue Fern Cafe; the other checks between the two groups say no."""
+    df, planted, truth = business_rows()
+
+    def answer(body):
+        m = re.match(r"Record 1: (.*)\nRecord 2: (.*)\n", text_of(body))
+        pair = {m.group(1).split(";")[0], m.group(2).split(";")[0]}
+        if pair == {"name: Joe's Pizza", "name: The Blue Fern Cafe"}:
+            return json.dumps({"label": "yes"})
+        return json.dumps({"label": "yes" if truth[m.group(1)] == truth[m.group(2)] else "no"})
+
+    # Every row a candidate of every other, so the two groups' other pairs are checked too.
+    with Simulator(SimulatorConfig(responder=answer)) as s:
+        kept = df.sem_cluster_by("{name} and {address} are the same business", k=12, **api(s))
+        chained = df.sem_cluster_by("{name} and {address} are the same business", k=12, merge="any", **api(s))
+    assert partition(kept.to_pydict()["cluster_id"]) == partition(planted)
+    assert kept.sem_stats["refused_merges"] == 1
+    assert len(partition(chained.to_pydict()["cluster_id"])) == len(BUSINESSES) - 1
+    with pytest.raises(PlanError, match="merge='all'"):
+        df.sem_dedup("{name} are the same", merge="all", model="gemma-3-270m")
+
+
 # --- mistakes and the embedded model ----------------------------------------------------------------
 
 @pytest.mark.parametrize("call, message", [
