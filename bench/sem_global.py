@@ -202,8 +202,8 @@ class Planted:
         m = re.fullmatch(r"Record 1: (.*)\nRecord 2: (.*)\nStatement: .*", text, re.S)
         if m:
             return json.dumps({"label": "yes" if self.same(m.group(1), m.group(2)) else "no"})
-        if text.endswith("\n\nAnswer:"):
-            items = re.findall(r"^\d+\. (.*)$", text.split("\n\n", 1)[1], re.M)
+        if text.endswith("\nAnswer:") and "\nTexts:\n" in text:
+            items = re.findall(r"^\d+\. (.*)$", text.rsplit("\nTexts:\n", 1)[1], re.M)
             if "partial answers" in text:
                 votes = [x for x in ("positive" if "positive" in i.lower() else "negative" if "negative" in i.lower()
                                      else None for i in items) if x]

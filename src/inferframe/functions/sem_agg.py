@@ -88,6 +88,10 @@ PROMPT_OVERHEAD_TOKENS = 200
 # The answer's room when max_tokens is not set.
 DEFAULT_ANSWER_TOKENS = 512
 DEFAULT_MAX_CHARS = 4000
+# One worked example before the texts: a base model (the embedded Gemma 3 270M) otherwise goes on
+# numbering the texts instead of answering (0 of 4 groups right on bench/sem_global.py offline).
+_EXAMPLE = ("Texts:\n1. The battery died after one day.\n2. Great screen, but the battery is weak.\n"
+            "Task: What do the texts say about the battery.\nAnswer: The battery is weak and runs out fast.\n\n")
 
 
 def context_budget(options: dict) -> tuple[int, str]:
@@ -166,8 +170,10 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
         for level, texts in work:
             listed = "\n".join(f"{i}. {x}" for i, x in enumerate(texts, 1))
             note = "" if level == 1 else "These are partial answers, each over a part of the texts; combine them into one.\n"
-            prompts.append(f"{what}.\n{note}\n{listed}\n\nAnswer:")
-        return ask_prompts(df, prompts, calls, dict(options, on_error=on_error))
+            prompts.append(f"{_EXAMPLE}{note}Texts:\n{listed}\nTask: {what}.\nAnswer:")
+        answers = ask_prompts(df, prompts, calls, dict(options, on_error=on_error))
+        # A base model may go on with another "Task:"/"Texts:" block after its answer: keep the answer.
+        return [None if a is None else a.split("\nTask:")[0].split("\nTexts:")[0].strip() for a in answers]
 
     answers, levels = reduce_groups(groups, max_chars, summarise)
     data = {k: [g[i] for g in answers] for i, k in enumerate(keys)}
