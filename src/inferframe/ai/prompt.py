@@ -63,6 +63,7 @@ class PromptOperator(AIOperator):
                 cols[j] = await fetch_many(cols[j], max_concurrency=32)
 
     async def __call__(self, *columns) -> pa.StructArray:
+        await self.runtime.batch_turn()  # the earlier batch's rows go first: its requests leave sooner
         kinds = [column_kind(s.to_arrow().type) for s in columns]
         cols = [s.to_pylist() for s in columns]
         n = len(cols[0]) if cols else 0
