@@ -117,13 +117,17 @@ def test_the_plan_is_chosen_by_estimated_calls():
     kw = dict(model="gemma-3-270m")
     assert "plan=nested" in small.sem_join(small, AGREE, pairs_per_request=1, **kw).explain(show_all=False)
     assert "plan=batched" in small.sem_join(small, AGREE, **kw).explain(show_all=False)  # 4 calls, vs 16
-    assert "plan=blocking" in big.sem_join(big, AGREE, k=3, **kw).explain(show_all=False)  # 120*120 > max_nested_pairs
+    # 120*120 > max_nested_pairs: blocking, its k candidates in one batch per left row (120 calls, vs 360)
+    assert "plan=blocking_batched pairs_per_request=8 k=3 est_calls=120" in big.sem_join(big, AGREE, k=3, **kw).explain(
+        show_all=False)
+    assert "plan=blocking k=3" in big.sem_join(big, AGREE, k=3, pairs_per_request=1, **kw).explain(show_all=False)
     text = big.sem_join(big, SAME, on_property="sentiment", property_values=["positive", "negative"],
                         **kw).explain(show_all=False)
     assert "plan=projection est_calls=240" in text and "nested: est_calls=14400" in text
     assert "blocking: est_calls=2080" in text  # 8 sampled rows * 120 + 112 rows * k=10 (before the sample chose k)
     # past max_nested_pairs the nested loop is out even where it is cheaper than blocking's sample
-    assert "plan=blocking" in small.sem_join(small, AGREE, max_nested_pairs=15, k=3, **kw).explain(show_all=False)
+    assert "plan=blocking_batched" in small.sem_join(small, AGREE, max_nested_pairs=15, k=3, **kw).explain(
+        show_all=False)
 
 
 def test_explain_shows_tokens_and_dollars_on_a_priced_model(sim, capsys):

@@ -125,7 +125,8 @@ def test_auto_picks_batched_where_it_is_cheapest():
     tiny = ifr.from_pydict({"review": REVIEWS[:4]})
     assert "plan=nested" in tiny.sem_join(tiny, AGREE, pairs_per_request=1, **kw).explain(show_all=False)
     # past max_nested_pairs neither all-pairs plan is considered
-    assert "plan=blocking" in small.sem_join(small, AGREE, max_nested_pairs=100, k=3, **kw).explain(show_all=False)
+    text = small.sem_join(small, AGREE, max_nested_pairs=100, k=3, **kw).explain(show_all=False)
+    assert "plan=blocking_batched pairs_per_request=8 k=3 est_calls=12" in text and "blocking: est_calls=36" in text
     # a property (given or detected) is cheaper still
     assert "plan=projection" in small.sem_join(small, SAME, **kw).explain(show_all=False)
     with pytest.raises(PlanError, match="pairs_per_request"):
@@ -166,3 +167,32 @@ def test_split_detection_of_different_needs_values(sim):
     assert _pairs(j) == {(a, b) for a in REVIEWS[:6] for b in REVIEWS[:6] if _good(a) != _good(b)}
     # without values "different" cannot be joined on a property: no detection
     assert "projection" not in df.sem_join(df, pred, model="gemma-3-270m").explain(show_all=False)
+
+
+TOPICS = {"cats": ["cats purr on the sofa", "cats chase a mouse", "cats sleep all day", "cats like warm milk"],
+          "cars": ["cars need fuel to run", "cars stuck in traffic", "cars with electric motors", "cars parked on the street"],
+          "bread": ["bread baked this morning", "bread with butter and jam", "bread rises in the oven", "bread from rye flour"]}
+TEXTS = [t for ts in TOPICS.values() for t in ts]
+
+
+def _topic_answer(body):
+    text = body["messages"][-1]["content"]
+    statement, candidates = text.split("\n\nCandidates:\n", 1)
+    left = statement.removeprefix("Statement: ").split(" and [candidate]")[0]
+    lines = [line.split(". ", 1) for line in candidates.splitlines()]
+    return json.dumps({"matches": [int(n) for n, t in lines if t.split()[0] == left.split()[0]]})
+
+
+def test_blocking_batched_asks_the_k_candidates_in_batches():
+    with Simulator(SimulatorConfig(responder=_topic_answer)) as sim:
+        df = ifr.from_pydict({"t": TEXTS})
+        j = df.sem_join(df, "{t:left} and {t:right} are about one topic", plan="blocking_batched", k=5,
+                        pairs_per_request=2, **_opts(sim))
+        out = j.to_pydict()
+        requests = sim.stats()["total_requests"]
+    assert requests == len(TEXTS) * math.ceil(5 / 2)  # 36, vs 60 for blocking's checks of the same candidates
+    found = set(zip(out["t"], out["right.t"]))
+    gold = {(a, b) for a in TEXTS for b in TEXTS if a.split()[0] == b.split()[0]}
+    assert found <= gold and len(found) == len(out["t"]) and len(found) >= 36
+    assert j.column_names == ["t", "right.t"]
+    assert "plan=blocking_batched pairs_per_request=2 k=5 est_calls=36" in j.explain(show_all=False)

@@ -8,9 +8,10 @@
 | ``blocking`` | MiniLM embeddings, the ``k`` nearest right rows per left row, a yes/no check per candidate | sample + rows(left) * k |
 | ``nested`` | every pair, a yes/no check each (only for small inputs) | rows(left) * rows(right) |
 | ``batched`` | every pair, ``pairs_per_request`` right rows per request: which numbered ones satisfy it (JSON schema) | rows(left) * ceil(rows(right) / pairs_per_request) |
+| ``blocking_batched`` | blocking's ``k`` candidates per left row, asked ``pairs_per_request`` per request as in ``batched`` | sample + rows(left) * ceil(k / pairs_per_request) |
 
-"auto" considers ``nested`` and ``batched`` up to ``max_nested_pairs`` pairs, and ``batched`` only where
-there is no property (given or detected) to project on.
+"auto" considers ``nested`` and ``batched`` up to ``max_nested_pairs`` pairs, and the batched plans only
+where there is no property (given or detected) to project on.
 
 Without ``on_property``, a predicate ending in "the same <property>" / "different <property>" /
 "differ in <property>" (``SPLIT_PATTERN`` over the template's literal text, e.g. "{r:left} and {r:right}
@@ -50,7 +51,7 @@ from inferframe.functions.templates import Field, Template, parse_template
 from inferframe.plan import logical as lp
 from inferframe.plan.annotate import Annotate
 
-PLANS = ("auto", "projection", "blocking", "nested", "batched")
+PLANS = ("auto", "projection", "blocking", "nested", "batched", "blocking_batched")
 RELATIONS = ("equal", "different")
 DEFAULT_K = 10  # the k a blocking plan is estimated with before its sample has chosen one
 KEY, ONE, CHECK = "__sem_join_key", "__sem_join_one", "__sem_join_check"
@@ -81,7 +82,7 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         property_values: the property's values (e.g. ["positive", "negative"]): each row is classified
             into one (label scoring or constrained generation); without them the model answers a short string.
         relation: "equal" (the properties are equal) or "different" (needs ``property_values``).
-        plan: "auto" (cheapest by estimate), "projection", "blocking", "nested" or "batched".
+        plan: "auto" (cheapest by estimate), "projection", "blocking", "nested", "batched" or "blocking_batched".
         k: candidates per left row for "blocking" (default: chosen on a sample to reach ``target_recall``).
         target_recall: the share of each sampled left row's matches (all its pairs checked by the model)
             that its k nearest candidates must hold; k is the largest any sampled row needs.
@@ -93,9 +94,9 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         embed_options: ``embed_text`` options for blocking (default: packaged MiniLM, in process).
         prefix: put before right column names that clash with left ones, as in ``join``.
         seed: the sample's seed.
-        pairs_per_request: right rows per request in the "batched" plan (default 8); the model answers
-            the numbers of those that satisfy the predicate. The right side is read when sem_join() is
-            called (its rows are numbered).
+        pairs_per_request: right rows per request in the "batched" plans (default 8); the model answers
+            the numbers of those that satisfy the predicate. "batched" reads the right side when sem_join()
+            is called (its rows are numbered), "blocking_batched" the left side.
         **options: ``classify_text``'s options for every model call (provider, model, method, on_error, ...).
 
     Returns left's columns, then right's. A pair whose check failed (or a row whose property failed) is
@@ -143,6 +144,10 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
     per_batch = _per_call(batch_check(template, CANDIDATES, pairs_per_request, instructions=check_instructions,
                                       raw=True, **options), _batch_rows(left, right, template, pairs_per_request))
     estimates["batched"] = _estimate(n_left * math.ceil(n_right / pairs_per_request), per_batch)
+    # The sample's pair checks, then every left row's candidates in batches (other prompts: not cached).
+    blocking_batched = lambda k_: _add(_estimate(sampled * n_right, per_check),  # noqa: E731
+                                       _estimate(n_left * math.ceil(k_ / pairs_per_request), per_batch))
+    estimates["blocking_batched"] = blocking_batched(k_est)
     chosen = plan if plan != "auto" else _choose(estimates, n_left * n_right <= max_nested_pairs)
     note = f" on_property={detected} (detected)" if detected else ""
     if chosen == "projection":
@@ -155,16 +160,23 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         note += f" pairs_per_request={pairs_per_request}"
         out = _batched(left, right, template, check_instructions, options, prefix, pairs_per_request, right_names)
     else:
+        if chosen == "blocking_batched":
+            note += f" pairs_per_request={pairs_per_request}"
         embed_options = dict(embed_options or {})
         if not k:
             k, recall = _choose_k(left, right, template, column_of, check_instructions, options, embed_options,
                                   prefix, target_recall, sample_size, seed, n_right)
             estimates["blocking"] = _estimate(sampled * n_right + (n_left - sampled) * k, per_check)
+            estimates["blocking_batched"] = blocking_batched(k)
             note += f" k={k} (sample of {sampled} left rows: recall {recall:.2f}, target {target_recall})"
         else:
             note += f" k={k}"
-        pairs = _blocked(left, right, template, prefix, k, embed_options)
-        out = _checked(pairs, template, column_of, check_instructions, options, left, right_names)
+        if chosen == "blocking":
+            pairs = _blocked(left, right, template, prefix, k, embed_options)
+            out = _checked(pairs, template, column_of, check_instructions, options, left, right_names)
+        else:
+            out = _blocked_batched(left, right, template, column_of, check_instructions, options, prefix, k,
+                                   embed_options, pairs_per_request, right_names)
     line = f"SemJoin plan={chosen}{note} {_fmt(estimates[chosen])}"
     others = [f"{name}: {_fmt(e)}" for name, e in estimates.items() if name != chosen]
     if others:
@@ -350,6 +362,10 @@ def _estimate(calls: int, per: dict) -> dict:
     return {"calls": calls, "tokens": tokens, "cost": cost}
 
 
+def _add(a: dict, b: dict) -> dict:
+    return {key: None if a[key] is None or b[key] is None else a[key] + b[key] for key in a}
+
+
 def _fmt(e: dict) -> str:
     tokens = "?" if e["tokens"] is None else str(e["tokens"])
     cost = "?" if e["cost"] is None else f"${e['cost']:.4f}"
@@ -358,13 +374,13 @@ def _fmt(e: dict) -> str:
 
 def _choose(estimates: dict, nested_ok: bool) -> str:
     """The cheapest plan: by dollars where every price is known and some is not zero, else by calls (ties: the
-    earlier of projection, nested, batched, blocking); "batched" only without a property, the all-pairs
+    earlier of projection, nested, batched, blocking, blocking_batched); the batched plans only without a property, the all-pairs
     plans only within ``max_nested_pairs``."""
     # The batched check is considered only where there is no property to project on: asking one
     # property per row gives a consistent labelling, and a numbered-list answer asks more of a model.
-    names = [n for n in ("projection", "nested", "batched", "blocking")
+    names = [n for n in ("projection", "nested", "batched", "blocking", "blocking_batched")
              if n in estimates and (n not in ("nested", "batched") or nested_ok)
-             and (n != "batched" or "projection" not in estimates)]
+             and ("batched" not in n or "projection" not in estimates)]
     costs = [estimates[n]["cost"] for n in names]
     if all(c is not None for c in costs) and any(costs):
         return min(names, key=lambda n: estimates[n]["cost"])
@@ -419,6 +435,33 @@ def _batched(left, right, template: Template, instructions, options: dict, prefi
              .with_column(ROW, col(CHUNK) * per_request + col(MATCHES) - 1)
              .select(*left.column_names, ROW))
     return found.join(rows, on=ROW, prefix=prefix).select(*left.column_names, *right_names)
+
+
+def _blocked_batched(left, right, template: Template, column_of: dict, instructions, options: dict, prefix: str,
+                     k: int, embed_options: dict, per_request: int, right_names: list[str]):
+    """Blocking's ``k`` nearest right rows per left row, asked ``per_request`` per request (as ``_batched``).
+
+    Left's rows are read now and numbered (``ROW``); candidate of rank r is number (r-1) % p + 1 of
+    chunk (r-1) // p, so answer n of chunk c is rank c*p + n, joined back to the candidate pairs.
+    """
+    table = left.to_arrow()
+    table = table.append_column(ROW, pa.array(np.arange(table.num_rows), pa.int64()))
+    rows = type(left)(lp.Source(lp.InMemory(table), table.schema))
+    pairs = _blocked(rows, right, template, prefix, k, embed_options).exclude(LVEC, RVEC, SCORE)
+    names = template.columns("right")
+    text = [col(column_of[f"{names[0]}:right"])] if len(names) == 1 else [
+        e for i, c in enumerate(names) for e in (lit(("\n" if i else "") + f"{c}: "), col(column_of[f"{c}:right"]))]
+    item = concat(((col(RANK) - 1) % per_request + 1).cast(pa.string()), lit(". "), *text)
+    chunks = (pairs.with_columns({CHUNK: (col(RANK) - 1) // per_request, ITEM: item}).groupby(ROW, CHUNK)
+              .agg(col(ITEM).agg_list().alias(ITEM)))
+    chunks = chunks.with_column(CANDIDATES, col(ITEM).apply(number_candidates, pa.string())).select(ROW, CHUNK,
+                                                                                                    CANDIDATES)
+    asked = rows.join(chunks, on=ROW, prefix=prefix).with_column(
+        MATCHES, batch_check(template, CANDIDATES, per_request, instructions=instructions, **options))
+    found = asked.where(col(MATCHES).not_null()).select(ROW, CHUNK, MATCHES).explode(MATCHES)
+    found = (found.where(col(MATCHES).not_null())
+             .with_column(RANK, col(CHUNK) * per_request + col(MATCHES)).select(ROW, RANK))
+    return found.join(pairs, on=[ROW, RANK], prefix=prefix).select(*left.column_names, *right_names)
 
 
 def _side_text(template: Template, side: str):
