@@ -1,4 +1,4 @@
-"""sem_join's batched plan on the Ray runner gives the planted pairs with rows(left) * ceil(rows(right) / p) requests."""
+"""sem_join's batched plans on the Ray runner gives the planted pairs with rows(left) * ceil(rows(right) / p) requests."""
 
 import json
 import math
@@ -27,11 +27,12 @@ def on_ray(ray_cluster):
     ifr.set_runner_native()
 
 
-def test_batched_sem_join_on_ray_matches_the_planted_pairs(on_ray):
+@pytest.mark.parametrize("plan, k", [("batched", None), ("blocking_batched", len(REVIEWS))])
+def test_batched_sem_join_on_ray_matches_the_planted_pairs(on_ray, plan, k):
     gold = {(a, b) for a in REVIEWS for b in REVIEWS if ("good" in a) == ("good" in b)}
     with Simulator(SimulatorConfig(responder=_answer)) as sim:
         df = ifr.from_pydict({"review": REVIEWS})
-        j = df.sem_join(df, AGREE, plan="batched", pairs_per_request=3, provider="openai", base_url=sim.base_url,
+        j = df.sem_join(df, AGREE, plan=plan, k=k, pairs_per_request=3, provider="openai", base_url=sim.base_url,
                         api_key="sk-ray", model="gpt-5-mini", use_chat_completions=True)
         out = j.to_pydict()
         requests = sim.stats()["total_requests"]
