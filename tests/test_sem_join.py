@@ -108,18 +108,26 @@ def test_blocking_chooses_k_on_a_sample_to_reach_the_recall_target(sim):
     assert sim.stats()["total_requests"] - sampled <= (len(TEXTS) - 4) * k
 
 
+AGREE = "{review:left} and {review:right} agree"  # names no "same <property>": no property is detected
+
+
 def test_the_plan_is_chosen_by_estimated_calls():
     small = ifr.from_pydict({"review": REVIEWS[:4]})
     big = ifr.from_pydict({"review": REVIEWS * 10})
     kw = dict(model="gemma-3-270m")
-    assert "plan=nested" in small.sem_join(small, SAME, **kw).explain(show_all=False)
-    assert "plan=blocking" in big.sem_join(big, SAME, k=3, **kw).explain(show_all=False)  # 120*120 > max_nested_pairs
+    assert "plan=nested" in small.sem_join(small, AGREE, pairs_per_request=1, **kw).explain(show_all=False)
+    assert "plan=batched" in small.sem_join(small, AGREE, **kw).explain(show_all=False)  # 4 calls, vs 16
+    # 120*120 > max_nested_pairs: blocking, its k candidates in one batch per left row (120 calls, vs 360)
+    assert "plan=blocking_batched pairs_per_request=8 k=3 est_calls=120" in big.sem_join(big, AGREE, k=3, **kw).explain(
+        show_all=False)
+    assert "plan=blocking k=3" in big.sem_join(big, AGREE, k=3, pairs_per_request=1, **kw).explain(show_all=False)
     text = big.sem_join(big, SAME, on_property="sentiment", property_values=["positive", "negative"],
                         **kw).explain(show_all=False)
     assert "plan=projection est_calls=240" in text and "nested: est_calls=14400" in text
     assert "blocking: est_calls=2080" in text  # 8 sampled rows * 120 + 112 rows * k=10 (before the sample chose k)
     # past max_nested_pairs the nested loop is out even where it is cheaper than blocking's sample
-    assert "plan=blocking" in small.sem_join(small, SAME, max_nested_pairs=15, k=3, **kw).explain(show_all=False)
+    assert "plan=blocking_batched" in small.sem_join(small, AGREE, max_nested_pairs=15, k=3, **kw).explain(
+        show_all=False)
 
 
 def test_explain_shows_tokens_and_dollars_on_a_priced_model(sim, capsys):
@@ -171,7 +179,7 @@ def test_a_failed_property_leaves_its_row_out(sim):
 ])
 def test_user_mistakes_raise_before_any_request(kwargs, match):
     df = ifr.from_pydict({"review": REVIEWS[:2]})
-    predicate = kwargs.pop("predicate", SAME)
+    predicate = kwargs.pop("predicate", AGREE)
     with pytest.raises(PlanError, match=match):
         df.sem_join(df, predicate, model="gemma-3-270m", **kwargs)
 

@@ -1,9 +1,11 @@
-"""The AI steps of ``sem_join``: a pair check (yes/no) over a join template, and one side's property.
+"""The AI steps of ``sem_join``: a pair check (yes/no) over a join template, a batched check (which of
+several numbered right rows satisfy it), and one side's property.
 
-Both are ordinary AI calls (``classify_text``, or ``prompt`` with a JSON schema), so their answers
+All are ordinary AI calls (``classify_text``, or ``prompt`` with a JSON schema), so their answers
 parse by construction (label scoring, a grammar or a JSON schema of the allowed answers), and the
 runtime's limits, cache, resume, errors-as-data and ``last_run()`` apply unchanged. Their labels in
-``last_run()`` and the progress line are ``sem_join.check[<model>]`` and ``sem_join.property[<model>]``.
+``last_run()`` and the progress line are ``sem_join.check[<model>]``, ``sem_join.batch[<model>]`` and
+``sem_join.property[<model>]``.
 
 Example:
     >>> from inferframe.functions.templates import parse_template
@@ -15,14 +17,23 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Mapping
+
+import pyarrow as pa
 
 from inferframe.expressions.expression import Expression, col, lit
 from inferframe.functions._calls import ai_expression
-from inferframe.functions.templates import Template
+from inferframe.functions.templates import Field, Template
 
 CHECK_LABELS = ("yes", "no")
 CHECK_INSTRUCTIONS = "Decide whether the statement is true. Answer yes or no."
+BATCH_INSTRUCTIONS = ("Each numbered candidate below stands in turn for {slot} in the statement. For each one, "
+                      "decide whether the statement is then true. Answer with the numbers of the candidates for "
+                      "which it is true (an empty list if there are none).")
+# Options of classify_text that a prompt() call does not take: dropped for the batched check.
+_CLASSIFY_ONLY = ("method", "examples", "examples_per_label", "calibrate", "confidence_column", "nearest_examples",
+                  "label_descriptions")
 
 
 def pair_check(template: Template, column_of: Mapping[str, str] | None = None, *,
@@ -47,6 +58,108 @@ def pair_check(template: Template, column_of: Mapping[str, str] | None = None, *
     call = classify_call(template.message(column_of), list(CHECK_LABELS),
                          system_message=instructions or CHECK_INSTRUCTIONS, **options)
     return ai_expression(_relabel(call, "sem_join.check"))
+
+
+def batch_parts(template: Template, column_of: Mapping[str, str] | None = None) -> list:
+    """The batched check's message, as literal strings and column names (``Field``): the statement with
+    each right field replaced by a placeholder, then the numbered candidates (the field ``candidates``).
+
+    Adjacent literals are merged, so each string is one message part.
+
+    Example:
+        >>> from inferframe.functions.templates import parse_template
+        >>> t = parse_template("{r:left} and {r:right} agree", "sem_join", sides=True)
+        >>> batch_parts(t)
+        ['Statement: ', Field(column='r', side=None), ' and [candidate] agree\\n\\nCandidates:\\n', Field(column='candidates', side=None)]
+    """
+    column_of = column_of or {}
+    several = len(template.columns("right")) > 1
+    out: list = ["Statement: "]
+    for part in template.parts:
+        if isinstance(part, Field) and part.side == "right":
+            part = f"[candidate's {part.column}]" if several else "[candidate]"
+        elif isinstance(part, Field):
+            part = Field(column_of.get(part.key, part.column))
+        if isinstance(part, str) and out and isinstance(out[-1], str):
+            out[-1] += part
+        else:
+            out.append(part)
+    if isinstance(out[-1], str):
+        out[-1] += "\n\nCandidates:\n"
+    else:
+        out.append("\n\nCandidates:\n")
+    out.append(Field("candidates"))
+    return out
+
+
+def batch_check(template: Template, candidates: str, pairs_per_request: int, *,
+                column_of: Mapping[str, str] | None = None, instructions: str | None = None, raw: bool = False,
+                **options: Any) -> Expression:
+    """A ``list<int64>`` column: the numbers (1..``pairs_per_request``) of the candidates that satisfy the template.
+
+    The model reads the statement (right fields shown as ``[candidate]``) and the numbered right
+    rows in column ``candidates``, and answers a JSON object ``{"matches": [numbers]}``, enforced by a
+    JSON schema (constrained generation where the provider offers it; every answer is validated). The
+    numbers are deduplicated and those outside 1..``pairs_per_request`` dropped. A failed request is a
+    null list (errors as data), or stops the job with ``on_error="raise"``.
+
+    Parameters:
+        template: the join's template.
+        candidates: the column of numbered candidates, one per line (``"1. text"``), see ``number_candidates``.
+        pairs_per_request: the most candidates one request holds.
+        column_of: the column each left field reads, by ``Field.key``.
+        instructions: the system message (default: ``BATCH_INSTRUCTIONS``).
+        raw: return the AI call's answer itself (a ``struct<matches: list<int64>>``), for estimates.
+        **options: ``prompt()``'s options (provider, model, on_error, ...); ``classify_text``-only ones are dropped.
+
+    Example:
+        >>> from inferframe.functions.templates import parse_template
+        >>> t = parse_template("{a:left} equals {a:right}", "sem_join", sides=True)
+        >>> e = batch_check(t, "c", 8, model="gemma-3-270m")
+        >>> type(e).__name__
+        'Expression'
+    """
+    from inferframe.functions.ai import prompt_call
+
+    several = len(template.columns("right")) > 1
+    system = instructions or BATCH_INSTRUCTIONS.format(slot="the [candidate's ...] fields" if several else "[candidate]")
+    message = [col(candidates if p == Field("candidates") else p.column) if isinstance(p, Field) else lit(p)
+               for p in batch_parts(template, column_of)]
+    schema = {"type": "object",
+              "properties": {"matches": {"type": "array",
+                                         "items": {"type": "integer", "minimum": 1, "maximum": pairs_per_request}}},
+              "required": ["matches"], "additionalProperties": False}
+    opts = {k: v for k, v in options.items() if k not in _CLASSIFY_ONLY}
+    call = prompt_call(message, schema, system, opts.pop("provider", None), opts.pop("model", None),
+                       opts.pop("use_chat_completions", None), opts)
+    answer = ai_expression(_relabel(call, "sem_join.batch"))
+    if raw:
+        return answer
+    return answer.struct.get("matches").apply(functools.partial(_clean_numbers, top=pairs_per_request),
+                                              pa.list_(pa.int64()))
+
+
+def number_candidates(items: list | None) -> str | None:
+    """The candidates ``"n. text"`` one per line, in the order of their numbers (whatever order they came in).
+
+    Example:
+        >>> number_candidates(["2. bad", "10. fine", "1. good"])
+        '1. good\\n2. bad\\n10. fine'
+    """
+    if items is None:
+        return None
+    return "\n".join(sorted(items, key=lambda s: int(s.split(".", 1)[0])))
+
+
+def _clean_numbers(numbers: list | None, top: int) -> list | None:
+    """The distinct numbers in 1..top, in order of first mention; null stays null (a failed request)."""
+    if numbers is None:
+        return None
+    out: list[int] = []
+    for n in numbers:
+        if n is not None and 1 <= n <= top and n not in out:
+            out.append(int(n))
+    return out
 
 
 def side_message(template: Template, side: str) -> list[Expression]:
