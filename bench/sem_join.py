@@ -12,7 +12,8 @@ Two backends, one run:
   offline  the embedded Gemma 3 270M (llama.cpp, label scoring); the property is classified with 20
            examples per label from imdb_examples.csv, the pair check zero-shot.
 
-Plans: projection (on_property="sentiment", property_values=["positive", "negative"]); blocking
+Plans: projection (on_property="sentiment", property_values=["positive", "negative"]); batched
+(--pairs-per-request right rows per request, the numbers of those that agree; sim, on the nested loop's rows); blocking
 (embedding top-k, k chosen on a sample of left rows for --target-recall, then a check per candidate;
 on the first --block-rows rows, sim);
 naive nested loop (a check per pair). The naive loop and, offline, blocking run on a subset of the
@@ -90,6 +91,11 @@ class Planted:
 
     def __call__(self, body: dict) -> str:
         system, text = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if "numbered candidate" in system:  # the batched plan: the numbers of the candidates that agree
+            statement, listed = text.split("\n\nCandidates:\n", 1)
+            left = statement.removeprefix("Statement: ").split(" and [candidate]")[0]
+            cands = [line.split(". ", 1) for line in listed.splitlines()]
+            return json.dumps({"matches": [int(num) for num, t in cands if self.same(left, t)]})
         if "Decide" in system:
             a, b = text[: -len(" express the same sentiment")].split(" and ", 1) if text.count(" and ") == 1 else \
                 self._split(text)
@@ -194,6 +200,14 @@ def bench(backend: str, rows: list[dict], args) -> list[list]:
         out.append([backend, f"blocking k={k}", len(brows), f"{f1(found, gold_pairs(brows))[0]:.3f}",
                     f"{calls} ({calls / len(brows):.1f}/row)", tokens, f"{secs:.1f}",
                     f"held-out recall {recall:.3f} vs nested checks (target {args.target_recall})"])
+        if sim is not None:
+            # (c) several pairs per request, on the nested loop's rows: rows * ceil(rows / p) calls
+            p = args.pairs_per_request
+            found, calls, tokens, secs, note = run_plan("batched", naive_frame, opts, sim, plan="batched",
+                                                        pairs_per_request=p)
+            out.append([backend, f"batched p={p}", m, f"{f1(found, gold_pairs(naive_rows))[0]:.3f}",
+                        f"{calls} ({calls / m:.1f}/row)", tokens, f"{secs:.1f}",
+                        f"{p} candidates per request; {n * -(-n // p)} calls for {n} rows"])
         out.append(nested_row)
     finally:
         if sim is not None:
@@ -213,6 +227,7 @@ def main() -> None:
     ap.add_argument("--backend", choices=["sim", "offline", "both"], default="both")
     ap.add_argument("--rows", type=int, default=256)
     ap.add_argument("--naive-rows", type=int, default=64, help="rows of the naive nested loop's subset (sim)")
+    ap.add_argument("--pairs-per-request", type=int, default=8, help="candidates per request of the batched plan (sim)")
     ap.add_argument("--offline-naive-rows", type=int, default=16, help="offline: nested and blocking run on these rows")
     ap.add_argument("--block-rows", type=int, default=64, help="rows of the blocking run (sim)")
     ap.add_argument("--sample", type=int, default=8)
