@@ -41,7 +41,7 @@ def cost_rank(pred: Node) -> int:
     for n in pred.walk():
         if is_ai_call(n):
             model = getattr(n.udf.call, "model", None)
-            here = model is None or model.in_process or model.provider == "local"
+            here = model is None or model.in_process or model.caps.local
             rank = max(rank, 2 if here else 3)
         elif isinstance(n, UDFCall):
             rank = max(rank, 1)
