@@ -431,7 +431,9 @@ def get_local_server(n_parallel: int | None = None) -> LocalServer:
         if server is not None and os.getpid() == server._owner_pid:
             code = server._proc.poll() if server._proc is not None else None
             if code is not None:
-                warnings.warn(f"{describe_exit(code, 'while running')} Starting a new one.", RuntimeWarning, stacklevel=2)
+                # The message promises the log's last lines: they name the check that failed.
+                warnings.warn(f"{describe_exit(code, 'while running')}\nlog tail:\n{server._log_tail(12)}\n"
+                              "Starting a new one.", RuntimeWarning, stacklevel=2)
             server.stop()  # died (e.g. killed from outside): clean up and start a fresh one
         server = LocalServer(n_parallel)
         server.start()
