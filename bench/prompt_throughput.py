@@ -23,6 +23,9 @@ flight, at each simulator latency in ``--latencies`` (default 200 ms and 0 ms):
               every 50,000 allocations, not 700). Plain aiohttp spends 30-100 us of its CPU per row
               in the collector here; this client shows the engine's cost with that part equal.
 
+"GC us/row (runs)": the wall time the child's garbage collector took during the timed run
+(``gc.callbacks``), per row, and how many collections ran.
+
 Each (client, latency) runs in a fresh Python subprocess against a freshly
 spawned simulator. The child first runs a 64-row warm-up (imports, first-query
 setup; for Daft a plain query, because a second prompt() query in one Daft
@@ -190,11 +193,25 @@ def child_main(args: argparse.Namespace) -> None:
                                 "--nonblocking", "--rate", "250", "--format", "raw", "-o", args.pyspy_out],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.5)
+    import gc
+
+    collected = {"seconds": 0.0, "runs": 0}
+    began = [0.0]
+
+    def gc_timer(phase: str, info: dict) -> None:  # the collector's share of the client's CPU
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            collected["seconds"] += time.perf_counter() - began[0]
+            collected["runs"] += 1
+
+    gc.callbacks.append(gc_timer)
     cpu0 = child_cpu_seconds()
     t0 = time.perf_counter()
     vals, extra = run(rows)
     seconds = time.perf_counter() - t0
     cpu = child_cpu_seconds() - cpu0
+    gc.callbacks.remove(gc_timer)
     if spy is not None:
         spy.send_signal(signal.SIGINT)
         spy.wait(60)
@@ -203,7 +220,8 @@ def child_main(args: argparse.Namespace) -> None:
     want = collections.Counter(t[:11] for t in rows)
     got = collections.Counter(v.removeprefix("sim answer: ")[:11] for v in vals if v is not None)
     emit_result({"seconds": seconds, "rows": len(vals), "ok": ok, "failed": len(vals) - ok,
-                 "answers_match": got == want, "cpu_s": cpu, "report": extra})
+                 "answers_match": got == want, "cpu_s": cpu, "gc_s": collected["seconds"],
+                 "gc_runs": collected["runs"], "report": extra})
 
 
 # --------------------------------------------------------------------------- parent
@@ -373,7 +391,7 @@ def main() -> None:
         for c in clients:
             r = results.get((lat, c))
             if r is None:
-                rows.append([c, "failed"] + [""] * 14)
+                rows.append([c, "failed"] + [""] * 15)
                 continue
             rows.append([
                 c, f"{r['seconds']:.2f}", f"{r['rows_per_s']:,.0f}", f"{statistics.median(runs[(lat, c)]):,.0f}",
@@ -381,11 +399,12 @@ def main() -> None:
                 f"{100 * r['rows_per_s'] / ideal:.0f}%" if ideal else "-",
                 f"{r['ok']:,}", f"{r['failed']:,}", "yes" if r["answers_match"] else "NO",
                 f"{r['server_requests']:,}", r["non_200"], r["max_in_flight"], f"{r['mean_in_flight']:.0f}",
-                f"{r['cpu_s']:.1f}", f"{1e6 * r['cpu_s'] / r['rows']:,.0f}", f"{r['server_cpu_s']:.1f}",
+                f"{r['cpu_s']:.1f}", f"{1e6 * r['cpu_s'] / r['rows']:,.0f}",
+                f"{1e6 * r['gc_s'] / r['rows']:,.0f} ({r['gc_runs']})", f"{r['server_cpu_s']:.1f}",
             ])
         print(table(["client", "seconds", "rows/s", "median", "vs aiohttp", "vs ideal", "ok rows", "failed", "answers ok",
                      "server reqs", "non-200", "max in flight", "mean in flight", "client CPU s", "CPU us/row",
-                     "server CPU s"], rows))
+                     "GC us/row (runs)", "server CPU s"], rows))
         ifr = results.get((lat, "inferframe"))
         if ifr:
             parts = []
