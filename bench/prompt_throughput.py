@@ -20,8 +20,8 @@ flight, at each simulator latency in ``--latencies`` (default 200 ms and 0 ms):
 
   aiohttp-gc  (only when named in ``--clients``) bare aiohttp with the garbage collector set as
               inferframe's jobs set it (``execution.gc_scope``: the youngest generation collected
-              every 50,000 allocations, not 700). Plain aiohttp spends 30-100 us of its CPU per row
-              in the collector here; this client shows the engine's cost with that part equal.
+              every 50,000 allocations, not 700). Plain aiohttp spends part of its CPU in the collector
+              (the "GC us/row" column); this client shows the engine's cost with that part equal.
 
 "GC us/row (runs)": the wall time the child's garbage collector took during the timed run
 (``gc.callbacks``), per row, and how many collections ran.

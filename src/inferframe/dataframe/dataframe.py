@@ -19,7 +19,7 @@ from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
-from inferframe.plan.inspect import ai_notes, cheap_total, estimate_bounds, has_ai, source_rows
+from inferframe.plan.inspect import ai_notes, cheap_total, has_ai, source_rows
 from inferframe.plan.optimizer import optimize
 
 
@@ -492,32 +492,9 @@ class DataFrame:
             >>> df.estimate()["calls"][0]["rows"]
             2
         """
-        from inferframe.ai.requests import estimate_call
+        from inferframe.dataframe.estimates import estimate_plan
 
-        calls = []
-        for node, inputs, bounded in estimate_bounds(self._optimized()):
-            priced = node.udf.call.priced() if node.udf.call is not None else ()
-            if not priced:
-                continue  # in-process models and media steps: no tokens, no bill
-            if inputs is None:
-                calls += [{"call": c.label, "rows": None, "note": "depends on another AI call's output"} for c, _ in priced]
-                continue
-            rows = [tuple(r.values()) for r in DataFrame(inputs).iter_rows(progress=False)]
-            for config, template in priced:
-                # A cascade's stage: its constant parts around the row's text (every row counted: an upper bound).
-                mine = rows if template is None else [tuple(r[0] if p is None else p for p in template) for r in rows]
-                calls.append(estimate_call(config, mine))
-                if bounded:
-                    calls[-1]["note"] = "at most: an AI filter before this call may drop rows"
-        costs = [c.get("cost_usd") for c in calls]
-        savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
-        return {
-            "calls": calls,
-            "input_tokens": sum(c.get("input_tokens") or 0 for c in calls),
-            "cost_usd": None if any(c is None for c in costs) else sum(costs),
-            "cached_tokens": sum(c.get("cached_tokens") or 0 for c in calls),
-            "cache_saving_usd": None if any(s is None for s in savings) else sum(savings),
-        }
+        return estimate_plan(self._optimized(), lambda plan: DataFrame(plan).iter_rows(progress=False))
 
     def __len__(self) -> int:
         return self.count_rows()
@@ -554,17 +531,9 @@ class DataFrame:
             notes = ai_notes(self._optimized(), estimate_rows)
             parts += ["", "== AI calls (estimated) ==", *notes] if notes else []
         if estimate:
-            parts += ["", "== Estimate (data read, no model called) =="]
-            found = self.estimate()
-            for c in found["calls"]:
-                if c.get("rows") is None:
-                    parts.append(f"{c['call']}: {c.get('note', 'not known before the run')}")
-                    continue
-                cost = "price unknown" if c.get("cost_usd") is None else f"${c['cost_usd']:.4f}"
-                note = f" ({c['note']})" if c.get("note") else ""
-                parts.append(f"{c['call']}: {c['rows']:,} calls, {c.get('input_tokens') or 0:,} input tokens, {cost}{note}")
-            total = "price unknown" if found["cost_usd"] is None else f"${found['cost_usd']:.4f}"
-            parts.append(f"total: {found['input_tokens']:,} input tokens, {total}")
+            from inferframe.dataframe.estimates import estimate_lines
+
+            parts += ["", "== Estimate (data read, no model called) ==", *estimate_lines(self.estimate())]
         text = "\n".join(parts)
         print(text)
         return text

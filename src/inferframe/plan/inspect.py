@@ -98,11 +98,8 @@ def estimate_inputs(plan: lp.LogicalPlan) -> Iterator[tuple[UDFCall, lp.LogicalP
         >>> [(call.udf.name, inputs.schema.names) for call, inputs in estimate_inputs(df._plan)]
         [('prompt', ['__p0'])]
     """
-    for node, call in ai_calls(plan):
-        if any(contains_ai(a) for a in call.args) or has_ai(node.input):
-            yield call, None
-        else:
-            yield call, lp.Project(node.input, tuple(Alias(a, f"__p{i}") for i, a in enumerate(call.args)))
+    for call, inputs, bounded in estimate_bounds(plan):
+        yield call, None if bounded else inputs
 
 
 def _without_ai_filters(plan: lp.LogicalPlan) -> lp.LogicalPlan:
@@ -117,7 +114,7 @@ def _without_ai_filters(plan: lp.LogicalPlan) -> lp.LogicalPlan:
 
 
 def estimate_bounds(plan: lp.LogicalPlan) -> Iterator[tuple[UDFCall, lp.LogicalPlan | None, bool]]:
-    """``estimate_inputs``, except that a call after filters that ask a model gets the rows before them.
+    """Each AI call with the plan of its argument values; a call after filters that ask a model gets the rows before them.
 
     Yields (call, inputs, bounded): ``bounded`` says the inputs are an upper bound (the rows an AI
     filter would drop are still in them). Inputs are None when they depend on an AI projection.

@@ -165,8 +165,8 @@ class InferenceRuntime:
 
         An operator awaits it before it prepares another batch. The executor hands the loop a window
         of batches at once (33 of 128 rows with the default prefix window), and asyncio runs ready
-        work in order: every batch's keys and bodies were made before the first row's task ran, and
-        the first request left 200 ms after the job began (bench/prompt_throughput.py, 200 ms latency).
+        work in order: without this wait every batch's keys and bodies were made before the first
+        row's task ran, and no request left until then.
         """
         while self._unstarted > 0:
             if self._started is None or self._started.is_set():

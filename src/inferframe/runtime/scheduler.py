@@ -165,9 +165,8 @@ class PrefixScheduler:
         self._warm_due: _Group | None = None  # its first row goes out next
         self._pump_due = False
         self._absorbed, self._absorbed_by = 0, []  # arrivals[:n] continue none of these groups
-        # The round has no group of two rows sharing MIN_SHARED_CHARS: no order worth keeping, so one stream releases all of it at
-        # once instead of AHEAD per pass of the event loop (a job's first 512 requests reached the
-        # server over 4 passes, 250 ms, on bench/prompt_throughput.py).
+        # One stream whose round has no two rows sharing MIN_SHARED_CHARS: no order worth keeping, so
+        # the whole round is released at once instead of AHEAD rows per pass of the event loop.
         self._flat = False
         self.released = 0
 
@@ -205,7 +204,7 @@ class PrefixScheduler:
         # The least busy lane first: every slot gets a row before any gets a second. A lane with
         # nothing to take leaves the row to the next one.
         for lane in sorted(range(self.lanes), key=self._busy.__getitem__):
-            if self._busy[lane] >= self.depth and not (self._flat and not self.pinned):
+            if self._busy[lane] >= self.depth and not self._flat:
                 return False
             picked = self._next(lane)
             if picked is not None:
@@ -299,7 +298,7 @@ class PrefixScheduler:
             return
         texts = [t for t, _ in arrivals]
         groups, longest = _groups(texts)
-        self._flat = longest < MIN_SHARED_CHARS
+        self._flat = not self.pinned and longest < MIN_SHARED_CHARS
         root = groups[0][0] if len(groups) == 1 else _shared(texts)  # what every row of the round starts with
         for prefix, idx in groups:
             # A lone row's key is the round's shared prefix: rows that share only that still route together.

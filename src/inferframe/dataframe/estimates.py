@@ -1,0 +1,62 @@
+"""What a plan's AI calls will cost before any request: rows, tokens and dollars per call, and their lines in explain().
+
+Example:
+    >>> estimate_lines({"calls": [{"call": "prompt[m]", "rows": 2, "input_tokens": 9, "cost_usd": None}],
+    ...                 "input_tokens": 9, "cost_usd": None})
+    ['prompt[m]: 2 calls, 9 input tokens, price unknown', 'total: 9 input tokens, price unknown']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from inferframe.plan import logical as lp
+from inferframe.plan.inspect import estimate_bounds
+
+
+def estimate_plan(plan: lp.LogicalPlan, rows_of: Callable[[lp.LogicalPlan], Iterable[dict]]) -> dict:
+    """``DataFrame.estimate()`` of an optimized plan; ``rows_of`` reads a plan's rows (no model call in it)."""
+    from inferframe.ai.requests import estimate_call
+
+    calls: list[dict[str, Any]] = []
+    for node, inputs, bounded in estimate_bounds(plan):
+        priced = node.udf.call.priced() if node.udf.call is not None else ()
+        if not priced:
+            continue  # in-process models and media steps: no tokens, no bill
+        if inputs is None:
+            calls += [{"call": c.label, "rows": None, "note": "depends on another AI call's output"} for c, _ in priced]
+            continue
+        rows = [tuple(r.values()) for r in rows_of(inputs)]
+        for config, template in priced:
+            # A cascade's stage: its constant parts around the row's text (every row counted: an upper bound).
+            mine = rows if template is None else [tuple(r[0] if p is None else p for p in template) for r in rows]
+            calls.append(estimate_call(config, mine))
+            if bounded:
+                calls[-1]["note"] = "at most: an AI filter before this call may drop rows"
+    costs = [c.get("cost_usd") for c in calls]
+    savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
+    return {
+        "calls": calls,
+        "input_tokens": sum(c.get("input_tokens") or 0 for c in calls),
+        "cost_usd": None if any(c is None for c in costs) else sum(costs),
+        "cached_tokens": sum(c.get("cached_tokens") or 0 for c in calls),
+        "cache_saving_usd": None if any(s is None for s in savings) else sum(savings),
+    }
+
+
+def _dollars(cost: float | None) -> str:
+    return "price unknown" if cost is None else f"${cost:.4f}"
+
+
+def estimate_lines(found: dict) -> list[str]:
+    """One line per AI call of an ``estimate_plan`` result, and the total."""
+    lines = []
+    for c in found["calls"]:
+        if c.get("rows") is None:
+            lines.append(f"{c['call']}: {c.get('note', 'not known before the run')}")
+            continue
+        note = f" ({c['note']})" if c.get("note") else ""
+        lines.append(f"{c['call']}: {c['rows']:,} calls, {c.get('input_tokens') or 0:,} input tokens, "
+                     f"{_dollars(c.get('cost_usd'))}{note}")
+    lines.append(f"total: {found['input_tokens']:,} input tokens, {_dollars(found['cost_usd'])}")
+    return lines
