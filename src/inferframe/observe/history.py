@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from inferframe.observe.owner import owner_gone
+from inferframe.observe.sqlite_wal import use_wal
 
 FILE_NAME = "runs.sqlite"
 
@@ -76,19 +77,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 STALE_S = 600.0
 
 
-def _wal(db: sqlite3.Connection, patience_s: float = 30.0) -> None:
-    """Put the file in WAL mode once. SQLite answers "database is locked" at once, without its busy
-    timeout, to a journal-mode change while another connection is in a transaction: wait and retry."""
-    deadline = time.monotonic() + patience_s
-    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-
-
 class RunHistory:
     """The run history of one directory (by default the response cache's).
 
@@ -101,7 +89,7 @@ class RunHistory:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        _wal(self._db)
+        use_wal(self._db)
         self._migrate()
 
     def _migrate(self) -> None:

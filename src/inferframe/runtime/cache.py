@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from inferframe.observe.sqlite_wal import use_wal
+
 # A stored answer: (value, input tokens, output tokens, finish reason or None).
 Hit = tuple[Any, int, int, "str | None"]
 
@@ -259,7 +261,7 @@ class ResponseCache:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
         if fresh:
             os.chmod(self.path, 0o600)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        use_wal(self._db)
         # NORMAL in WAL mode survives a crash of this process (only power loss can drop the last commits).
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._migrate()
