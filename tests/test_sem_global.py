@@ -98,8 +98,10 @@ def test_sem_topk_returns_the_planted_top_k_with_few_calls():
     score, df = scored_reviews(60)
     with Simulator(SimulatorConfig(responder=compare_by_planted_score)) as s:
         out = df.sem_topk("{review} is the most enthusiastic", k=5, plan="quick", **api(s))
+        assert s.stats()["total_requests"] == 0  # lazy: nothing is asked until a run reaches it
+        got = out.to_pydict()
         requests = s.stats()["total_requests"]
-    got = out.to_pydict()
+        assert out.to_pydict() == got and s.stats()["total_requests"] == requests  # computed once, kept
     assert [score[i] for i in got["id"]] == [59, 58, 57, 56, 55]
     assert out.column_names == ["id", "review"]
     assert out.sem_stats["calls"] == requests <= 0.3 * 60 * 59 / 2
@@ -115,7 +117,7 @@ def test_sem_topk_asks_a_pairwise_question_constrained_to_a_or_b():
         return json.dumps({"label": "A"})
 
     with Simulator(SimulatorConfig(responder=spy)) as s:
-        ifr.from_pydict({"r": ["x", "y"]}).sem_topk("{r} is the most enthusiastic", k=1, **api(s))
+        ifr.from_pydict({"r": ["x", "y"]}).sem_topk("{r} is the most enthusiastic", k=1, **api(s)).collect()
     assert seen[0] in ("Which one better fits: r is the most enthusiastic?\nA: x\nB: y\nAnswer A or B.",
                        "Which one better fits: r is the most enthusiastic?\nA: y\nB: x\nAnswer A or B.")
 
@@ -132,7 +134,7 @@ def test_sem_topk_failed_comparisons_are_counted_or_raise():
         assert [score[i] for i in out.to_pydict()["id"]] == [11, 10]
         with pytest.raises(RowFailed):
             ifr.from_pydict({"review": ["enthusiasm 3", "enthusiasm 4"]}).sem_topk(
-                "{review} is enthusiastic", k=1, on_error="raise", **api(s))
+                "{review} is enthusiastic", k=1, on_error="raise", **api(s)).collect()
 
 
 def test_sem_rank_scores_every_row_and_sorts_lazily():
@@ -160,8 +162,9 @@ def test_sem_agg_folds_each_group_level_by_level_in_order():
     df = ifr.from_pydict({"g": groups, "review": [f"c{i:02d} late" for i in range(15)]})
     with Simulator(SimulatorConfig(responder=first_last_ids)) as s:
         out = df.sem_agg("Summarise the complaints in {review}", group_by="g", max_chars=20, **api(s))
+        got = out.to_pydict()
         requests = s.stats()["total_requests"]
-    assert out.to_pydict() == {"g": ["A", "B", "C"], "sem_agg": ["c00-c09", "c10-c11", "c12-c14"]}
+    assert got == {"g": ["A", "B", "C"], "sem_agg": ["c00-c09", "c10-c11", "c12-c14"]}
     # 8-character rows, 20 characters a prompt: A packs 10 rows into 5, folds 5 -> 3 -> 2 -> 1; C 3 -> 2 -> 1.
     assert out.sem_stats["levels"] == {"A": 4, "B": 1, "C": 2}
     assert out.sem_stats["calls"] == requests == 5 + 3 + 2 + 1 + 1 + 2 + 1
@@ -186,7 +189,8 @@ def test_sem_agg_without_groups_and_failed_parts_left_out_and_counted():
         assert out.to_pydict() == {"sem_agg": ["c00-c05"]} and out.sem_stats["failed"] == 1
         assert out.sem_stats["calls"] == 3 + 1
         with pytest.raises(RowFailed):
-            df.sem_agg("Summarise the complaints in {review}", max_chars=20, max_retries=0, on_error="raise", **api(s))
+            df.sem_agg("Summarise the complaints in {review}", max_chars=20, max_retries=0, on_error="raise",
+                       **api(s)).collect()
 
 
 # --- sem_dedup / sem_cluster_by --------------------------------------------------------------------
@@ -231,8 +235,8 @@ def test_sem_cluster_by_finds_the_planted_clusters_checking_only_candidate_pairs
     n = len(planted)
     with Simulator(SimulatorConfig(responder=same_by_truth(truth))) as s:
         out = df.sem_cluster_by("{name} and {address} are the same business", k=3, **api(s))
+        got = out.to_pydict()
         requests = s.stats()["total_requests"]
-    got = out.to_pydict()
     assert got["name"] == df.to_pydict()["name"]
     assert partition(got["cluster_id"]) == partition(planted)
     assert out.sem_stats["calls"] == out.sem_stats["pairs"] == requests <= 3 * n < n * (n - 1) // 2
@@ -260,7 +264,7 @@ def test_sem_dedup_failed_checks_are_not_the_same_and_counted_or_raise():
         assert ids[names.index("Golden Dragon")] != ids[names.index("Golden Dragon Restaurant")]
         assert out.sem_stats["clusters"] == len(BUSINESSES) + 1
         with pytest.raises(RowFailed):
-            df.sem_dedup("{name} and {address} are the same business", k=3, on_error="raise", **api(s))
+            df.sem_dedup("{name} and {address} are the same business", k=3, on_error="raise", **api(s)).collect()
 
 
 def test_one_wrong_yes_does_not_chain_two_clusters_unless_merge_any():
@@ -278,9 +282,10 @@ def test_one_wrong_yes_does_not_chain_two_clusters_unless_merge_any():
     with Simulator(SimulatorConfig(responder=answer)) as s:
         kept = df.sem_cluster_by("{name} and {address} are the same business", k=12, **api(s))
         chained = df.sem_cluster_by("{name} and {address} are the same business", k=12, merge="any", **api(s))
-    assert partition(kept.to_pydict()["cluster_id"]) == partition(planted)
+        kept_ids, chained_ids = kept.to_pydict()["cluster_id"], chained.to_pydict()["cluster_id"]
+    assert partition(kept_ids) == partition(planted)
     assert kept.sem_stats["refused_merges"] == 1
-    assert len(partition(chained.to_pydict()["cluster_id"])) == len(BUSINESSES) - 1
+    assert len(partition(chained_ids)) == len(BUSINESSES) - 1
     with pytest.raises(PlanError, match="merge='all'"):
         df.sem_dedup("{name} are the same", merge="all", model="gemma-3-270m")
 
@@ -322,7 +327,8 @@ def test_sem_agg_packs_as_many_rows_as_the_models_context_holds():
     with Simulator(SimulatorConfig(responder=first_last_ids)) as s:
         out = df.sem_agg("Summarise the complaints in {review}", **api(s))  # gpt-5-mini: the whole table fits one prompt
         small = df.sem_agg("Summarise the complaints in {review}", max_chars=200, **api(s))
-    assert out.to_pydict() == {"sem_agg": ["c00-c99"]} and out.sem_stats["calls"] == 1
+        got, _ = out.to_pydict(), small.sem_stats
+    assert got == {"sem_agg": ["c00-c99"]} and out.sem_stats["calls"] == 1
     assert out.sem_stats["max_chars"] == (400_000 - 712) * 3 and "context of 400,000 tokens" in out.sem_stats["budget"]
     assert small.sem_stats["calls"] > 3 and small.sem_stats["budget"] == "max_chars=200 (given)"
 
@@ -348,6 +354,7 @@ def test_a_lazy_input_with_model_calls_is_run_once(op):
         out = {"sem_topk": lambda: df.sem_topk("{r} is the largest", k=2, **api(s)),
                "sem_agg": lambda: df.sem_agg("Summarise {r}", **api(s)),
                "sem_dedup": lambda: df.sem_dedup("{r} are the same", k=2, **api(s))}[op]()
+        got = out.to_pydict()
         assert s.stats()["total_requests"] == 6 + out.sem_stats["calls"]
     if op == "sem_topk":
-        assert out.to_pydict()["r"] == ["n5", "n4"]
+        assert got["r"] == ["n5", "n4"]

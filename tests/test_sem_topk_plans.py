@@ -32,8 +32,9 @@ def run(n, k, fail=None, **kw):
     score, df = scored_reviews(n)
     with Simulator(SimulatorConfig(responder=planted(n, fail))) as s:
         out = df.sem_topk(STATEMENT, k=k, **api(s, **kw))
+        got = out.to_pydict()
         requests = s.stats()["total_requests"]
-    return [score[i] for i in out.to_pydict()["id"]], out.sem_stats, requests
+    return [score[i] for i in got["id"]], out.sem_stats, requests
 
 
 def test_rerank_returns_the_planted_top_k_in_order_with_fewer_calls_than_quick():
@@ -85,7 +86,7 @@ def test_a_failed_score_is_not_chosen_and_counted_or_raises():
     assert stats["candidates"] == 11 and stats["calls"] == requests
     score, df = scored_reviews(60)
     with Simulator(SimulatorConfig(responder=planted(60, fail=59))) as s, pytest.raises(RowFailed):
-        df.sem_topk(STATEMENT, k=5, plan="rerank", on_error="raise", **api(s))
+        df.sem_topk(STATEMENT, k=5, plan="rerank", on_error="raise", **api(s)).collect()
 
 
 @pytest.mark.parametrize("options, message", [

@@ -54,7 +54,10 @@ def runners(ray_cluster):
                 execute = runner.execute
                 runner.execute = lambda *a, **kw: (ray_jobs.append(1), execute(*a, **kw))[1]
             before = sim.stats()["total_requests"]
-            out.append(build())
+            result = build()
+            if isinstance(result, ifr.DataFrame):
+                result.to_pydict()  # a lazy operator runs here, on this runner (its result is kept)
+            out.append(result)
             requests.append(sim.stats()["total_requests"] - before)
         return out, requests, len(ray_jobs)
 
@@ -80,7 +83,7 @@ def test_sem_topk_on_ray_matches_the_local_runner(sim, runners):
     assert local.to_pydict() == ray.to_pydict()
     assert [score[i] for i in ray.to_pydict()["id"]] == [7, 6]
     assert ray.sem_stats == local.sem_stats and requests == [local.sem_stats["calls"]] * 2
-    assert ray.sem_stats["failed"] == 0 and jobs == 1 + ray.sem_stats["jobs"] > 2  # the input collected once, then a job a round
+    assert ray.sem_stats["failed"] == 0 and jobs == 2 + ray.sem_stats["jobs"] > 3  # the input collected once, a job a round, the result read
 
 
 def test_sem_agg_on_ray_matches_the_local_runner(sim, runners):
@@ -90,7 +93,7 @@ def test_sem_agg_on_ray_matches_the_local_runner(sim, runners):
     assert local.to_pydict() == ray.to_pydict() == {"g": ["A", "B"], "sem_agg": ["c00-c03", "c04-c05"]}
     assert ray.sem_stats == local.sem_stats and requests == [local.sem_stats["calls"]] * 2
     assert ray.sem_stats["levels"] == {"A": 2, "B": 1}  # A: 4 rows -> 2 packs -> 1
-    assert jobs == 1 + ray.sem_stats["jobs"] == 3  # the input collected once, then a job a level
+    assert jobs == 2 + ray.sem_stats["jobs"] == 4  # the input collected once, a job a level, the result read
 
 
 def test_sem_dedup_on_ray_matches_the_local_runner(sim, runners):
@@ -100,4 +103,4 @@ def test_sem_dedup_on_ray_matches_the_local_runner(sim, runners):
     assert local.to_pydict() == ray.to_pydict() == {"name": ["Joe's Pizza [0]", "Blue Fern Cafe [1]",
                                                              "City Hardware [2]"], "cluster_id": [0, 1, 2]}
     assert ray.sem_stats == local.sem_stats and requests == [local.sem_stats["calls"]] * 2 and requests[0] > 0
-    assert jobs == 3  # the input collected once, the embedding job and the pair checks
+    assert jobs == 4  # the input collected once, the embedding job, the pair checks, the result read

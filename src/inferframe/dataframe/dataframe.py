@@ -21,6 +21,7 @@ from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
 from inferframe.plan.inspect import ai_notes, cheap_total, has_ai, source_rows
 from inferframe.plan.optimizer import optimize
+from inferframe.plan.whole_table import WholeTable, resolve as resolve_whole
 
 
 def _expr(e: Any) -> Node:
@@ -130,9 +131,22 @@ class DataFrame:
 
         return sem_filter(self, template, **options)
 
-    # The whole-table semantic operators collect their input (they need every row), run their algorithm in
-    # Python and ask the model through small DataFrame jobs; their result's ``sem_stats`` counts the calls.
-    sem_stats: dict | None = None
+    @property
+    def sem_stats(self) -> dict | None:
+        """What a whole-table semantic operator (sem_topk, sem_agg, sem_dedup, sem_cluster_by) asked: its plan,
+        calls, jobs and failures. Reading it runs the operator if it has not run yet (once: the result is
+        kept). None for any other DataFrame.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1]}).sem_stats is None
+            True
+        """
+        if not isinstance(self._plan, WholeTable):
+            return None
+        if self._plan.stats is None:
+            resolve_whole(self._plan, DataFrame)
+        return self._plan.stats
 
     def sem_topk(self, template: str, k: int, **options: Any) -> "DataFrame":
         """The k rows that best fit the statement, best first, by the model's judgement (``inferframe.functions.sem_topk``).
@@ -328,7 +342,12 @@ class DataFrame:
 
     # --- results ------------------------------------------------------
     def _optimized(self) -> lp.LogicalPlan:
+        """The plan as explain() and estimate() show it: whole-table operators not run."""
         return optimize(self._plan)
+
+    def _runnable(self) -> lp.LogicalPlan:
+        """The plan a run executes: whole-table operators (sem_topk, sem_agg, sem_dedup) computed first, once."""
+        return optimize(resolve_whole(self._plan, DataFrame))
 
     def iter_batches(self, progress: bool | None = None, report: str | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the result as Arrow record batches, running the plan lazily.
@@ -342,7 +361,7 @@ class DataFrame:
             return
         from inferframe.runners import get_runner
 
-        plan = self._optimized()
+        plan = self._runnable()
         counters = self._counters(plan)
         try:
             with self._progress(plan, progress, counters) as recorder:
@@ -467,7 +486,7 @@ class DataFrame:
             return self._result.num_rows
         from inferframe.io import estimate_rows
 
-        plan = self._optimized()
+        plan = self._runnable()
         n = source_rows(plan, estimate_rows)
         if n is not None:
             return n
@@ -560,7 +579,7 @@ class DataFrame:
         if self._result is None and runner.writes_in_workers:
             # Workers write part files under the temporary directory; they appear in root at commit, all at once.
             pending = PendingWrite(str(root), format, self._plan.schema, **options)
-            plan = self._optimized()
+            plan = self._runnable()
             counters = self._counters(plan)
             try:
                 with self._progress(plan, progress, counters) as recorder:
@@ -621,7 +640,7 @@ class DataFrame:
         """
         from inferframe.runners import get_runner
 
-        dataset = get_runner().to_dataset(self._optimized()) if self._result is None else None
+        dataset = get_runner().to_dataset(self._runnable()) if self._result is None else None
         if dataset is not None:
             return dataset
         import ray.data

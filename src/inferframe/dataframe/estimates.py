@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from inferframe.plan import logical as lp
-from inferframe.plan.inspect import estimate_bounds
+from inferframe.plan.inspect import estimate_bounds, has_ai, whole_tables
 
 
 def estimate_plan(plan: lp.LogicalPlan, rows_of: Callable[[lp.LogicalPlan], Iterable[dict]]) -> dict:
@@ -33,6 +33,11 @@ def estimate_plan(plan: lp.LogicalPlan, rows_of: Callable[[lp.LogicalPlan], Iter
             calls.append(estimate_call(config, mine))
             if bounded:
                 calls[-1]["note"] = "at most: an AI filter before this call may drop rows"
+    for node in whole_tables(plan):
+        # Its questions depend on the answers before them: the calls are estimated, their tokens are not.
+        n = None if has_ai(node.input) else sum(1 for _ in rows_of(node.input))
+        calls.append({"call": node.note, "rows": None, "cost_usd": None,
+                      "note": f"{node.calls(n)}; tokens and price known after the run"})
     costs = [c.get("cost_usd") for c in calls]
     savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
     return {

@@ -1,9 +1,9 @@
 """What the whole-table semantic operators (``sem_topk``, ``sem_agg``, ``sem_dedup``) share.
 
-They need every row, so they collect their input, run their algorithm in Python, and ask the model
-through small inferframe DataFrames (one job per round of questions), so caching, rate limits,
-retries, errors as data and the current runner apply. ``frame`` builds a DataFrame of the same class
-as the input without importing the dataframe layer.
+They need every row, so each is a lazy ``WholeTable`` plan node: when a run reaches it, it collects its
+input, runs its algorithm in Python, and asks the model through small inferframe DataFrames (one job
+per round of questions), so caching, rate limits, retries, errors as data and the current runner apply.
+``frame`` builds a DataFrame of the same class as the input without importing the dataframe layer.
 
 Example:
     >>> import inferframe as ifr
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -29,8 +29,9 @@ from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
 from inferframe.observe.recorder import DriftWarning
 from inferframe.plan import logical as lp
+from inferframe.plan.whole_table import Compute, WholeTable
 
-__all__ = ["Calls", "ask_labels", "ask_prompts", "criterion", "document", "frame", "rows_of", "table_of"]
+__all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "whole_table"]
 
 
 @dataclasses.dataclass
@@ -53,23 +54,22 @@ def frame(df: Any, table: pa.Table) -> Any:
     return type(df)(lp.Source(lp.InMemory(table), table.schema))
 
 
-def rows_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> tuple[pa.Table, list[dict]]:
-    """Collect ``df`` once: its table and its rows as dicts; a template column (or ``extra``) it lacks is a PlanError.
-
-    The operator builds its result from this table: collecting ``df`` again would run its plan again (its
-    model calls too, on any runner) and could give other rows than the ones the model was asked about.
-    """
-    table = table_of(df, t, fn, extra)
-    return table, table.to_pylist()
-
-
-def table_of(df: Any, t: Template, fn: str, extra: tuple = ()) -> pa.Table:
-    """Collect ``df`` as one Arrow table (once); a column the template reads (or in ``extra``) missing is a PlanError."""
+def check_columns(df: Any, t: Template, fn: str, extra: tuple = ()) -> None:
+    """A column the template reads (or in ``extra``) that ``df`` lacks is a PlanError, before anything runs."""
     missing = [c for c in [*t.columns(), *extra] if c not in df.column_names]
     if missing:
         raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r} (columns: {df.column_names}); "
                         "name one of its columns in the template.")
-    return df.to_arrow()
+
+
+def whole_table(df: Any, schema: pa.Schema, note: str, compute: Compute, calls: Callable[[int | None], str]) -> Any:
+    """A lazy DataFrame (of ``df``'s class) of the rows ``compute`` makes of all of ``df``'s rows (``plan.whole_table``).
+
+    ``compute(source)`` gets ``df`` as it will run and collects it once: the operator builds its result
+    from that table (collecting again would run its plan again, its model calls too, and could give
+    other rows than the ones the model was asked about). It returns (table, ``sem_stats``).
+    """
+    return type(df)(WholeTable(df._plan, schema, note, compute, calls))
 
 
 def criterion(t: Template) -> str:

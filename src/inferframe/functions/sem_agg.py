@@ -1,7 +1,7 @@
 """``DataFrame.sem_agg()``: one model-written answer per group over all its rows, by hierarchical reduction.
 
-``sem_agg`` collects its input (it needs every row). Per group, the rows' texts (the values of the
-columns the template reads), in order, are packed into prompts of at most ``max_chars`` characters
+``sem_agg`` is lazy; when it runs it collects its input (it needs every row). Per group, the rows'
+texts (the values of the columns the template reads), in order, are packed into prompts of at most ``max_chars`` characters
 of text; the model answers the instruction for each pack (level 1), and the partial answers are
 packed and combined the same way, level by level, until one remains. Every level of every group is
 one DataFrame job of ``prompt`` calls. A failed call's part is left out of the next level and
@@ -24,10 +24,10 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from inferframe.errors import PlanError
-from inferframe.functions._sem_global import Calls, ask_prompts, criterion, document, frame, rows_of
+from inferframe.functions._sem_global import Calls, ask_prompts, check_columns, criterion, document, whole_table
 from inferframe.functions.templates import parse_template
 
-__all__ = ["context_budget", "pack", "reduce_groups", "sem_agg"]
+__all__ = ["context_budget", "expected_calls", "pack", "reduce_groups", "sem_agg"]
 
 # Answers a round of prompts: (level, texts) per prompt -> the answer, or None where it failed.
 Summarise = Callable[[list[tuple[int, list[str]]]], list[str | None]]
@@ -125,8 +125,8 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
             on_error: str = "null", **options: Any) -> Any:
     """One answer per group: the model's answer to the template's instruction over all the group's rows.
 
-    Collects ``df``. The result is an in-memory DataFrame: the group columns (in order of first
-    appearance) and ``column`` (null where every call of the group failed); its ``sem_stats`` is
+    Lazy (``explain()`` shows it and the calls expected); its first run collects ``df`` and computes the
+    result, once: the group columns (in order of first appearance) and ``column`` (null where every call of the group failed); its ``sem_stats`` is
     {"calls", "jobs", "failed", "levels": {group: levels}} (the group: its value, a tuple for several
     group columns, None without group_by).
 
@@ -156,32 +156,51 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
         max_chars, budget = context_budget(options)
     if column in keys:
         raise PlanError(f"sem_agg(column={column!r}) is a group column; pass another name, e.g. column='summary'.")
-    collected, rows = rows_of(df, t, "sem_agg", tuple(keys))
-    groups: dict = {}
-    for r in rows:
-        text = document(t, r)
-        if text:
-            groups.setdefault(tuple(r[k] for k in keys), []).append(text)
+    check_columns(df, t, "sem_agg", tuple(keys))
     what = criterion(t)
-    calls = Calls()
+    schema = df.schema().to_arrow()
+    out_schema = pa.schema([schema.field(k) for k in keys] + [pa.field(column, pa.string())])
 
-    def summarise(work: list[tuple[int, list[str]]]) -> list[str | None]:
-        prompts = []
-        for level, texts in work:
-            listed = "\n".join(f"{i}. {x}" for i, x in enumerate(texts, 1))
-            note = "" if level == 1 else "These are partial answers, each over a part of the texts; combine them into one.\n"
-            prompts.append(f"{_EXAMPLE}{note}Texts:\n{listed}\nTask: {what}.\nAnswer:")
-        answers = ask_prompts(df, prompts, calls, dict(options, on_error=on_error))
-        # A base model may go on with another "Task:"/"Texts:" block after its answer: keep the answer.
-        return [None if a is None else a.split("\nTask:")[0].split("\nTexts:")[0].strip() for a in answers]
+    def compute(source: Any) -> tuple[pa.Table, dict]:
+        groups: dict = {}
+        for r in source.to_arrow().select(list(dict.fromkeys([*keys, *t.columns()]))).to_pylist():
+            text = document(t, r)
+            if text:
+                groups.setdefault(tuple(r[k] for k in keys), []).append(text)
+        calls = Calls()
 
-    answers, levels = reduce_groups(groups, max_chars, summarise)
-    data = {k: [g[i] for g in answers] for i, k in enumerate(keys)}
-    data[column] = list(answers.values())
-    schema = collected.schema
-    table = pa.table({k: pa.array(v, schema.field(k).type) if k in keys else pa.array(v, pa.string())
-                      for k, v in data.items()})
-    out = frame(df, table)
-    out.sem_stats = calls.as_dict(levels={(None if not g else g[0] if len(g) == 1 else g): n
-                                           for g, n in levels.items()}, max_chars=max_chars, budget=budget)
-    return out
+        def summarise(work: list[tuple[int, list[str]]]) -> list[str | None]:
+            prompts = []
+            for level, texts in work:
+                listed = "\n".join(f"{i}. {x}" for i, x in enumerate(texts, 1))
+                note = "" if level == 1 else "These are partial answers, each over a part of the texts; combine them into one.\n"
+                prompts.append(f"{_EXAMPLE}{note}Texts:\n{listed}\nTask: {what}.\nAnswer:")
+            answers = ask_prompts(source, prompts, calls, dict(options, on_error=on_error))
+            # A base model may go on with another "Task:"/"Texts:" block after its answer: keep the answer.
+            return [None if a is None else a.split("\nTask:")[0].split("\nTexts:")[0].strip() for a in answers]
+
+        answers, levels = reduce_groups(groups, max_chars, summarise)
+        data = {k: [g[i] for g in answers] for i, k in enumerate(keys)}
+        data[column] = list(answers.values())
+        table = pa.table({k: pa.array(v, out_schema.field(k).type) for k, v in data.items()}, schema=out_schema)
+        stats = calls.as_dict(levels={(None if not g else g[0] if len(g) == 1 else g): n for g, n in levels.items()},
+                              max_chars=max_chars, budget=budget)
+        return table, stats
+
+    by = f" group_by={keys}" if keys else ""
+    return whole_table(df, out_schema, f"SemAgg {template!r}{by} max_chars={max_chars:,}", compute,
+                       lambda n: expected_calls(n, max_chars))
+
+
+def expected_calls(n: int | None, max_chars: int) -> str:
+    """sem_agg's model calls before it runs, in words, for ``n`` input rows (None: not known before the run).
+
+    Example:
+        >>> expected_calls(300, 4000)
+        'at most 300 calls at the first level for 300 rows (fewer: rows packed up to 4,000 characters a prompt), then about half as many to fold each level'
+    """
+    if n is None:
+        rows = f"one call per pack of rows (up to {max_chars:,} characters a prompt)"
+    else:
+        rows = f"at most {n:,} calls at the first level for {n:,} rows (fewer: rows packed up to {max_chars:,} characters a prompt)"
+    return f"{rows}, then about half as many to fold each level"

@@ -1,7 +1,7 @@
 """``DataFrame.sem_dedup()`` and ``sem_cluster_by()``: rows the model finds the same, grouped into clusters.
 
-Both collect their input (they need every row). Blocking first: every row's text (the values of
-the columns the template reads) is embedded in process (the packaged all-MiniLM-L6-v2, through an
+Both are lazy; when they run they collect their input (they need every row). Blocking first: every
+row's text (the values of the columns the template reads) is embedded in process (the packaged all-MiniLM-L6-v2, through an
 ``embed_text`` DataFrame job), and each row's ``k`` most similar rows (cosine similarity at least
 ``threshold``, when given) become candidate pairs. Then the model checks every candidate pair in one
 DataFrame job: "Record 1: ... Record 2: ... Statement: the two records' <criterion>. Is the statement
@@ -22,18 +22,20 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
-from inferframe.functions._sem_global import Calls, ask_labels, criterion, document, frame, rows_of
+from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
+                                              whole_table)
 from inferframe.functions.embed import embed_text
 from inferframe.functions.templates import parse_template
 
-__all__ = ["MERGES", "UnionFind", "candidate_pairs", "cluster_ids", "sem_cluster_by", "sem_dedup"]
+__all__ = ["MERGES", "UnionFind", "candidate_pairs", "cluster_ids", "expected_calls", "sem_cluster_by",
+           "sem_dedup"]
 
 
 class UnionFind:
@@ -128,7 +130,8 @@ def cluster_ids(n: int, answers: list[tuple[int, int, bool | None]], merge: str 
 
 
 def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_model: str | None, on_error: str,
-              options: dict, fn: str, merge: str = "evidence") -> tuple[pa.Table, list[int], Calls, int]:
+              options: dict, fn: str, merge: str, finish: Callable[[pa.Table, list[int]], pa.Table]) -> Any:
+    """The lazy operator: checks now; when it runs, ``finish(table, cluster ids)`` makes its rows."""
     t = parse_template(template, fn)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise PlanError(f"{fn}(): k={k!r} must be a whole number >= 1 (candidates per row), e.g. k=5.")
@@ -141,29 +144,51 @@ def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_mod
     if "cluster_id" in df.column_names:
         raise PlanError(f"{fn}(): the DataFrame has a column 'cluster_id'; rename it first, e.g. "
                         "df.with_column_renamed('cluster_id', 'old_cluster_id').")
-    table, rows = rows_of(df, t, fn)
-    docs = [document(t, r) for r in rows]
-    calls = Calls()
-    pairs: list[tuple[int, int]] = []
-    closeness: dict[tuple[int, int], float] = {}
-    if len(rows) > 1:
-        texts = frame(df, pa.table({"t": pa.array(docs, pa.string())}))
-        vectors = texts.with_column("v", embed_text(col("t"), model=embed_model)).to_pydict()["v"]
-        ok = [i for i, v in enumerate(vectors) if v is not None]
-        unit = np.array([vectors[i] for i in ok], dtype=np.float64)
-        unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12) if len(ok) else unit
-        for a, b in candidate_pairs(unit, k, threshold):
-            pairs.append((ok[a], ok[b]))
-            closeness[(ok[a], ok[b])] = float(unit[a] @ unit[b])
+    check_columns(df, t, fn)
     what = criterion(t)
-    questions = [f"Record 1: {docs[a]}\nRecord 2: {docs[b]}\nStatement: the two records' {what}.\n"
-                 "Is the statement true? Answer yes or no." for a, b in pairs]
-    answers = ask_labels(df, questions, ["yes", "no"], calls, dict(options, on_error=on_error), "Answer yes or no.")
-    checked = [(a, b, None if x is None else x == "yes") for (a, b), x in zip(pairs, answers)]
-    # The most similar pairs join first: a wrong "yes" then meets clusters its other checks speak against.
-    checked.sort(key=lambda c: -closeness[(c[0], c[1])])
-    ids, refused = cluster_ids(len(rows), checked, merge)
-    return table, ids, calls, refused
+
+    def compute(source: Any) -> tuple[pa.Table, dict]:
+        table = source.to_arrow()
+        docs = [document(t, r) for r in table.select(t.columns()).to_pylist()]
+        calls = Calls()
+        pairs: list[tuple[int, int]] = []
+        closeness: dict[tuple[int, int], float] = {}
+        if len(docs) > 1:
+            texts = frame(source, pa.table({"t": pa.array(docs, pa.string())}))
+            vectors = texts.with_column("v", embed_text(col("t"), model=embed_model)).to_pydict()["v"]
+            ok = [i for i, v in enumerate(vectors) if v is not None]
+            unit = np.array([vectors[i] for i in ok], dtype=np.float64)
+            unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12) if len(ok) else unit
+            for a, b in candidate_pairs(unit, k, threshold):
+                pairs.append((ok[a], ok[b]))
+                closeness[(ok[a], ok[b])] = float(unit[a] @ unit[b])
+        questions = [f"Record 1: {docs[a]}\nRecord 2: {docs[b]}\nStatement: the two records' {what}.\n"
+                     "Is the statement true? Answer yes or no." for a, b in pairs]
+        answers = ask_labels(source, questions, ["yes", "no"], calls, dict(options, on_error=on_error),
+                             "Answer yes or no.")
+        checked = [(a, b, None if x is None else x == "yes") for (a, b), x in zip(pairs, answers)]
+        # The most similar pairs join first: a wrong "yes" then meets clusters its other checks speak against.
+        checked.sort(key=lambda c: -closeness[(c[0], c[1])])
+        ids, refused = cluster_ids(len(docs), checked, merge)
+        out = finish(table, ids)
+        return out, calls.as_dict(pairs=calls.calls, clusters=len(set(ids)), refused_merges=refused)
+
+    schema = df.schema().to_arrow().append(pa.field("cluster_id", pa.int64()))
+    return whole_table(df, schema, f"{'SemDedup' if fn == 'sem_dedup' else 'SemClusterBy'} {template!r} k={k} "
+                      f"merge={merge}", compute, lambda n: expected_calls(n, k))
+
+
+def expected_calls(n: int | None, k: int) -> str:
+    """sem_dedup's model calls before it runs, in words, for ``n`` input rows (None: not known before the run).
+
+    Example:
+        >>> expected_calls(100, 5)
+        'at most 500 pair checks for 100 rows (each row with its 5 most similar; a pair asked once), after 100 in-process embeddings'
+    """
+    if n is None:
+        return f"at most {k} pair checks per row (each row with its {k} most similar; a pair asked once)"
+    return (f"at most {n * k:,} pair checks for {n:,} rows (each row with its {k} most similar; a pair asked once), "
+            f"after {n:,} in-process embeddings")
 
 
 def sem_cluster_by(df: Any, template: str, *, k: int = 5, threshold: float | None = None,
@@ -171,7 +196,8 @@ def sem_cluster_by(df: Any, template: str, *, k: int = 5, threshold: float | Non
                    **options: Any) -> Any:
     """Every row with a ``cluster_id`` (0, 1, ... in order of first appearance): rows the model finds the same share one.
 
-    Collects ``df``; the result is an in-memory DataFrame whose ``sem_stats`` is
+    Lazy (``explain()`` shows it and the calls expected); its first run collects ``df`` and computes the
+    result, once. Its ``sem_stats`` (after the run) is
     {"calls", "jobs", "failed", "pairs", "clusters", "refused_merges"}.
 
     Parameters:
@@ -191,11 +217,8 @@ def sem_cluster_by(df: Any, template: str, *, k: int = 5, threshold: float | Non
         >>> df.sem_cluster_by("{name} are the same business", model="gemma-3-270m").to_pydict()  # doctest: +SKIP
         {'name': ["Joe's Pizza", 'Joes Pizza', 'Blue Cafe'], 'cluster_id': [0, 0, 1]}
     """
-    table, ids, calls, refused = _clusters(df, template, k, threshold, embed_model, on_error, options,
-                                           "sem_cluster_by", merge)
-    out = frame(df, table.append_column("cluster_id", pa.array(ids, pa.int64())))
-    out.sem_stats = calls.as_dict(pairs=calls.calls, clusters=len(set(ids)), refused_merges=refused)
-    return out
+    return _clusters(df, template, k, threshold, embed_model, on_error, options, "sem_cluster_by", merge,
+                     lambda table, ids: table.append_column("cluster_id", pa.array(ids, pa.int64())))
 
 
 def sem_dedup(df: Any, template: str, *, k: int = 5, threshold: float | None = None,
@@ -210,11 +233,11 @@ def sem_dedup(df: Any, template: str, *, k: int = 5, threshold: float | None = N
         >>> df.sem_dedup("{name} are the same business", model="gemma-3-270m").to_pydict()  # doctest: +SKIP
         {'name': ["Joe's Pizza", 'Blue Cafe'], 'cluster_id': [0, 1]}
     """
-    table, ids, calls, refused = _clusters(df, template, k, threshold, embed_model, on_error, options, "sem_dedup",
-                                           merge)
+    return _clusters(df, template, k, threshold, embed_model, on_error, options, "sem_dedup", merge, _first_of_each)
+
+
+def _first_of_each(table: pa.Table, ids: list[int]) -> pa.Table:
+    """The first row of each cluster, with its ``cluster_id``."""
     seen: set[int] = set()
-    first = [i for i, c in enumerate(ids) if not (c in seen or seen.add(c))]
-    idx = pa.array(first, pa.int64())
-    out = frame(df, table.take(idx).append_column("cluster_id", pa.array(ids, pa.int64()).take(idx)))
-    out.sem_stats = calls.as_dict(pairs=calls.calls, clusters=len(first), refused_merges=refused)
-    return out
+    idx = pa.array([i for i, c in enumerate(ids) if not (c in seen or seen.add(c))], pa.int64())
+    return table.take(idx).append_column("cluster_id", pa.array(ids, pa.int64()).take(idx))

@@ -1,6 +1,6 @@
 """``DataFrame.sem_topk()`` and ``sem_rank()``: the rows that best fit a statement, by the model's judgement.
 
-``sem_topk`` collects its input (it needs every row) and has two physical plans (``plan=``):
+``sem_topk`` is lazy; when it runs it collects its input (it needs every row). It has two physical plans (``plan=``):
 
 - ``"quick"`` (LOTUS "quick"): a quickselect whose comparisons the model makes: "Which one better
   fits: <criterion>? A: ... B: ... Answer A or B." (every other pair shown the other way round,
@@ -44,11 +44,12 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import lit
-from inferframe.functions._sem_global import Calls, _run, ask_labels, criterion, document, frame, table_of
+from inferframe.functions._sem_global import (Calls, _run, ask_labels, check_columns, criterion, document, frame,
+                                              whole_table)
 from inferframe.functions.ai import classify_text
 from inferframe.functions.templates import parse_template
 
-__all__ = ["PLANS", "candidates_by_score", "choose_plan", "order_by_wins", "quickselect_top", "sem_rank",
+__all__ = ["PLANS", "candidates_by_score", "choose_plan", "expected_calls", "order_by_wins", "quickselect_top", "sem_rank",
            "sem_rank_score", "sem_topk"]
 
 # sem_topk's physical plans (plan=, as sem_join's).
@@ -151,8 +152,9 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
              seed: int = 0, on_error: str = "null", **options: Any) -> Any:
     """The ``k`` rows that best fit the template's statement, best first, by the model's judgement.
 
-    Collects ``df`` (it needs every row). The result is an in-memory DataFrame of ``df``'s columns;
-    its ``sem_stats`` is {"plan", "calls", "jobs", "failed", "rows", "candidates", "score_calls",
+    Lazy: the result is a DataFrame of ``df``'s columns whose ``explain()`` shows the plan and the calls
+    expected; the first run collects ``df`` (it needs every row) and computes it, once. Its
+    ``sem_stats`` (after the run) is {"plan", "calls", "jobs", "failed", "rows", "candidates", "score_calls",
     "score_failed", "compare_calls", "compare_failed"} ("candidates": the rows the comparisons chose
     among; "calls" = "score_calls" + "compare_calls").
 
@@ -189,34 +191,61 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
         raise PlanError(f"sem_topk(): oversample={oversample!r} must be a number >= 1 (rerank keeps "
                         "max(k, ceil(oversample * k)) candidates after scoring), e.g. oversample=2.")
     options = dict(options, on_error=on_error)
-    # Built before any request, so a bad scale (or method) is a PlanError before the input is collected.
+    # Built now, so a bad scale (or method) is a PlanError before anything runs.
     score = sem_rank_score(template, scale=scale, confidence_column=False, **options) if plan != "quick" else None
-    table = table_of(df, t, "sem_topk")
-    rows = table.to_pylist()
-    n = len(rows)
-    docs = [document(t, r) for r in rows]
+    check_columns(df, t, "sem_topk")
     what = criterion(t)
     m = max(k, math.ceil(oversample * k))
-    plan = choose_plan(n, k, m) if plan == "auto" else plan
-    scored, compared = Calls(), Calls()
 
-    def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
-        # Every other pair is asked the other way round, so a preference for one position cancels out.
-        shown = [(a, b) if i % 2 == 0 else (b, a) for i, (a, b) in enumerate(pairs)]
-        questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
-        answers = ask_labels(df, questions, ["A", "B"], compared, options, "Answer A or B.")
-        return [None if x is None else (x == "A") == (i % 2 == 0) for i, x in enumerate(answers)]
+    def compute(source: Any) -> tuple[pa.Table, dict]:
+        table = source.to_arrow()
+        n = table.num_rows
+        docs = [document(t, r) for r in table.select(t.columns()).to_pylist()]
+        chosen = choose_plan(n, k, m) if plan == "auto" else plan
+        scored, compared = Calls(), Calls()
 
-    candidates = list(range(n))
-    if plan == "rerank" and n > m:
-        candidates = candidates_by_score(_scores(df, table, t, score, scored), m)
-    top = quickselect_top(candidates, k, better, random.Random(seed))
-    out = frame(df, table.take(pa.array(top, pa.int64())))
-    out.sem_stats = {"plan": plan, "calls": scored.calls + compared.calls, "jobs": scored.jobs + compared.jobs,
-                     "failed": scored.failed + compared.failed, "rows": n, "candidates": len(candidates),
-                     "score_calls": scored.calls, "score_failed": scored.failed,
-                     "compare_calls": compared.calls, "compare_failed": compared.failed}
-    return out
+        def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
+            # Every other pair is asked the other way round, so a preference for one position cancels out.
+            shown = [(a, b) if i % 2 == 0 else (b, a) for i, (a, b) in enumerate(pairs)]
+            questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
+            answers = ask_labels(source, questions, ["A", "B"], compared, options, "Answer A or B.")
+            return [None if x is None else (x == "A") == (i % 2 == 0) for i, x in enumerate(answers)]
+
+        candidates = list(range(n))
+        if chosen == "rerank" and n > m:
+            candidates = candidates_by_score(_scores(source, table, t, score, scored), m)
+        top = quickselect_top(candidates, k, better, random.Random(seed))
+        stats = {"plan": chosen, "calls": scored.calls + compared.calls, "jobs": scored.jobs + compared.jobs,
+                 "failed": scored.failed + compared.failed, "rows": n, "candidates": len(candidates),
+                 "score_calls": scored.calls, "score_failed": scored.failed,
+                 "compare_calls": compared.calls, "compare_failed": compared.failed}
+        return table.take(pa.array(top, pa.int64())), stats
+
+    return whole_table(df, df.schema().to_arrow(), f"SemTopK {template!r} k={k} plan={plan}", compute,
+                       lambda n: expected_calls(plan, n, k, m))
+
+
+def expected_calls(plan: str, n: int | None, k: int, m: int) -> str:
+    """sem_topk's model calls before it runs, in words, for ``n`` input rows (None: not known before the run).
+
+    Example:
+        >>> expected_calls("auto", 100, k=5, m=10)
+        'plan=rerank for 100 rows: about 140 calls (100 scores, about 40 comparisons)'
+        >>> expected_calls("quick", 20, k=5, m=10)
+        'plan=quick for 20 rows: about 50 calls (comparisons)'
+    """
+    pairs = k * (k - 1) // 2
+    if n is None:
+        return (f"rows not known before the run: plan=quick asks about 2n + {pairs} comparisons, plan=rerank n scores "
+                f"and about {2 * math.ceil(1.5 * m) + pairs} comparisons" + (" (auto: quick up to "
+                f"{3 * m} rows)" if plan == "auto" else ""))
+    chosen = choose_plan(n, k, m) if plan == "auto" else plan
+    if chosen == "quick" or n <= m:
+        kk = min(k, n)
+        est = (2 * n if n > k else 0) + kk * (kk - 1) // 2
+        return f"plan={chosen} for {n:,} rows: about {est:,} calls (comparisons)"
+    compares = 2 * math.ceil(1.5 * m) + pairs  # m' (candidates with ties) about 1.5m on a 1-5 scale
+    return f"plan=rerank for {n:,} rows: about {n + compares:,} calls ({n:,} scores, about {compares:,} comparisons)"
 
 
 def _scores(df: Any, table: pa.Table, t: Any, score: Any, calls: Calls) -> list[int | None]:

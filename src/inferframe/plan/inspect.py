@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from inferframe.expressions.nodes import Alias, UDFCall, contains_udf
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import contains_ai, is_ai_call
+from inferframe.plan.whole_table import WholeTable, has_whole
 
 
 def _walk(plan: lp.LogicalPlan) -> Iterator[lp.LogicalPlan]:
@@ -40,7 +41,7 @@ def has_ai(plan: lp.LogicalPlan) -> bool:
         >>> has_ai(ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))._plan)
         True
     """
-    return any(contains_ai(e) for p in _walk(plan) for e in _exprs(p))
+    return has_whole(plan) or any(contains_ai(e) for p in _walk(plan) for e in _exprs(p))
 
 
 def calls_udf(plan: lp.LogicalPlan) -> bool:
@@ -55,7 +56,18 @@ def calls_udf(plan: lp.LogicalPlan) -> bool:
         >>> calls_udf(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a")))._plan)
         True
     """
-    return any(contains_udf(e) for p in _walk(plan) for e in _exprs(p))
+    return has_whole(plan) or any(contains_udf(e) for p in _walk(plan) for e in _exprs(p))
+
+
+def whole_tables(plan: lp.LogicalPlan) -> Iterator[WholeTable]:
+    """Every whole-table operator of the plan (sem_topk, sem_agg, sem_dedup), outermost first.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> list(whole_tables(ifr.from_pydict({"a": [1]})._plan))
+        []
+    """
+    return (p for p in _walk(plan) if isinstance(p, WholeTable))
 
 
 def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project | lp.Filter, UDFCall]]:
@@ -195,6 +207,8 @@ def ai_notes(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None] = l
     """
     out = []
     for p in _walk(plan):
+        if isinstance(p, WholeTable):
+            out.append(f"{p.note}: {p.calls(None if has_ai(p.input) else cheap_total(p.input, count_source))}")
         exprs = getattr(p, "exprs", None) or ((p.predicate,) if isinstance(p, lp.Filter) else ())
         for n in (n for e in exprs for n in e.walk() if is_ai_call(n)):
             rows = cheap_total(p.input, count_source)
