@@ -79,7 +79,6 @@ from inferframe.functions._sem_global import Calls, ask_labels, criterion, docum
 from inferframe.functions.sem_dedup import cluster_ids  # noqa: E402
 from inferframe.functions.sem_topk import choose_plan, order_by_wins  # noqa: E402
 from inferframe.functions.templates import parse_template  # noqa: E402
-from inferframe.observe import last_run  # noqa: E402
 
 IMDB = ROOT / "examples/data/classify/imdb_heldout.csv"
 FEBRL = ROOT / "examples/data/dedup/febrl1_sample.csv"
@@ -222,7 +221,7 @@ class Planted:
 # --- metering --------------------------------------------------------------------------------------
 
 class Meter:
-    """Sums ``last_run()`` over every job the operators (and the naive plans) run through ``_sem_global._run``."""
+    """Sums ``last_run()`` over every job the operators (and the naive plans) count in a ``_sem_global.Calls``."""
 
     def __init__(self, sim=None) -> None:
         self.sim = sim
@@ -230,23 +229,21 @@ class Meter:
     def __enter__(self) -> "Meter":
         self.tokens = self.requests = self.jobs = 0
         self._sim0 = self.sim.stats()["total_requests"] if self.sim else 0
-        self._orig = sg._run
+        self._orig = sg.Calls.count
 
-        def run(job):
-            out = self._orig(job)
-            runs = last_run()
+        def count(calls, answers, runs):
+            self._orig(calls, answers, runs)
             self.jobs += 1
             self.tokens += sum((r.get("input_tokens") or 0) + (r.get("output_tokens") or 0) for r in runs)
             self.requests += sum(r.get("requests") or 0 for r in runs)
-            return out
 
-        sg._run = run
+        sg.Calls.count = count
         self._t = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         self.secs = time.perf_counter() - self._t
-        sg._run = self._orig
+        sg.Calls.count = self._orig
         if self.sim:
             self.requests = self.sim.stats()["total_requests"] - self._sim0
 

@@ -12,6 +12,7 @@ import inferframe as ifr
 from inferframe import col
 from inferframe.errors import PlanError
 from inferframe.functions import format, prompt
+from inferframe.observe import last_run
 from inferframe.simulator import Simulator, SimulatorConfig
 
 
@@ -127,3 +128,15 @@ def test_its_plan_is_not_shipped_uncomputed(sim):
         pickle.dumps(out._plan)
     out.to_pydict()
     assert pickle.loads(pickle.dumps(out._runnable())).schema == out.schema().to_arrow()
+
+
+def test_sem_stats_and_last_run_hold_what_its_rounds_sent_and_cost(sim):
+    df, _ = reviews(12)
+    out = df.sem_topk("{review} is the most enthusiastic", k=3, plan="quick", **api(sim))
+    out.to_pydict()
+    st = out.sem_stats
+    assert st["requests"] == st["calls"] == sim.stats()["total_requests"] and st["jobs"] > 1
+    assert st["input_tokens"] > 0 and st["output_tokens"] > 0 and st["cost_usd"] > 0 and st["cache_hits"] == 0
+    (entry,) = last_run()  # the rounds summed into one entry, not the last round's job alone
+    assert entry["label"] == "SemTopK '{review} is the most enthusiastic' k=3 plan=quick"
+    assert (entry["requests"], entry["input_tokens"], entry["cost"]) == (st["requests"], st["input_tokens"], st["cost_usd"])

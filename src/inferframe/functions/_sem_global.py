@@ -27,26 +27,50 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
+from inferframe.observe.progress import last_run, record_operator
 from inferframe.observe.recorder import DriftWarning
 from inferframe.plan import logical as lp
 from inferframe.plan.whole_table import Compute, WholeTable
 
-__all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "whole_table"]
+__all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "run_job",
+           "whole_table"]
 
 
 @dataclasses.dataclass
 class Calls:
     """The model calls an operator made: ``calls`` questions asked in ``jobs`` DataFrame jobs, ``failed`` of them failed.
 
-    A question the response cache answers is counted too (``last_run()`` of each job shows the cache hits).
+    A question the response cache answers is counted too (``cache_hits`` of them); ``requests``, the
+    tokens and ``cost_usd`` are what the jobs' ``last_run()`` totals say was sent and billed.
     """
 
     calls: int = 0
     jobs: int = 0
     failed: int = 0
+    requests: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def count(self, answers: list, usage: list[dict]) -> None:
+        """One job's answers (None: failed) and its ``last_run()`` totals."""
+        self.calls += len(answers)
+        self.jobs += 1
+        self.failed += sum(a is None for a in answers)
+        for u in usage:
+            self.requests += u.get("requests", 0)
+            self.cache_hits += u.get("cache_hits", 0)
+            self.input_tokens += u.get("input_tokens", 0)
+            self.output_tokens += u.get("output_tokens", 0)
+            self.cost_usd += u.get("cost", 0.0)
+
+    def add(self, other: "Calls") -> "Calls":
+        """The two counts summed (an operator's phases into its total)."""
+        return Calls(*(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)))
 
     def as_dict(self, **extra: Any) -> dict:
-        return {"calls": self.calls, "jobs": self.jobs, "failed": self.failed, **extra}
+        return {**dataclasses.asdict(self), **extra}
 
 
 def frame(df: Any, table: pa.Table) -> Any:
@@ -67,9 +91,15 @@ def whole_table(df: Any, schema: pa.Schema, note: str, compute: Compute, calls: 
 
     ``compute(source)`` gets ``df`` as it will run and collects it once: the operator builds its result
     from that table (collecting again would run its plan again, its model calls too, and could give
-    other rows than the ones the model was asked about). It returns (table, ``sem_stats``).
+    other rows than the ones the model was asked about). It returns (table, ``sem_stats``); ``last_run()``
+    then shows the operator as one entry (its jobs' sums).
     """
-    return type(df)(WholeTable(df._plan, schema, note, compute, calls))
+    def run(source: Any) -> tuple[pa.Table, dict]:
+        table, stats = compute(source)
+        record_operator(note, stats)  # last_run(): the operator's rounds as one entry
+        return table, stats
+
+    return type(df)(WholeTable(df._plan, schema, note, run, calls))
 
 
 def criterion(t: Template) -> str:
@@ -91,11 +121,8 @@ def ask_labels(df: Any, questions: list[str], labels: list[str], calls: Calls, o
     if not questions:
         return []
     q = frame(df, pa.table({"q": pa.array(questions, pa.string())}))
-    out = _run(q.with_column("a", classify_text(col("q"), list(labels), system_message=system_message,
-                                                confidence_column=False, **options)))
-    calls.calls += len(questions)
-    calls.jobs += 1
-    calls.failed += sum(a is None for a in out)
+    out = run_job(q.with_column("a", classify_text(col("q"), list(labels), system_message=system_message,
+                                                   confidence_column=False, **options)), "a", calls)
     return [None if a is None else str(a) for a in out]
 
 
@@ -104,16 +131,15 @@ def ask_prompts(df: Any, prompts: list[str], calls: Calls, options: dict) -> lis
     if not prompts:
         return []
     q = frame(df, pa.table({"q": pa.array(prompts, pa.string())}))
-    out = _run(q.with_column("a", prompt(col("q"), **options)))
-    calls.calls += len(prompts)
-    calls.jobs += 1
-    calls.failed += sum(a is None for a in out)
-    return out
+    return run_job(q.with_column("a", prompt(col("q"), **options)), "a", calls)
 
 
-def _run(job: Any, column: str = "a") -> list:
-    """The answers (``column``) of one round's job. Rounds ask different questions by design, so the run history's
-    drift warning (meant for one pipeline run again over similar data) is silenced for them."""
+def run_job(job: Any, column: str, calls: Calls) -> list:
+    """The answers (``column``) of one round's job, counted in ``calls``. Rounds ask different questions by design,
+    so the run history's drift warning (meant for one pipeline run again over similar data) is silenced for them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DriftWarning)
-        return job.to_pydict()[column]
+        answers = job.to_pydict()[column]
+    # The job's own totals: it has just ended in this thread (jobs of other threads could end in between).
+    calls.count(answers, last_run())
+    return answers

@@ -44,8 +44,8 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import lit
-from inferframe.functions._sem_global import (Calls, _run, ask_labels, check_columns, criterion, document, frame,
-                                              whole_table)
+from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
+                                              run_job, whole_table)
 from inferframe.functions.ai import classify_text
 from inferframe.functions.templates import parse_template
 
@@ -215,10 +215,9 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
         if chosen == "rerank" and n > m:
             candidates = candidates_by_score(_scores(source, table, t, score, scored), m)
         top = quickselect_top(candidates, k, better, random.Random(seed))
-        stats = {"plan": chosen, "calls": scored.calls + compared.calls, "jobs": scored.jobs + compared.jobs,
-                 "failed": scored.failed + compared.failed, "rows": n, "candidates": len(candidates),
-                 "score_calls": scored.calls, "score_failed": scored.failed,
-                 "compare_calls": compared.calls, "compare_failed": compared.failed}
+        stats = scored.add(compared).as_dict(plan=chosen, rows=n, candidates=len(candidates),
+                                             score_calls=scored.calls, score_failed=scored.failed,
+                                             compare_calls=compared.calls, compare_failed=compared.failed)
         return table.take(pa.array(top, pa.int64())), stats
 
     return whole_table(df, df.schema().to_arrow(), f"SemTopK {template!r} k={k} plan={plan}", compute,
@@ -253,10 +252,7 @@ def _scores(df: Any, table: pa.Table, t: Any, score: Any, calls: Calls) -> list[
     name = "sem_topk_score"
     while name in table.column_names or f"{name}_error" in table.column_names:
         name = "_" + name
-    answers = _run(frame(df, table.select(t.columns())).with_column(name, score), name)
-    calls.calls += len(answers)
-    calls.jobs += 1
-    calls.failed += sum(a is None for a in answers)
+    answers = run_job(frame(df, table.select(t.columns())).with_column(name, score), name, calls)
     return [None if a is None else int(a) for a in answers]
 
 

@@ -40,6 +40,27 @@ def last_run() -> list[dict]:
     return [dict(d) for d in _last]
 
 
+def record_operator(label: str, calls: dict) -> None:
+    """``last_run()`` becomes one entry for an operator that ran as several jobs (sem_topk's rounds, say): their sums.
+
+    Parameters:
+        label: the operator, as ``explain()`` names it.
+        calls: its counts: ``calls``, ``failed``, ``requests``, ``cache_hits``, ``input_tokens``,
+            ``output_tokens``, ``cost_usd`` (missing ones are 0).
+
+    Example:
+        >>> record_operator("SemTopK k=1", {"calls": 3, "requests": 3, "input_tokens": 90})
+        >>> [(r["label"], r["rows_done"], r["requests"], r["input_tokens"]) for r in last_run()]
+        [('SemTopK k=1', 3, 3, 90)]
+    """
+    global _last
+    n = calls.get("calls", 0)
+    _last = [RunStats(label=label, rows_total=n, rows_done=n, requests=calls.get("requests", 0),
+                      errors=calls.get("failed", 0), cache_hits=calls.get("cache_hits", 0),
+                      input_tokens=calls.get("input_tokens", 0), output_tokens=calls.get("output_tokens", 0),
+                      cost=calls.get("cost_usd", 0.0)).as_dict()]
+
+
 def in_notebook() -> bool:
     """Running in a Jupyter kernel (where the progress is a live rich display and a run ends with an HTML summary)."""
     try:
