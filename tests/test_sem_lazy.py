@@ -140,3 +140,15 @@ def test_sem_stats_and_last_run_hold_what_its_rounds_sent_and_cost(sim):
     (entry,) = last_run()  # the rounds summed into one entry, not the last round's job alone
     assert entry["label"] == "SemTopK '{review} is the most enthusiastic' k=3 plan=quick"
     assert (entry["requests"], entry["input_tokens"], entry["cost"]) == (st["requests"], st["input_tokens"], st["cost_usd"])
+
+
+def test_show_then_write_asks_the_model_once(sim, tmp_path, capsys):
+    df = ifr.from_pydict({"name": [f"shop {i % 4} [{i % 4}]" for i in range(10)]})
+    out = df.sem_cluster_by("{name} are the same business", k=2, **api(sim))
+    out.show()
+    asked = sim.stats()["total_requests"]
+    assert asked == out.sem_stats["requests"] > 0 and out.sem_stats["failed"] == 0  # identical questions sent once
+    assert "cluster_id" in capsys.readouterr().out
+    out.write_parquet(str(tmp_path / "clusters"))
+    assert ifr.read_parquet(str(tmp_path / "clusters")).count_rows() == 10
+    assert sim.stats()["total_requests"] == asked
