@@ -152,3 +152,12 @@ def test_show_then_write_asks_the_model_once(sim, tmp_path, capsys):
     out.write_parquet(str(tmp_path / "clusters"))
     assert ifr.read_parquet(str(tmp_path / "clusters")).count_rows() == 10
     assert sim.stats()["total_requests"] == asked
+
+
+def test_a_computed_operator_under_other_operators_is_read_from_what_it_kept(sim):
+    df, order = reviews(8)
+    out = df.sem_topk("{review} is the most enthusiastic", k=3, plan="quick", **api(sim))
+    ids = out.to_pydict()["id"]
+    asked = sim.stats()["total_requests"]
+    assert out.limit(2).to_pydict()["id"] == ids[:2] and out.select("id").where(col("id") >= 0).count_rows() == 3
+    assert sim.stats()["total_requests"] == asked
