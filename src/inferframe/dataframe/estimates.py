@@ -63,5 +63,8 @@ def estimate_lines(found: dict) -> list[str]:
         note = f" ({c['note']})" if c.get("note") else ""
         lines.append(f"{c['call']}: {c['rows']:,} calls, {c.get('input_tokens') or 0:,} input tokens, "
                      f"{_dollars(c.get('cost_usd'))}{note}")
-    lines.append(f"total: {found['input_tokens']:,} input tokens, {_dollars(found['cost_usd'])}")
+    unknown = any(c.get("rows") is None for c in found["calls"])
+    tokens = f"at least {found['input_tokens']:,} input tokens (the calls above without a count: known after the run)" \
+        if unknown else f"{found['input_tokens']:,} input tokens"
+    lines.append(f"total: {tokens}, {_dollars(found['cost_usd'])}")
     return lines
