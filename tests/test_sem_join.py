@@ -8,6 +8,7 @@ import inferframe as ifr
 from inferframe.errors import PlanError, RowFailed
 from inferframe.observe import last_run
 from inferframe.simulator import Simulator, SimulatorConfig
+from sem_join_helpers import opts as _opts, pairs as _pairs
 
 SAME = "{review:left} and {review:right} express the same sentiment"
 TOPIC = "{t:left} and {t:right} are about the same topic"
@@ -30,18 +31,8 @@ def sim():
         yield s
 
 
-def _opts(sim, **kw):
-    return dict(provider="openai", base_url=sim.base_url, api_key="sk-sem", model="gpt-5-mini",
-                use_chat_completions=True, **kw)
-
-
 REVIEWS = [f"{'good' if i % 3 else 'bad'} film number {i}" for i in range(12)]
 POSITIVE = {r for r in REVIEWS if "good" in r}
-
-
-def _pairs(df) -> set:
-    out = df.to_pydict()
-    return set(zip(out["review"], out["right.review"]))
 
 
 def _gold(relation="equal") -> set:

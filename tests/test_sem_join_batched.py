@@ -11,6 +11,7 @@ from inferframe.errors import PlanError, RowFailed
 from inferframe.functions.templates import parse_template
 from inferframe.observe import last_run
 from inferframe.simulator import Simulator, SimulatorConfig
+from sem_join_helpers import opts as _opts, pairs as _pairs
 
 SAME = "{review:left} and {review:right} express the same sentiment"
 AGREE = "{review:left} and {review:right} agree"  # no "same <property>": no split detected
@@ -44,17 +45,7 @@ def sim():
         yield s
 
 
-def _opts(sim, **kw):
-    return dict(provider="openai", base_url=sim.base_url, api_key="sk-sem", model="gpt-5-mini",
-                use_chat_completions=True, **kw)
-
-
 REVIEWS = [f"{'good' if i % 3 else 'bad'} film number {i}" for i in range(20)]
-
-
-def _pairs(df) -> set:
-    out = df.to_pydict()
-    return set(zip(out["review"], out["right.review"]))
 
 
 def _gold(left, right) -> set:

@@ -91,11 +91,6 @@ def has_whole(plan: LogicalPlan) -> bool:
     return any(has_whole(c) for c in plan.children())
 
 
-def _contains(plan: LogicalPlan) -> bool:
-    """Whether any node of ``plan`` is a ``WholeTable``, computed or not (a computed one is read from its memo)."""
-    return isinstance(plan, WholeTable) or any(_contains(c) for c in plan.children())
-
-
 def resolve(plan: LogicalPlan, frame: Callable[[LogicalPlan], Any]) -> LogicalPlan:
     """``plan`` with every ``WholeTable`` computed (innermost first) and read as an in-memory table.
 
@@ -115,6 +110,5 @@ def resolve(plan: LogicalPlan, frame: Callable[[LogicalPlan], Any]) -> LogicalPl
                     plan.memo["stats"], plan.memo["table"] = stats, table
         return Source(InMemory(table), table.schema)
     kids = plan.children()
-    if not kids or not any(_contains(k) for k in kids):
-        return plan
-    return plan.with_children(tuple(resolve(k, frame) for k in kids))
+    new = tuple(resolve(k, frame) for k in kids)
+    return plan if all(a is b for a, b in zip(new, kids)) else plan.with_children(new)
