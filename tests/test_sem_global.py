@@ -295,6 +295,8 @@ def test_one_wrong_yes_does_not_chain_two_clusters_unless_merge_any():
 @pytest.mark.parametrize("call, message", [
     (lambda df: df.sem_topk("{r} is best", k=0, model="gemma-3-270m"), "k=0"),
     (lambda df: df.sem_topk("{nope} is best", k=2, model="gemma-3-270m"), "no column 'nope'"),
+    (lambda df: df.sem_agg("Summarise {rr}", model="gemma-3-270m"), "no column 'rr'; name one of its columns in the "
+                                                                    "template. Column 'rr' not found. Did you mean 'r'?"),
     (lambda df: df.sem_agg("Summarise {r}", group_by=3, model="gemma-3-270m"), "group_by=3"),
     (lambda df: df.sem_agg("Summarise {r}", max_chars=5, model="gemma-3-270m"), "max_chars=5"),
     (lambda df: df.sem_dedup("{r} are the same", threshold=2.0, model="gemma-3-270m"), "threshold=2.0"),

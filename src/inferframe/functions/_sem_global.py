@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
+from inferframe.expressions.nodes import column_not_found
 from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
 from inferframe.observe.progress import last_run, record_operator
@@ -82,8 +83,9 @@ def check_columns(df: Any, t: Template, fn: str, extra: tuple = ()) -> None:
     """A column the template reads (or in ``extra``) that ``df`` lacks is a PlanError, before anything runs."""
     missing = [c for c in [*t.columns(), *extra] if c not in df.column_names]
     if missing:
-        raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r} (columns: {df.column_names}); "
-                        "name one of its columns in the template.")
+        found = column_not_found(missing[0], df.schema().to_arrow())  # its "Did you mean" and the columns
+        raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r}; name one of its columns in the "
+                        f"template. {found}")
 
 
 def whole_table(df: Any, schema: pa.Schema, note: str, compute: Compute, calls: Callable[[int | None], str]) -> Any:
