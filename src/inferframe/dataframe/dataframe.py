@@ -159,7 +159,8 @@ class DataFrame:
 
         Example:
             >>> import inferframe as ifr
-            >>> ifr.from_pydict({"r": ["Wow!", "Meh."]}).sem_topk("{r} is enthusiastic", k=1)  # doctest: +SKIP
+            >>> ifr.from_pydict({"r": ["Wow!", "Meh."]}).sem_topk("{r} is enthusiastic", k=1, model="gemma-3-270m").column_names
+            ['r']
         """
         from inferframe.functions.sem_topk import sem_topk
 
@@ -182,7 +183,8 @@ class DataFrame:
 
         Example:
             >>> import inferframe as ifr
-            >>> ifr.from_pydict({"r": ["Late.", "Cold."]}).sem_agg("Summarise the complaints in {r}")  # doctest: +SKIP
+            >>> ifr.from_pydict({"r": ["Late.", "Cold."]}).sem_agg("Summarise the complaints in {r}", model="gemma-3-270m").column_names
+            ['sem_agg']
         """
         from inferframe.functions.sem_agg import sem_agg
 
@@ -193,7 +195,8 @@ class DataFrame:
 
         Example:
             >>> import inferframe as ifr
-            >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_dedup("{n} are the same business")  # doctest: +SKIP
+            >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_dedup("{n} are the same business", model="gemma-3-270m").column_names
+            ['n', 'cluster_id']
         """
         from inferframe.functions.sem_dedup import sem_dedup
 
@@ -204,7 +207,8 @@ class DataFrame:
 
         Example:
             >>> import inferframe as ifr
-            >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_cluster_by("{n} are the same business")  # doctest: +SKIP
+            >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_cluster_by("{n} are the same business", model="gemma-3-270m").column_names
+            ['n', 'cluster_id']
         """
         from inferframe.functions.sem_dedup import sem_cluster_by
 

@@ -143,7 +143,8 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
     Example:
         >>> import inferframe as ifr
         >>> df = ifr.from_pydict({"film": ["A", "A", "B"], "review": ["Too long.", "Too loud.", "Dull."]})
-        >>> df.sem_agg("Summarise the complaints in {review}", group_by="film", model="gemma-3-270m")  # doctest: +SKIP
+        >>> df.sem_agg("Summarise the complaints in {review}", group_by="film", model="gemma-3-270m").column_names
+        ['film', 'sem_agg']
     """
     t = parse_template(template, "sem_agg")
     keys = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(group_by, (list, tuple)) else []
