@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 from inferframe.expressions.nodes import Alias, UDFCall, contains_udf
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import contains_ai, is_ai_call
-from inferframe.plan.whole_table import WholeTable, has_whole
+from inferframe.plan.whole_table import WholeTable
 
 
 def _walk(plan: lp.LogicalPlan) -> Iterator[lp.LogicalPlan]:
@@ -41,7 +41,7 @@ def has_ai(plan: lp.LogicalPlan) -> bool:
         >>> has_ai(ifr.from_pydict({"q": ["hi"]}).with_column("a", prompt(col("q"), model="gemma-3-270m"))._plan)
         True
     """
-    return has_whole(plan) or any(contains_ai(e) for p in _walk(plan) for e in _exprs(p))
+    return _uncomputed(plan) or any(contains_ai(e) for p in _walk(plan) for e in _exprs(p))
 
 
 def calls_udf(plan: lp.LogicalPlan) -> bool:
@@ -56,7 +56,7 @@ def calls_udf(plan: lp.LogicalPlan) -> bool:
         >>> calls_udf(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a")))._plan)
         True
     """
-    return has_whole(plan) or any(contains_udf(e) for p in _walk(plan) for e in _exprs(p))
+    return _uncomputed(plan) or any(contains_udf(e) for p in _walk(plan) for e in _exprs(p))
 
 
 def whole_tables(plan: lp.LogicalPlan) -> Iterator[WholeTable]:
@@ -68,6 +68,11 @@ def whole_tables(plan: lp.LogicalPlan) -> Iterator[WholeTable]:
         []
     """
     return (p for p in _walk(plan) if isinstance(p, WholeTable))
+
+
+def _uncomputed(plan: lp.LogicalPlan) -> bool:
+    """Whether a whole-table operator of the plan has yet to run (its run asks a model)."""
+    return any(not w.computed for w in whole_tables(plan))
 
 
 def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project | lp.Filter, UDFCall]]:

@@ -68,7 +68,12 @@ class WholeTable(LogicalPlan):
         return WholeTable(children[0], self.out_schema, self.note, self.compute, self.calls, self.memo)
 
     def describe(self) -> str:
-        return self.note + (" (computed)" if "table" in self.memo else "")
+        return self.note + (" (computed)" if self.computed else "")
+
+    @property
+    def computed(self) -> bool:
+        """Whether a run has computed it (its rows are kept: reading them asks the model nothing)."""
+        return "table" in self.memo
 
     @property
     def stats(self) -> dict | None:
@@ -82,13 +87,6 @@ class WholeTable(LogicalPlan):
     def to_physical(self, inputs: tuple) -> Any:
         raise PlanError(f"internal: {self.note} reached the physical planner uncomputed; run the plan through "
                         "plan.whole_table.resolve first.")
-
-
-def has_whole(plan: LogicalPlan) -> bool:
-    """Whether any node of ``plan`` is a ``WholeTable`` not computed yet."""
-    if isinstance(plan, WholeTable) and "table" not in plan.memo:
-        return True
-    return any(has_whole(c) for c in plan.children())
 
 
 def resolve(plan: LogicalPlan, frame: Callable[[LogicalPlan], Any]) -> LogicalPlan:
