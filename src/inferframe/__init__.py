@@ -19,8 +19,8 @@ from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
 from inferframe.errors import (
     ArgumentTypeError, BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
-    LocalServerError, MediaError, PathNotFoundError, PathNotWritableError, PlanError, RowFailed, SchemaMismatchError,
-    ServiceError, UDFError,
+    LocalServerError, LowInformationWarning, MediaError, PathNotFoundError, PathNotWritableError, PlanError, RowFailed, SchemaMismatchError,
+    SemanticFailuresWarning, ServiceError, UDFError,
 )
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
@@ -35,7 +35,7 @@ __all__ = [
     "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
-    "cls", "col", "from_arrow",
+    "LowInformationWarning", "SemanticFailuresWarning", "cls", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
     "set_runner_ray",

@@ -19,6 +19,12 @@ The hierarchy::
     ├── MediaError (ValueError)             an image or file of one row cannot be read or encoded
     └── DownloadError                       one location could not be downloaded
 
+Warnings (a result is returned, but the user must know):
+
+    LowInformationWarning   the model's answers carry little information (every row the same
+                            answer, A/B comparisons at chance, every pair a match)
+    SemanticFailuresWarning calls inside a semantic operator failed and were counted, not raised
+
 A failure of one row is not an exception but data: a null value and an error record whose
 ``kind`` is one of :class:`ErrorKind`.
 
@@ -86,6 +92,14 @@ class PathNotWritableError(PlanError, OSError):
 
     Subclasses OSError, so ``except OSError`` still catches it; raised before any row is computed.
     """
+
+
+class LowInformationWarning(UserWarning):
+    """The model's answers look like chance: the message names the measurement and the fix."""
+
+
+class SemanticFailuresWarning(UserWarning):
+    """Some model calls inside a semantic operator failed; the message gives the count and ``on_error="raise"``."""
 
 
 class UDFError(InferframeError):
