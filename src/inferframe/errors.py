@@ -36,6 +36,9 @@ Example:
 from __future__ import annotations
 
 import enum
+import os
+import sys
+import warnings
 
 
 class InferframeError(Exception):
@@ -92,6 +95,29 @@ class PathNotWritableError(PlanError, OSError):
 
     Subclasses OSError, so ``except OSError`` still catches it; raised before any row is computed.
     """
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the user's line: the first frame outside inferframe (its CLI included), not inside the library.
+
+    Python 3.11 has no ``skip_file_prefixes``; this walks the stack as 3.12's would. In a thread
+    with no user frame, the warning points at the thread's first frame.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     warn_user("hello")
+        >>> seen[0].filename.startswith(_PACKAGE), str(seen[0].message)
+        (False, 'hello')
+    """
+    frame, level = sys._getframe(1), 2  # stacklevel 2: warn_user's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class LowInformationWarning(UserWarning):
