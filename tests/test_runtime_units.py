@@ -145,6 +145,43 @@ def test_breaker():
     assert not ok.tripped
 
 
+def test_breaker_trips_when_nothing_is_answered_in_time():
+    """Issue 31 item 1: 5 rows all timing out ran 846 s (30 requests) and the job was recorded 'ok'."""
+    b = Breaker()
+    for _ in range(2):
+        b.attempt("timeout", "No answer within 120 s", "svc")
+    assert not b.tripped
+    b.attempt("timeout", "No answer within 120 s", "svc")
+    assert b.tripped and "max_tokens" in b.reason and "timeout" in b.reason
+    late = Breaker()  # a server that answered before: a slow spell is not a dead job
+    late.attempt(None, "", "svc")
+    for _ in range(5):
+        late.attempt("timeout", "No answer within 120 s", "svc")
+    assert not late.tripped
+
+
+def test_breaker_trips_when_the_first_rows_all_fail_the_same_way():
+    b = Breaker()  # min_rows=20: a 5-row job never reached it before
+    for _ in range(2):
+        b.row(False, "timeout", "No answer within 120 s")
+    assert not b.tripped
+    b.row(False, "timeout", "No answer within 120 s")
+    assert b.tripped and "first 3 rows" in b.reason
+    mixed = Breaker()
+    for kind in ("timeout", "server", "timeout"):
+        mixed.row(False, kind, "x")
+    assert not mixed.tripped
+    after_ok = Breaker()
+    after_ok.rows_ok(1)
+    for _ in range(5):
+        after_ok.row(False, "timeout", "x")
+    assert not after_ok.tripped
+    bad_input = Breaker()  # a row's own fault (400) says nothing of the next row
+    for _ in range(5):
+        bad_input.row(False, "bad_request", "HTTP 400")
+    assert not bad_input.tripped
+
+
 def test_prices_and_estimates():
     assert price_of("gpt-4o-2024-08-06") == price_of("gpt-4o")
     set_prices({"mine": (1.0, 2.0)})

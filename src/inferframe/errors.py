@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import sys
@@ -98,6 +99,8 @@ class PathNotWritableError(PlanError, OSError):
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# A library warning raised as a ``with`` block ends (a job's progress) passes through contextlib's frames.
+_SKIPPED = (_PACKAGE, contextlib.__file__)
 
 
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
@@ -115,7 +118,7 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
         (False, 'hello')
     """
     frame, level = sys._getframe(1), 2  # stacklevel 2: warn_user's caller
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 

@@ -2,7 +2,7 @@
 with a message that names the option, the bad value and what is accepted.
 
 Example:
-    >>> from inferframe.providers.interface import Capabilities
+    >>> from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities
     >>> from inferframe.session import Session
     >>> parsed = parse_options("prompt", {"max_concurrency": 8, "temperature": 0}, Capabilities(), Session(), model="m")
     >>> parsed.runtime.max_concurrency, parsed.request
@@ -26,6 +26,7 @@ the runtime's options, with the same messages:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import numbers
 import os
 from types import MappingProxyType
@@ -34,7 +35,7 @@ from typing import Any, Callable
 from inferframe.ai.call import Instances, Sizing, sizing
 
 from inferframe.errors import PlanError
-from inferframe.providers.interface import Capabilities
+from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities
 from inferframe.providers.openai_format import MediaOptions
 from inferframe.runtime.cache import CachePolicy, json_numbers
 from inferframe.runtime.config import DEFAULT_MAX_CONCURRENCY, RuntimeConfig
@@ -222,6 +223,8 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     for k, rule in REQUEST.items():
         if k in opts:
             check(fn, k, opts[k], rule)
+    if pass_through:
+        _check_body_options(fn, opts, caps, accepted={**RUNTIME, **(own or {})})
     batch = bool(parsed.get("batch", False))
     if batch and not caps.batch_api:
         raise PlanError(f"{fn}(): this provider has no Batch API; use batch=False.")
@@ -245,6 +248,31 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     # Whole floats as ints (``temperature=0.0`` is ``0``): one request, one cache key, from Python or the CLI.
     return ParsedOptions(runtime, parsed.get("timeout"), parsed.get("error_column", True),
                          parsed.get("usage_column", False), json_numbers(opts), extra, on_error=runtime.on_error)
+
+
+def _check_body_options(fn: str, opts: dict, caps: Capabilities, accepted: Any) -> None:
+    """Refuse a request option no server of this kind takes (a typo, mostly), with "did you mean"; ``extra_body`` passes anything.
+
+    Example:
+        >>> _check_body_options("prompt", {"temprature": 0.2}, Capabilities(), {})
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: prompt(): unknown option temprature=0.2 (did you mean temperature?). ...
+        >>> _check_body_options("prompt", {"extra_body": {"temprature": 0.2}}, Capabilities(), {})
+    """
+    if "extra_body" in opts and not isinstance(opts["extra_body"], dict):
+        raise PlanError(f"{_named(fn)}: extra_body={opts['extra_body']!r} is not accepted; extra_body must be a dict "
+                        "of fields merged into every request body, e.g. extra_body={'my_option': 1}.")
+    known = OPENAI_BODY_OPTIONS | set(REQUEST) | caps.body_options
+    for name in opts:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known | set(accepted)), n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise PlanError(
+            f"{_named(fn)}: unknown option {name}={opts[name]!r}{hint}. No request is sent with an option this provider's "
+            f"server does not take; to send a field the server takes that inferframe does not know, pass it in "
+            f"extra_body={{{name!r}: ...}}.")
 
 
 def _parse_in_process(fn: str, options: dict, own: Any, batch_size: int) -> ParsedOptions:

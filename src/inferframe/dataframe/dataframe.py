@@ -523,8 +523,20 @@ class DataFrame:
         return self.count_rows()
 
     def show(self, n: int = 8, max_width: int | None = 30, format: str | None = None) -> None:
-        """Print the first ``n`` rows as a table (HTML in notebooks); long values are cut at ``max_width``."""
+        """Print the first ``n`` rows as a table (HTML in notebooks); long values are cut at ``max_width``.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1]}).show(-1)
+            Traceback (most recent call last):
+            ...
+            inferframe.errors.PlanError: show(n=-1): n must be a whole number >= 0, the rows to print; to get every row use collect(), to_pydict() or to_pandas().
+        """
         from inferframe.dataframe.display import in_notebook, render_html, render_text
+
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise PlanError(f"show(n={n!r}): n must be a whole number >= 0, the rows to print; to get every row use "
+                            "collect(), to_pydict() or to_pandas().")
 
         table = self.limit(n + 1).to_arrow() if self._result is None else self._result.slice(0, n + 1)
         more = table.num_rows > n

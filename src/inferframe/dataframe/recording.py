@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from inferframe.plan import logical as lp
-from inferframe.plan.inspect import ai_calls
+from inferframe.plan.inspect import ai_calls, whole_tables
 
 
 def job_info(plan: lp.LogicalPlan) -> dict:
@@ -18,8 +18,8 @@ def job_info(plan: lp.LogicalPlan) -> dict:
 
     The fingerprint covers every AI call (``AICall.fingerprint``: for a prompt its endpoint, provider
     and URL, model, system message, options and return format; for a cascade its stages; for an
-    in-process model its model and settings), and the output schema; not the input data, the cache
-    or any key. Its ``directory`` is the session's ``history_dir`` given the first AI call's cache directory.
+    in-process model its model and settings), the projections, filters and aggregations around them,
+    and the output schema; not the input data (its files, a limit), the cache or any key. Its ``directory`` is the session's ``history_dir`` given the first AI call's cache directory.
     """
     from inferframe.session import current
 
@@ -35,8 +35,19 @@ def job_info(plan: lp.LogicalPlan) -> dict:
         runtime = getattr(call.config, "runtime", None)
         directory = directory or (runtime.cache_dir if runtime is not None else None)
     ident.append([[f.name, str(f.type)] for f in plan.schema])
+    # What is done to the rows around the calls: a column stripped and lowercased after the model
+    # (the demo) is another pipeline than the raw answers, whose shares must not be compared.
+    ident.append(list(_row_steps(plan)))
     fingerprint = hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:16]
     return {"fingerprint": fingerprint, "calls": calls, "directory": current().history_dir(cache_dir=directory)}
+
+
+def _row_steps(plan: lp.LogicalPlan) -> Iterator[str]:
+    """Each projection, filter and aggregation of the plan as ``explain()`` names it (sources and limits left out)."""
+    if isinstance(plan, (lp.Project, lp.Filter, lp.Aggregate, lp.Explode)):
+        yield plan.describe()
+    for child in plan.children():
+        yield from _row_steps(child)
 
 
 def ai_columns(schema: pa.Schema) -> list[str]:
@@ -45,9 +56,25 @@ def ai_columns(schema: pa.Schema) -> list[str]:
     return [n for n in schema.names if f"{n}_error" in names and pa.types.is_struct(schema.field(f"{n}_error").type)]
 
 
+def calls_a_model(plan: lp.LogicalPlan) -> bool:
+    """The job asks a model somewhere: an AI call in a projection or filter (``sem_filter``), or a whole-table operator.
+
+    Such a job is recorded whatever its output columns: a filter's verdicts or a top-k's order cost
+    model calls too.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> calls_a_model(ifr.from_pydict({"t": ["a"]})._plan)
+        False
+        >>> calls_a_model(ifr.from_pydict({"t": ["a"]}).sem_filter("{t} is a greeting", model="gemma-3-270m")._plan)
+        True
+    """
+    return next(ai_calls(plan), None) is not None or next(whole_tables(plan), None) is not None
+
+
 @contextlib.contextmanager
 def recording(plan: lp.LogicalPlan, counters: Any = None) -> Iterator[Any]:
-    """Record the job into the run history (a ``RunRecorder``; None when history is off or no AI column is out).
+    """Record the job into the run history (a ``RunRecorder``; None when history is off or the job calls no model).
 
     ``counters``: the job's ``RunCounters`` (the runner's services carry the same). The stored run
     becomes the session's ``last_recorded``, which ``evaluate()`` attaches to.
@@ -57,7 +84,7 @@ def recording(plan: lp.LogicalPlan, counters: Any = None) -> Iterator[Any]:
 
     columns = ai_columns(plan.schema)
     settings = current().history
-    if not settings.enabled or not columns:
+    if not settings.enabled or not (columns or calls_a_model(plan)):
         yield None
         return
     recorder = RunRecorder(job_info(plan), columns, sample=settings.sample, max_sample=settings.max_sample,

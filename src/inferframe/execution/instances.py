@@ -14,9 +14,8 @@ import os
 import queue
 import shutil
 import threading
-import warnings
 
-from inferframe.errors import UDFError
+from inferframe.errors import UDFError, warn_user
 from inferframe.execution.context import Cancelled, ExecContext
 
 
@@ -87,16 +86,12 @@ class InstancePool:
         self._gpus = visible_gpus() if owner.gpus and owner.use_process else []
         ctx.on_close(self.close)
         if owner.gpus and not _gpu_available():
-            warnings.warn(
-                f"{owner.cls.__name__} asks for gpus={owner.gpus}, but this machine has no GPU; it runs on the CPU.",
-                RuntimeWarning, stacklevel=2,
-            )
+            warn_user(
+                f"{owner.cls.__name__} asks for gpus={owner.gpus}, but this machine has no GPU; it runs on the CPU.", RuntimeWarning)
         elif self._gpus and owner.gpus * self.size > len(self._gpus):
-            warnings.warn(
+            warn_user(
                 f"{owner.cls.__name__} asks for gpus={owner.gpus} for each of up to {self.size} instances, "
-                f"but only {len(self._gpus)} GPU(s) are visible; instances will share GPUs.",
-                RuntimeWarning, stacklevel=2,
-            )
+                f"but only {len(self._gpus)} GPU(s) are visible; instances will share GPUs.", RuntimeWarning)
 
     def _build(self, index: int):
         if self.owner.use_process:

@@ -105,21 +105,21 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         endpoint = caps.default_endpoint
     else:
         endpoint = "chat" if use_chat_completions else "responses"
-    value_type, format_request = pa.string(), ()
+    value_type, format_request, schema = pa.string(), (), None
+    wire = provider_class(spec)
     if return_format is not None:
         from inferframe.structured import arrow_type_for, json_schema_for
 
         value_type = arrow_type_for(return_format)
         name, schema = json_schema_for(return_format)
-        wire = provider_class(spec)
         if caps.structured_outputs == "grammar":  # a grammar enforces string lengths; OpenAI's strict mode rejects them
             schema = json_schema_for(return_format, lengths=True)[1]
         fields = wire.format_fields(caps, endpoint, name, schema, _choices_of(schema))
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
-        bound = wire.default_max_tokens(schema)
-        if bound is not None and not {"max_tokens", "max_output_tokens", "max_completion_tokens"} & set(parsed.request):
-            parsed.request["max_tokens"] = bound
+    bound = wire.default_max_tokens(schema)
+    if bound is not None and not {"max_tokens", "max_output_tokens", "max_completion_tokens"} & set(parsed.request):
+        parsed.request["max_tokens"] = bound
     runtime = dataclasses.replace(parsed.runtime, prefix_order=parsed.extra.get("prefix_order", True),
                                   prefix_window=parsed.extra.get("prefix_window", DEFAULT_PREFIX_WINDOW))
     config = AICallConfig(
@@ -194,6 +194,9 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
         >>> df.column_names, df.schema()["label_confidence"]
         (['review', 'label', 'label_error', 'label_confidence'], DataType(double))
     """
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
+        raise PlanError(f"classify_text(): labels must be a list of strings, e.g. ['positive', 'negative'], "
+                        f"got {labels!r}" + (" (one string: split it yourself, e.g. labels.split(','))." if isinstance(labels, str) else "."))
     labels = list(labels)
     if len(labels) < 2 or len(set(labels)) != len(labels) or not all(isinstance(x, str) and x for x in labels):
         raise PlanError(f"classify_text() needs at least two distinct, non-empty string labels, got {labels!r}.")

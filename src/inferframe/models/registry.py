@@ -83,6 +83,8 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         url = base_url_for(spec)
         if url is not None:
             spec = dataclasses.replace(spec, base_url=url)
+    if model is not None:
+        _check_served(fn, spec, model)
     if kind == "embed":
         model = model or caps.default_embedding_model or "text-embedding-3-small"
     else:
@@ -90,6 +92,30 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         if model is None:
             raise PlanError(f"{fn}() needs model=... for provider {spec.name!r}, e.g. model='gpt-5-mini'.")
     return ModelRef(spec.name, model, spec=spec, caps=caps)
+
+
+def _check_served(fn: str, spec: ProviderSpec, model: str) -> None:
+    """The embedded server runs one packaged model: any other name would be answered by it under a false name.
+
+    Example:
+        >>> _check_served("prompt", ProviderSpec("local"), "gpt-5-mini")
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: prompt(): model 'gpt-5-mini' is not served here: ...
+    """
+    info = REGISTRY.get(spec.name)
+    if not info.offline_default or info.knows_model(model):
+        return
+    served = info.capabilities.default_model
+    hosted = next((i for i in REGISTRY.infos() if i.key_env and i.knows_model(model)), None)
+    where = (f"set {hosted.key_env} (or pass provider={hosted.name!r}, api_key=..., or call "
+             f"inferframe.set_provider({hosted.name!r}, api_key=...))" if hosted else
+             "name the provider that serves it (provider='openai', 'vllm', ... with base_url=... and api_key=..., or "
+             "inferframe.set_provider(...))")
+    raise PlanError(
+        f"{fn}(): model {model!r} is not served here: with no provider named and no API key, calls run on the embedded "
+        f"local model ({served!r}), which would answer under the name {model!r}. To run {model!r}, {where}; or leave "
+        f"model out (or pass model={served!r}) to use the embedded model.")
 
 
 def _default_text_provider(model: str | None) -> str:

@@ -183,13 +183,21 @@ def shares(counts: dict[str, int]) -> dict[str, float]:
     return {k: v / total for k, v in counts.items()} if total else {}
 
 
-def drift(current: dict, earlier: list[dict], *, sigmas: float = 2.0, min_change: float = 0.02) -> list[dict]:
+# Answers needed in a run (and in the earlier runs together) before its shares are compared.
+MIN_DRIFT_ROWS = 30
+
+
+def drift(current: dict, earlier: list[dict], *, sigmas: float = 2.0, min_change: float = 0.02,
+          min_rows: int = MIN_DRIFT_ROWS) -> list[dict]:
     """Category shares of ``current`` that moved beyond ``sigmas`` against the pooled ``earlier`` runs.
 
     Each distribution is ``{column: {"rows": n, "categories": {value: count}}}``. A share moves when
     it differs from the earlier runs' pooled share by more than ``sigmas`` standard errors of the
     difference of two proportions, and by at least ``min_change`` (so a huge run does not flag noise).
-    The population stability index of each column is reported with each move.
+    The population stability index of each column is reported with each move. A column with fewer
+    than ``min_rows`` answers in this run or in the earlier ones is not compared: the normal
+    approximation behind the sigmas does not hold there (one answer of 5 is "20%, 11 sigma" against
+    300 answers that never gave it).
 
     Example:
         >>> before = [{"label": {"rows": 1000, "categories": {"pos": 700, "neg": 300}}}]
@@ -197,6 +205,8 @@ def drift(current: dict, earlier: list[dict], *, sigmas: float = 2.0, min_change
         >>> [(d["column"], d["value"], round(d["before"], 2), round(d["after"], 2)) for d in drift(now, before)]
         [('label', 'neg', 0.3, 0.55), ('label', 'pos', 0.7, 0.45)]
         >>> drift({"label": {"rows": 1000, "categories": {"pos": 690, "neg": 310}}}, before)
+        []
+        >>> drift({"label": {"rows": 5, "categories": {"pos": 1, "neg": 4}}}, before)   # too few answers to tell
         []
     """
     moves = []
@@ -212,7 +222,7 @@ def drift(current: dict, earlier: list[dict], *, sigmas: float = 2.0, min_change
                 pooled[k] = pooled.get(k, 0) + v
             n0 += sum((d.get("categories") or {}).values())
         n1 = sum(cats.values())
-        if not n0 or not n1:
+        if n0 < min_rows or n1 < min_rows:
             continue
         p0s, p1s = shares(pooled), shares(cats)
         keys = sorted(set(p0s) | set(p1s))

@@ -9,7 +9,8 @@ says which column, which value, before and after.
 
 Example:
     >>> import tempfile, pyarrow as pa
-    >>> from inferframe.observe.history import RunHistory
+    >>> from inferframe.errors import warn_user
+from inferframe.observe.history import RunHistory
     >>> d = tempfile.mkdtemp()
     >>> rec = RunRecorder({"fingerprint": "f", "calls": [], "directory": d}, ["label"], sample=1.0)
     >>> rec.observe(pa.record_batch({"q": ["a", "b"], "label": ["pos", "neg"], "label_error": pa.nulls(2)}))
@@ -24,7 +25,6 @@ import sqlite3
 import threading
 import time
 import uuid
-import warnings
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -246,10 +246,10 @@ class RunRecorder:
         if self.on_stored is not None:
             self.on_stored(self.run_id, self.job["directory"])
         for move in run["drift"]:
-            warnings.warn(f"Drift in {move['column']!r}: the share of {move['value']!r} moved from {move['before']:.1%} "
-                          f"to {move['after']:.1%} ({move['sigmas']:.1f} sigma against the {move['runs_before']} earlier "
-                          f"run(s) of this pipeline; run {self.run_id}). Check the inputs and the prompt.",
-                          DriftWarning, stacklevel=4)
+            warn_user(f"Drift in {move['column']!r}: the share of {move['value']!r} moved from {move['before']:.1%} "
+                      f"to {move['after']:.1%} ({move['sigmas']:.1f} sigma against the {move['runs_before']} earlier "
+                      f"run(s) of this pipeline; run {self.run_id}). Check the inputs and the prompt.",
+                      DriftWarning)
         return run
 
     def _summary(self, status: str) -> dict:

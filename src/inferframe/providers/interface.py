@@ -133,6 +133,8 @@ class Capabilities:
             request), or None: not known (the server's answer decides; see ``Provider.reads_images``).
         context_tokens: the tokens one request may hold, prompt and answer (None: not known; see
             ``Provider.context_size`` for a size per model).
+        body_options: request options this server takes beyond the OpenAI API's (``OPENAI_BODY_OPTIONS``),
+            e.g. llama.cpp's sampling options; any other option is a PlanError unless sent in ``extra_body=``.
     """
 
     default_endpoint: str = "chat"
@@ -151,6 +153,34 @@ class Capabilities:
     logprobs: str = "none"
     vision: bool | None = None
     context_tokens: int | None = None
+    body_options: frozenset = frozenset()
+
+
+# The request options of OpenAI's chat completions and responses APIs that a user may pass to an AI
+# function (the rest of the body is built from its arguments). An OpenAI-compatible server accepts
+# them or ignores them; a name outside this set (and the provider's ``body_options``) is a typo
+# until the user says otherwise through ``extra_body=`` (the openai SDK's own escape hatch).
+OPENAI_BODY_OPTIONS = frozenset({
+    "max_tokens", "max_output_tokens", "max_completion_tokens", "temperature", "top_p", "n", "seed", "stop",
+    "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "user", "metadata", "store",
+    "service_tier", "reasoning", "reasoning_effort", "verbosity", "text", "truncation", "tools", "tool_choice",
+    "parallel_tool_calls", "max_tool_calls", "include", "prediction", "modalities", "audio", "web_search_options",
+    "prompt_cache_key", "safety_identifier", "response_format", "dimensions", "encoding_format", "extra_body",
+})
+# llama.cpp's server (llama-server) sampling and slot options beyond OpenAI's.
+LLAMA_CPP_BODY_OPTIONS = frozenset({
+    "top_k", "min_p", "typical_p", "repeat_penalty", "repeat_last_n", "dry_multiplier", "dry_base",
+    "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability", "xtc_threshold",
+    "mirostat", "mirostat_tau", "mirostat_eta", "dynatemp_range", "dynatemp_exponent", "n_predict", "n_probs",
+    "min_keep", "ignore_eos", "samplers", "cache_prompt", "id_slot", "grammar", "json_schema", "t_max_predict_ms",
+})
+# vLLM's OpenAI-compatible server: its SamplingParams extras and structured outputs.
+VLLM_BODY_OPTIONS = frozenset({
+    "top_k", "min_p", "repetition_penalty", "length_penalty", "min_tokens", "ignore_eos", "skip_special_tokens",
+    "spaces_between_special_tokens", "stop_token_ids", "include_stop_str_in_output", "best_of", "use_beam_search",
+    "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "priority",
+    "chat_template_kwargs", "add_generation_prompt",
+})
 
 
 class Provider(abc.ABC):
@@ -215,8 +245,8 @@ class Provider(abc.ABC):
         return {}
 
     @classmethod
-    def default_max_tokens(cls, schema: dict) -> int | None:
-        """The max_tokens a structured answer of ``schema`` gets when the user sets none (None: the server's)."""
+    def default_max_tokens(cls, schema: dict | None) -> int | None:
+        """The max_tokens an answer gets when the user sets none: of ``schema``, or free text (None); None: the server's."""
         return None
 
     @classmethod

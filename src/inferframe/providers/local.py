@@ -12,12 +12,14 @@ import os
 from types import MappingProxyType
 
 from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
-from inferframe.providers.interface import Capabilities
+from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities
 from inferframe.providers.local_server import DEFAULT_CTX_PER_SLOT, DEFAULT_N_PARALLEL
 from inferframe.providers.openai import LlamaCppProvider
 from inferframe.providers.spec import ProviderSpec
 
 DEFAULT_MODEL = "gemma-3-270m"
+# Free-text answers stop here unless the user sets max_tokens: an eighth of a slot's context.
+DEFAULT_TEXT_MAX_TOKENS = DEFAULT_CTX_PER_SLOT // 8
 EMBEDDING_SIZE = 640  # Gemma 3 270M's hidden size: its mean-pooled vectors
 # llama.cpp embeds an input in one physical batch (--ubatch-size, 512 by default), BOS included;
 # measured: 537 text tokens give HTTP 500 "input (538 tokens) is too large to process".
@@ -52,6 +54,7 @@ class LocalProvider(LlamaCppProvider):
         embedding_max_input_tokens=MAX_INPUT_TOKENS, embedding_max_batch_inputs=MAX_BATCH_INPUTS, logprobs="tokens",
         vision=False,  # Gemma 3 270M reads text only (the server runs without an image projector)
         context_tokens=DEFAULT_CTX_PER_SLOT,  # each request runs in one slot of the embedded server
+        body_options=LLAMA_CPP_BODY_OPTIONS,
     )
 
     def __init__(self, spec: ProviderSpec, *, base_url: str | None = None, api_key: str | None = None,
@@ -99,12 +102,22 @@ class LocalProvider(LlamaCppProvider):
         return {"grammar": json_schema_to_gbnf(schema), **ANTI_REPETITION}
 
     @classmethod
-    def default_max_tokens(cls, schema: dict) -> int | None:
-        """1.5x the tokens of a full compact answer (strings at their bound, lists 4 items), from 64 to 2048.
+    def default_max_tokens(cls, schema: dict | None) -> int | None:
+        """The output cap when the user sets no max_tokens: free text ``DEFAULT_TEXT_MAX_TOKENS``; a schema 1.5x its full answer.
 
-        Without it a small base model can write one list until the context is full; a string ends
-        at its bound in the grammar, within this budget.
+        llama-server's own default is no cap (``n_predict -1``): a base model asked for five words
+        writes until its slot's context is full, minutes per row on a CPU. Free text stops at an
+        eighth of a slot's context (256 of 2,048 tokens, about 190 words), which leaves 1,792
+        tokens for the prompt; reaching it keeps the text, with ``finish_reason='length'``. A
+        structured answer gets 1.5x the tokens of a full compact answer (strings at their bound,
+        lists 4 items), from 64 to 2048: a string ends at its bound in the grammar, within this budget.
+
+        Example:
+            >>> LocalProvider.default_max_tokens(None), LocalProvider.default_max_tokens({"type": "integer"})
+            (256, 64)
         """
+        if schema is None:
+            return DEFAULT_TEXT_MAX_TOKENS
         return max(64, min(2048, int(1.5 * answer_token_bound(schema))))
 
     async def tokenize(self, text: str) -> list[bytes]:

@@ -24,10 +24,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import warnings
 from pathlib import Path
 
-from inferframe.errors import LocalServerError, PlanError
+from inferframe.errors import LocalServerError, PlanError, warn_user
 from inferframe.providers.launcher import launch
 from inferframe.providers.llama_build import describe_exit
 from inferframe.providers.local_files import model_name, resolve_binary, resolve_model
@@ -430,8 +429,8 @@ def get_local_server(n_parallel: int | None = None) -> LocalServer:
             code = server._proc.poll() if server._proc is not None else None
             if code is not None:
                 # The message promises the log's last lines: they name the check that failed.
-                warnings.warn(f"{describe_exit(code, 'while running')}\nlog tail:\n{server._log_tail(12)}\n"
-                              "Starting a new one.", RuntimeWarning, stacklevel=2)
+                warn_user(f"{describe_exit(code, 'while running')}\nlog tail:\n{server._log_tail(12)}\n"
+                              "Starting a new one.", RuntimeWarning)
             server.stop()  # died (e.g. killed from outside): clean up and start a fresh one
         server = LocalServer(n_parallel)
         server.start()

@@ -21,7 +21,9 @@ from typing import Any
 
 from inferframe.errors import BatchAPIError, ErrorKind
 from inferframe.providers import openai_format as wire
-from inferframe.providers.interface import BatchState, Capabilities, Outcome, Provider, Request
+from inferframe.providers.interface import (
+    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BatchState, Capabilities, Outcome, Provider, Request,
+)
 from inferframe.providers.spec import ProviderSpec
 
 _JSON = MappingProxyType({"Content-Type": "application/json"})
@@ -271,7 +273,8 @@ class LlamaCppProvider(OpenAIProvider):
     re-reads only what follows the shared prefix; the slots are read from ``/props`` once.
     """
 
-    capabilities = Capabilities(default_endpoint="chat", batch_api=False, logprobs="tokens")
+    capabilities = Capabilities(default_endpoint="chat", batch_api=False, logprobs="tokens",
+                                body_options=LLAMA_CPP_BODY_OPTIONS)
     _lanes: int | None = None
 
     @property
@@ -316,7 +319,8 @@ class LlamaCppProvider(OpenAIProvider):
 class VLLMProvider(OpenAIProvider):
     """A vLLM server: its schema goes in ``structured_outputs`` through the request body."""
 
-    capabilities = Capabilities(default_endpoint="chat", batch_api=True, structured_outputs="vllm", logprobs="top")
+    capabilities = Capabilities(default_endpoint="chat", batch_api=True, structured_outputs="vllm", logprobs="top",
+                                body_options=VLLM_BODY_OPTIONS)
 
 
 def register(registry) -> None:
