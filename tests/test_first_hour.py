@@ -162,3 +162,10 @@ def test_warnings_point_at_the_users_line(sim):
         df.collect()
     cut = [w for w in seen if "cut off" in str(w.message)]
     assert cut and all(w.filename == __file__ for w in cut), [(w.filename, w.lineno) for w in cut]
+
+
+def test_explain_prints_no_name_given_inside_an_expression():
+    """Before: 'cast(col(review) as text as string)'."""
+    df = ifr.from_pydict({"review": ["a"]})
+    text = df.select(col("review").alias("text").cast(ifr.DataType.string()).alias("t")).explain()
+    assert "cast(col(review) as string) as t" in text and "as text" not in text

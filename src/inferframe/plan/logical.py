@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from inferframe.errors import ExpressionTypeError, PlanError
 from inferframe.expressions.functions import vector_size
-from inferframe.expressions.nodes import Col, Node, column_not_found
+from inferframe.expressions.nodes import Alias, Col, Node, column_not_found
 
 
 class LogicalPlan:
@@ -100,6 +100,19 @@ class Source(LogicalPlan):
         return what + extra
 
 
+def shown(expr: Node) -> str:
+    """An expression as ``explain()`` prints it: a name given inside it (``cast(col(a).alias('x'))``) names nothing, so it is left out.
+
+    Example:
+        >>> from inferframe.expressions.nodes import Alias, Col, Lit
+        >>> shown(Alias(Alias(Col("a"), "text"), "b")), shown(Lit(1))
+        ('col(a) as b', 'lit(1)')
+    """
+    inner = expr.child if isinstance(expr, Alias) else expr
+    inner = inner.transform_up(lambda n: n.child if isinstance(n, Alias) else n)
+    return f"{inner} as {expr.alias}" if isinstance(expr, Alias) else str(inner)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Project(LogicalPlan):
     input: LogicalPlan
@@ -123,7 +136,7 @@ class Project(LogicalPlan):
         return Project(children[0], self.exprs)
 
     def describe(self) -> str:
-        return f"Project [{', '.join(str(e) for e in self.exprs)}]"
+        return f"Project [{', '.join(shown(e) for e in self.exprs)}]"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -147,7 +160,7 @@ class Filter(LogicalPlan):
         return Filter(children[0], self.predicate)
 
     def describe(self) -> str:
-        return f"Filter {self.predicate}"
+        return f"Filter {shown(self.predicate)}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
