@@ -127,11 +127,15 @@ def test_auto_picks_batched_where_it_is_cheapest():
 @pytest.mark.parametrize("predicate, expected", [
     (SAME, ("sentiment", "equal")),
     ("{t:left} and {t:right} have the same topic.", ("topic", "equal")),
-    ("{p:left} and {p:right} are about different products", ("products", "different")),
+    ("{p:left} and {p:right} are about different products", ("product", "different")),
     ("{p:left} and {p:right} differ in their price range", ("price range", "different")),
     ("{a:left} is cheaper than {a:right}", None),
-    ("{a:left} has the same author as {a:right}", None),  # the phrase must end the predicate
-    ("{a:left} and {a:right} express the same sentiment about the plot twist in the end", None),
+    ("{a:left} has the same author as {a:right}", ("author", "equal")),  # the other side may follow the phrase
+    ("{a:left} has the same author as {a:right} and a lower price", None),  # the rest would be lost
+    # issue 31: "express the same sentiment about the film" was not recognised as splittable
+    ("{a:left} and {a:right} express the same sentiment about the film", ("sentiment about the film", "equal")),
+    ("{a:left} and {a:right} are both positive or both negative", ("sentiment", "equal")),
+    ("{a:left} expresses the opposite sentiment to {a:right}", ("sentiment", "opposite")),
 ])
 def test_detect_property(predicate, expected):
     assert detect_property(parse_template(predicate, "sem_join", sides=True)) == expected
@@ -187,3 +191,26 @@ def test_blocking_batched_asks_the_k_candidates_in_batches():
     assert found <= gold and len(found) == len(out["t"]) and len(found) >= 36
     assert j.column_names == ["t", "right.t"]
     assert "plan=blocking_batched pairs_per_request=2 k=5 est_calls=36" in j.explain(show_all=False)
+
+
+def test_the_ways_people_write_a_split_pick_projection():
+    # issue 31: on 40x40 "express the same sentiment about the film" was not recognised (plan=blocking_batched)
+    df = ifr.from_pydict({"text": [f"review {i}" for i in range(40)]})
+    kw = dict(model="gemma-3-270m")
+    line = df.sem_join(df, "{text:left} and {text:right} express the same sentiment about the film",
+                       **kw).explain(show_all=False)
+    assert "plan=projection on_property=sentiment about the film (detected) est_calls=80" in line
+    line = df.sem_join(df, "{text:left} and {text:right} are both positive or both negative", **kw).explain(
+        show_all=False)
+    assert "plan=projection on_property=sentiment (detected) est_calls=80" in line
+    # "opposite" without the property's two values cannot be a hash join: pair checks
+    assert "projection" not in df.sem_join(df, "{text:left} has the opposite sentiment to {text:right}",
+                                           **kw).explain(show_all=False)
+
+
+def test_opposite_with_two_values_joins_the_other_value(sim):
+    df = ifr.from_pydict({"review": REVIEWS[:6]})
+    j = df.sem_join(df, "{review:left} expresses the opposite sentiment to {review:right}",
+                    property_values=["positive", "negative"], **_opts(sim))
+    assert "plan=projection on_property=sentiment (detected)" in j.explain(show_all=False)
+    assert _pairs(j) == {(a, b) for a in REVIEWS[:6] for b in REVIEWS[:6] if _good(a) != _good(b)}

@@ -13,10 +13,16 @@
 "auto" considers ``nested`` and ``batched`` up to ``max_nested_pairs`` pairs, and the batched plans only
 where there is no property (given or detected) to project on.
 
-Without ``on_property``, a predicate ending in "the same <property>" / "different <property>" /
-"differ in <property>" (``SPLIT_PATTERN`` over the template's literal text, e.g. "{r:left} and {r:right}
-express the same sentiment") enables the projection plan as if ``on_property`` had been given; "different"
-only with ``property_values`` (and then ``relation="different"``). explain() says ``(detected)``.
+Without ``on_property``, a predicate that compares one property of each side ("express the same sentiment
+about the film", "have the same author as", "are both positive or both negative", "agree on price", "differ in
+tone", "opposite sentiment"; the rules of ``inferframe.ai.join_properties``) enables the projection plan as if
+``on_property`` had been given; "different" needs ``property_values`` (given, or named by the phrase), "opposite"
+two of them. explain() says ``(detected)``. Where no rule matches and ``propose_property=True`` (default: when the
+model is not the embedded one), one model call proposes the property (``functions.sem_join.propose_split``).
+
+The batched plans ask in rounds (``functions.sem_join_batches``): a request holds what its output budget
+fits, and a cut-off answer is split and asked again. Calls that fail in the end give one
+``SemanticFailuresWarning``; past half of them (at least 10 calls) the job stops with a ``ServiceError``.
 
 Every plan is composed of the ordinary lazy operators (``with_column``, ``join``, ``explode``,
 ``nearest``, ``where``, ``groupby``), so it runs on the local and the Ray runner alike. The chosen plan and the
@@ -33,44 +39,42 @@ Example:
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
+from inferframe.ai.join_properties import Split, split_text
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col, lit
 from inferframe.expressions.nodes import column_not_found
 from inferframe.functions.embed import embed_text
 from inferframe.functions.general import concat, when
-from inferframe.functions.sem_join import (batch_check, batch_parts, number_candidates, pair_check, side_message,
-                                           side_property)
+from inferframe.functions.sem_join import (batch_check, batch_parts, number_candidates, pair_check, propose_split,
+                                           side_message, side_property)
+from inferframe.functions.sem_join_batches import Failures, ask_in_batches, expected_calls, fit_pairs
 from inferframe.functions.templates import Field, Template, parse_template
 from inferframe.plan import logical as lp
 from inferframe.plan.annotate import Annotate
+from inferframe.plan.whole_table import WholeTable
 
 PLANS = ("auto", "projection", "blocking", "nested", "batched", "blocking_batched")
 RELATIONS = ("equal", "different")
 DEFAULT_K = 10  # the k a blocking plan is estimated with before its sample has chosen one
 KEY, ONE, CHECK = "__sem_join_key", "__sem_join_one", "__sem_join_check"
 LVEC, RVEC, SCORE, RANK = "__sem_join_lvec", "__sem_join_rvec", "__sem_join_score", "__sem_join_rank"
-ROW = "__sem_join_row"
-CHUNK, ITEM, CANDIDATES, MATCHES = "__sem_join_chunk", "__sem_join_item", "__sem_join_candidates", "__sem_join_matches"
+ROW, RROW = "__sem_join_row", "__sem_join_rrow"
+CANDIDATES = "__sem_join_candidates"
 DEFAULT_PAIRS_PER_REQUEST = 8
-# "... the same sentiment", "... have different topics", "... differ in tone": one or two words after
-# "same" / "different" / "differ in" (their), at the end of the template's literal text (fields read "{}").
-SPLIT_PATTERN = re.compile(r"\b(same|different|differs?\s+in(?:\s+their)?)\s+([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)"
-                           r"\s*[.!?]?\s*$", re.IGNORECASE)
-
 
 def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None = None,
              property_values: list[str] | None = None, relation: str = "equal", plan: str = "auto",
              k: int | None = None, target_recall: float = 0.9, sample_size: int = 8, max_nested_pairs: int = 1024,
              property_examples: Any = None, instructions: str | None = None, embed_options: dict | None = None,
              prefix: str = "right.", seed: int = 0, pairs_per_request: int = DEFAULT_PAIRS_PER_REQUEST,
-             **options: Any) -> Any:
+             propose_property: bool | None = None, **options: Any) -> Any:
     """The pairs of ``left`` and ``right`` rows for which the model says ``predicate`` holds.
 
     Parameters:
@@ -94,14 +98,19 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         embed_options: ``embed_text`` options for blocking (default: packaged MiniLM, in process).
         prefix: put before right column names that clash with left ones, as in ``join``.
         seed: the sample's seed.
-        pairs_per_request: right rows per request in the "batched" plans (default 8); the model answers
-            the numbers of those that satisfy the predicate. "batched" reads the right side when sem_join()
-            is called (its rows are numbered), "blocking_batched" the left side.
+        pairs_per_request: right rows per request in the "batched" plans (default 8, lowered to what the
+            answer's ``max_tokens`` holds); the model answers the numbers of those that satisfy the predicate.
+            A cut-off or unparseable answer is split in two and asked again, down to single pairs. The
+            batched plans read the right side when sem_join() is called (its rows are numbered).
+        propose_property: where no rule finds the compared property, ask the model once (when sem_join() is
+            called) to name it; None (default): only where the model is not the embedded one.
         **options: ``classify_text``'s options for every model call (provider, model, method, on_error, ...).
 
     Returns left's columns, then right's. A pair whose check failed (or a row whose property failed) is
-    left out and counted in ``last_run()``'s errors for ``sem_join.check`` (``sem_join.property``);
-    with ``on_error="raise"`` it stops the job.
+    left out and counted in ``last_run()``'s errors for ``sem_join.check`` (``sem_join.property``,
+    ``sem_join.batch``); the batched plans also warn once (``SemanticFailuresWarning``) with the count, and
+    stop with a ``ServiceError`` when more than half of at least 10 calls failed. With ``on_error="raise"``
+    the first failure stops the job.
 
     Example:
         >>> import inferframe as ifr
@@ -114,13 +123,18 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         True
     """
     template = parse_template(predicate, "sem_join", sides=True)
-    detected = None
+    detected, how = None, "detected"
     if on_property is None and plan in ("auto", "projection"):
-        found = detect_property(template)
-        if found and (found[1] == "equal" and relation == "equal" or found[1] == "different"
-                      and property_values is not None):
-            detected, relation = found
-            on_property = detected
+        rule = split_text(_literal(template))
+        if rule is None and _proposing(propose_property, template, options):
+            # No rule reads it: a capable model names the property in one call (made now, cached).
+            proposed = propose_split(left, _statement(template), **options)
+            rule = None if proposed is None else Split(*proposed)
+            how = f"proposed by {_model_of(template, options)}"
+        found = _split(rule, property_values, relation)
+        if found is not None:
+            on_property, property_values, relation = found
+            detected = on_property
     _check_arguments(left, right, template, on_property, property_values, relation, plan, k, target_recall,
                      sample_size, max_nested_pairs, pairs_per_request)
     # A detected property leaves ``instructions`` to the pair check (the user wrote them for it).
@@ -141,15 +155,22 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
     sampled = 0 if k else min(sample_size, n_left)
     estimates["blocking"] = _estimate(sampled * n_right + (n_left - sampled) * k_est, per_check)
     estimates["nested"] = _estimate(n_left * n_right, per_check)
-    per_batch = _per_call(batch_check(template, CANDIDATES, pairs_per_request, instructions=check_instructions,
-                                      raw=True, **options), _batch_rows(left, right, template, pairs_per_request))
+    batch = batch_check(template, CANDIDATES, pairs_per_request, instructions=check_instructions, raw=True, **options)
+    asked_pairs, pairs_per_request = pairs_per_request, fit_pairs(pairs_per_request, _max_tokens(batch))
+    if pairs_per_request != asked_pairs:
+        batch = batch_check(template, CANDIDATES, pairs_per_request, instructions=check_instructions, raw=True,
+                            **options)
+    per_batch = _per_call(batch, _batch_rows(left, right, template, pairs_per_request))
     estimates["batched"] = _estimate(n_left * math.ceil(n_right / pairs_per_request), per_batch)
     # The sample's pair checks, then every left row's candidates in batches (other prompts: not cached).
     blocking_batched = lambda k_: _add(_estimate(sampled * n_right, per_check),  # noqa: E731
                                        _estimate(n_left * math.ceil(k_ / pairs_per_request), per_batch))
     estimates["blocking_batched"] = blocking_batched(k_est)
-    chosen = plan if plan != "auto" else _choose(estimates, n_left * n_right <= max_nested_pairs)
-    note = f" on_property={detected} (detected)" if detected else ""
+    skipped = _not_considered(estimates, n_left * n_right, max_nested_pairs)
+    chosen = plan if plan != "auto" else _choose(estimates, skipped)
+    note = f" on_property={detected} ({how})" if detected else ""
+    fitted = f" pairs_per_request={pairs_per_request}" + (
+        f" (of {asked_pairs}: what max_tokens={_max_tokens(batch)} holds)" if pairs_per_request != asked_pairs else "")
     if chosen == "projection":
         out = _projection(left, right, template, on_property, property_values, relation, prefix,
                           dict(options, instructions=None if detected else instructions, examples=property_examples))
@@ -157,11 +178,11 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
         out = _checked(_cross(left, right, prefix), template, column_of, check_instructions, options, left,
                        right_names)
     elif chosen == "batched":
-        note += f" pairs_per_request={pairs_per_request}"
+        note += fitted
         out = _batched(left, right, template, check_instructions, options, prefix, pairs_per_request, right_names)
     else:
         if chosen == "blocking_batched":
-            note += f" pairs_per_request={pairs_per_request}"
+            note += fitted
         embed_options = dict(embed_options or {})
         if not k:
             k, recall = _choose_k(left, right, template, column_of, check_instructions, options, embed_options,
@@ -175,35 +196,71 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
             pairs = _blocked(left, right, template, prefix, k, embed_options)
             out = _checked(pairs, template, column_of, check_instructions, options, left, right_names)
         else:
-            out = _blocked_batched(left, right, template, column_of, check_instructions, options, prefix, k,
-                                   embed_options, pairs_per_request, right_names)
+            out = _batched(left, right, template, check_instructions, options, prefix, pairs_per_request,
+                           right_names, k=k, embed_options=embed_options)
     line = f"SemJoin plan={chosen}{note} {_fmt(estimates[chosen])}"
-    others = [f"{name}: {_fmt(e)}" for name, e in estimates.items() if name != chosen]
+    if plan != "auto":
+        line += f" (plan={plan!r} given)"
+    others = [f"{name}: {_fmt(e)}" + (f" (not considered: {skipped[name]})" if name in skipped else "")
+              for name, e in estimates.items() if name != chosen]
     if others:
         line += " | " + " | ".join(others)
     return type(left)(Annotate(out._plan, line))
 
 
 def detect_property(template: Template) -> tuple[str, str] | None:
-    """The compared property and relation a predicate states, by ``SPLIT_PATTERN`` over its literal text.
-
-    Returns ``(property, "equal")`` for "... the same <property>", ``(property, "different")`` for
-    "... different <property>" / "... differ in <property>", else None (the phrase must end the template).
+    """The compared property and relation ("equal", "different", "opposite") a predicate states, by the rules of
+    ``inferframe.ai.join_properties`` over its literal text (fields read "{}").
 
     Example:
         >>> t = lambda s: parse_template(s, "sem_join", sides=True)
         >>> detect_property(t("{review:left} and {review:right} express the same sentiment"))
         ('sentiment', 'equal')
         >>> detect_property(t("{p:left} and {p:right} are about different products."))
-        ('products', 'different')
+        ('product', 'different')
         >>> detect_property(t("{a:left} is cheaper than {a:right}")) is None
         True
     """
-    text = "".join("{}" if isinstance(p, Field) else p for p in template.parts)
-    m = SPLIT_PATTERN.search(text)
-    if m is None or "{}" in text[m.start():]:
+    found = split_text(_literal(template))
+    return None if found is None else (found.asked, found.relation)
+
+
+def _literal(template: Template) -> str:
+    return "".join("{}" if isinstance(p, Field) else p for p in template.parts)
+
+
+def _statement(template: Template) -> str:
+    """The predicate with its sides' fields written "A" and "B" (for the model that proposes a property)."""
+    return "".join(("A" if p.side == "left" else "B") if isinstance(p, Field) else p for p in template.parts)
+
+
+def _proposing(propose: bool | None, template: Template, options: dict) -> bool:
+    """Whether to ask the model for the property: ``propose_property``, else (None) where the model is not the
+    embedded one (Gemma 3 270M names no property reliably)."""
+    if propose is not None:
+        return bool(propose)
+    from inferframe.plan.ai_nodes import ai_call_of
+
+    node = pair_check(template, None, **options)._node
+    while ai_call_of(node) is None and node.children():
+        node = node.children()[0]
+    return ai_call_of(node).udf.call.config.provider.name != "local"
+
+
+def _split(found: Split | None, values: list[str] | None, relation: str) -> tuple[str, list | None, str] | None:
+    """(on_property, property_values, relation) for the projection plan where the predicate compares a property.
+
+    "equal" keeps the user's ``relation`` "equal"; "different" needs values (the user's or the phrase's);
+    "opposite" is "different" between exactly two values.
+    """
+    if found is None:
         return None
-    return " ".join(m.group(2).lower().split()), "equal" if m.group(1).lower() == "same" else "different"
+    values = list(values) if values is not None else (list(found.values) if found.values else None)
+    if found.relation == "equal":
+        return (found.asked, values, "equal") if relation == "equal" else None
+    if values is None or (found.relation == "opposite" and len(values) != 2):
+        return None
+    return found.asked, values, "different"
 
 
 def sem_sim_join(left: Any, right: Any, on: str, *, other_on: str | None = None, k: int = 5,
@@ -372,19 +429,43 @@ def _fmt(e: dict) -> str:
     return f"est_calls={e['calls']} est_tokens={tokens} est_cost={cost}"
 
 
-def _choose(estimates: dict, nested_ok: bool) -> str:
-    """The cheapest plan: by dollars where every price is known and some is not zero, else by calls (ties: the
-    earlier of projection, nested, batched, blocking, blocking_batched); the batched plans only without a property, the all-pairs
-    plans only within ``max_nested_pairs``."""
-    # The batched check is considered only where there is no property to project on: asking one
-    # property per row gives a consistent labelling, and a numbered-list answer asks more of a model.
+def _not_considered(estimates: dict, pairs: int, max_nested_pairs: int) -> dict[str, str]:
+    """The plans "auto" leaves out, each with the reason explain() shows.
+
+    The all-pairs plans only within ``max_nested_pairs``; the batched ones only where there is no
+    property to project on: asking one property per row gives a consistent labelling, and a
+    numbered-list answer asks more of a model.
+    """
+    out = {}
+    for name in estimates:
+        if name in ("nested", "batched") and pairs > max_nested_pairs:
+            out[name] = f"{pairs} pairs > max_nested_pairs={max_nested_pairs}"
+        elif "batched" in name and "projection" in estimates:
+            out[name] = "a property to project on"
+    return out
+
+
+def _choose(estimates: dict, skipped: dict) -> str:
+    """The cheapest plan not ``skipped``: by dollars where every price is known and some is not zero, else by calls
+    (ties: the earlier of projection, nested, batched, blocking, blocking_batched)."""
     names = [n for n in ("projection", "nested", "batched", "blocking", "blocking_batched")
-             if n in estimates and (n not in ("nested", "batched") or nested_ok)
-             and ("batched" not in n or "projection" not in estimates)]
+             if n in estimates and n not in skipped]
     costs = [estimates[n]["cost"] for n in names]
     if all(c is not None for c in costs) and any(costs):
         return min(names, key=lambda n: estimates[n]["cost"])
     return min(names, key=lambda n: estimates[n]["calls"])
+
+
+def _max_tokens(expr) -> int | None:
+    """The output cap an AI call's requests carry (the user's, or the provider's default for its schema)."""
+    from inferframe.plan.ai_nodes import ai_call_of
+
+    node = expr._node
+    while ai_call_of(node) is None and node.children():
+        node = node.children()[0]
+    options = dict(ai_call_of(node).udf.call.config.options)
+    return next((options[k] for k in ("max_tokens", "max_output_tokens", "max_completion_tokens") if k in options),
+                None)
 
 
 # --- plans -------------------------------------------------------------------------------------------------------
@@ -412,56 +493,58 @@ def _cross(left, right, prefix: str):
 
 
 def _batched(left, right, template: Template, instructions, options: dict, prefix: str, per_request: int,
-             right_names: list[str]):
-    """Each left row with each chunk of ``per_request`` numbered right rows, one request per chunk, the
-    numbers it answers exploded back into pairs.
+             right_names: list[str], k: int | None = None, embed_options: dict | None = None):
+    """Each left row's candidates (every right row, or with ``k`` blocking's ``k`` nearest), ``per_request`` numbered
+    ones per request, asked in rounds (``ask_in_batches``); the pairs it finds joined back to right's rows.
 
-    Right's rows are read now and numbered (``ROW``); chunk c holds rows c*p .. c*p+p-1, numbered 1..p in
-    the request, so answer n of chunk c is row c*p + n - 1. A failed request (null answer) adds no pair.
+    Right's rows are read now and numbered (``RROW``). The asking is a ``WholeTable`` over left: it runs when
+    a job first reaches it, once.
     """
     table = right.to_arrow()
-    table = table.append_column(ROW, pa.array(np.arange(table.num_rows), pa.int64()))
+    table = table.append_column(RROW, pa.array(np.arange(table.num_rows), pa.int64()))
     rows = type(right)(lp.Source(lp.InMemory(table), table.schema))
-    item = concat((col(ROW) % per_request + 1).cast(pa.string()), lit(". "), *side_message(template, "right"))
-    chunks = (rows.with_columns({CHUNK: col(ROW) // per_request, ITEM: item}).groupby(CHUNK)
-              .agg(col(ITEM).agg_list().alias(ITEM)))
-    chunks = chunks.with_column(CANDIDATES, col(ITEM).apply(number_candidates, pa.string())).select(CHUNK, CANDIDATES)
-    pairs = (left.with_column(ONE, lit(1)).join(chunks.with_column(ONE, lit(1)), on=ONE, prefix=prefix)
-             .exclude(ONE))
-    asked = pairs.with_column(MATCHES, batch_check(template, CANDIDATES, per_request, instructions=instructions,
-                                                   **options))
-    found = asked.where(col(MATCHES).not_null()).select(*left.column_names, CHUNK, MATCHES).explode(MATCHES)
-    found = (found.where(col(MATCHES).not_null())
-             .with_column(ROW, col(CHUNK) * per_request + col(MATCHES) - 1)
-             .select(*left.column_names, ROW))
-    return found.join(rows, on=ROW, prefix=prefix).select(*left.column_names, *right_names)
+    texts = [_side_value(r, template, "right") for r in table.select(template.columns("right")).to_pylist()]
+    opts = dict(options, instructions=instructions)
+    label = f"sem_join.batch[{_model_of(template, opts)}]"
+    schema = pa.schema([*pa.schema(left), pa.field(RROW, pa.int64())])
+
+    def compute(source):
+        lt = source.to_arrow()
+        if k is None:
+            candidates = [list(range(table.num_rows))] * lt.num_rows
+        else:
+            candidates = _nearest_ids(source, lt, rows, template, prefix, k, embed_options or {})
+        found, stats = ask_in_batches(source, lt, candidates, texts, template, per_request, opts, label)
+        out = lt.take(pa.array([i for i, _ in found], pa.int64()))
+        return out.append_column(RROW, pa.array([r for _, r in found], pa.int64())), stats
+
+    n_cand = table.num_rows if k is None else min(k, table.num_rows)
+    calls = expected_calls(lambda n: None if n is None else n * math.ceil(n_cand / per_request))
+    what = "every right row" if k is None else f"its {k} nearest right rows"
+    found = type(left)(WholeTable(left._plan, schema, f"SemJoinBatches {label} per_request={per_request} "
+                                  f"candidates={what}", compute, calls))
+    return found.join(rows, on=RROW, prefix=prefix).select(*left.column_names, *right_names)
 
 
-def _blocked_batched(left, right, template: Template, column_of: dict, instructions, options: dict, prefix: str,
-                     k: int, embed_options: dict, per_request: int, right_names: list[str]):
-    """Blocking's ``k`` nearest right rows per left row, asked ``per_request`` per request (as ``_batched``).
+def _nearest_ids(source, lt: pa.Table, rows, template: Template, prefix: str, k: int, embed_options: dict):
+    """Each left row's ``k`` nearest right rows (their ``RROW``), nearest first."""
+    numbered = lt.append_column(ROW, pa.array(np.arange(lt.num_rows), pa.int64()))
+    df = type(source)(lp.Source(lp.InMemory(numbered), numbered.schema))
+    near = _blocked(df, rows, template, prefix, k, embed_options).select(ROW, RROW, RANK).to_pydict()
+    out: list[list[tuple[int, int]]] = [[] for _ in range(lt.num_rows)]
+    for row, rrow, rank in zip(near[ROW], near[RROW], near[RANK]):
+        out[row].append((rank, rrow))
+    return [[r for _, r in sorted(c)] for c in out]
 
-    Left's rows are read now and numbered (``ROW``); candidate of rank r is number (r-1) % p + 1 of
-    chunk (r-1) // p, so answer n of chunk c is rank c*p + n, joined back to the candidate pairs.
-    """
-    table = left.to_arrow()
-    table = table.append_column(ROW, pa.array(np.arange(table.num_rows), pa.int64()))
-    rows = type(left)(lp.Source(lp.InMemory(table), table.schema))
-    pairs = _blocked(rows, right, template, prefix, k, embed_options).exclude(LVEC, RVEC, SCORE)
-    names = template.columns("right")
-    text = [col(column_of[f"{names[0]}:right"])] if len(names) == 1 else [
-        e for i, c in enumerate(names) for e in (lit(("\n" if i else "") + f"{c}: "), col(column_of[f"{c}:right"]))]
-    item = concat(((col(RANK) - 1) % per_request + 1).cast(pa.string()), lit(". "), *text)
-    chunks = (pairs.with_columns({CHUNK: (col(RANK) - 1) // per_request, ITEM: item}).groupby(ROW, CHUNK)
-              .agg(col(ITEM).agg_list().alias(ITEM)))
-    chunks = chunks.with_column(CANDIDATES, col(ITEM).apply(number_candidates, pa.string())).select(ROW, CHUNK,
-                                                                                                    CANDIDATES)
-    asked = rows.join(chunks, on=ROW, prefix=prefix).with_column(
-        MATCHES, batch_check(template, CANDIDATES, per_request, instructions=instructions, **options))
-    found = asked.where(col(MATCHES).not_null()).select(ROW, CHUNK, MATCHES).explode(MATCHES)
-    found = (found.where(col(MATCHES).not_null())
-             .with_column(RANK, col(CHUNK) * per_request + col(MATCHES)).select(ROW, RANK))
-    return found.join(pairs, on=[ROW, RANK], prefix=prefix).select(*left.column_names, *right_names)
+
+def _model_of(template: Template, options: dict) -> str:
+    """The model name the pair check resolves to (for the batched check's label)."""
+    from inferframe.plan.ai_nodes import ai_call_of
+
+    node = pair_check(template, None, **{k: v for k, v in options.items() if k != "instructions"})._node
+    while ai_call_of(node) is None and node.children():
+        node = node.children()[0]
+    return ai_call_of(node).udf.call.config.model
 
 
 def _side_text(template: Template, side: str):
@@ -477,10 +560,40 @@ def _blocked(left, right, template: Template, prefix: str, k: int, embed_options
 
 
 def _checked(pairs, template: Template, column_of: dict, instructions, options: dict, left, right_names: list[str],
-             keep: tuple = ()):
-    """The pairs the model says yes to, with left's and right's columns (and ``keep``)."""
+             keep: tuple = (), guard: bool = True):
+    """The pairs the model says yes to, with left's and right's columns (and ``keep``).
+
+    With ``guard``, the checks run as one job that a ``WholeTable`` collects and counts: failed checks give one
+    ``SemanticFailuresWarning``, and more than half of them (of at least 10) a ``ServiceError``.
+    """
     checked = pairs.with_column(CHECK, pair_check(template, column_of, instructions=instructions, **options))
-    return checked.where(col(CHECK) == lit("yes")).select(*left.column_names, *right_names, *keep)
+    names = [*left.column_names, *right_names, *keep]
+    if not guard:
+        return checked.where(col(CHECK) == lit("yes")).select(*names)
+    if CHECK + "_error" not in checked.column_names:  # error_column=False: nothing to count
+        return checked.where(col(CHECK) == lit("yes")).select(*names)
+    return _guarded(checked.select(*names, CHECK, CHECK + "_error"), CHECK, names, "sem_join.check").where(
+        col(CHECK) == lit("yes")).select(*names)
+
+
+def _guarded(df, value: str, keep: list[str], what: str):
+    """``df`` (an AI column ``value`` and its ``<value>_error``) computed once as a whole, its failures counted:
+    one ``SemanticFailuresWarning``, or a ``ServiceError`` past ``MAX_FAILED_SHARE``; the failed rows dropped."""
+    error = value + "_error"
+    schema = pa.schema([f for f in pa.schema(df) if f.name in (*keep, value)])
+
+    def compute(source):
+        table = source.to_arrow()
+        answered = table.column(value).is_valid()
+        errors = [e for e in table.column(error).to_pylist() if e is not None]
+        failures = Failures("sem_join")
+        failures.add(int(pa.compute.sum(answered).as_py() or 0), errors)
+        failures.check()
+        failures.warn()
+        return table.filter(answered).select(schema.names), {"calls": failures.calls, "failed": failures.failed}
+
+    return type(df)(WholeTable(df._plan, schema, f"SemJoinChecked {what} (failed calls counted)", compute,
+                               lambda rows: "calls as below"))
 
 
 def _choose_k(left, right, template, column_of, instructions, options, embed_options, prefix, target_recall,
@@ -500,7 +613,7 @@ def _choose_k(left, right, template, column_of, instructions, options, embed_opt
     ranked = _blocked(sample, right, template, prefix, max(n_right, 1), embed_options)
     right_names = _right_names(sample, right, prefix)
     found = _checked(ranked, template, column_of, instructions, options, sample, right_names,
-                     keep=(RANK,)).to_pydict()
+                     keep=(RANK,), guard=False).to_pydict()
     if not found[RANK]:
         warnings.warn(f"sem_join(): the model found no match among the {len(take)} sampled left rows' pairs; "
                       f"blocking uses k={min(n_right, DEFAULT_K)}. Pass k=... or a larger sample_size=.",

@@ -1,0 +1,167 @@
+"""sem_join's batched plans when answers fail (issue 31 item 4): a cut-off batch is split and asked again, a request
+holds what its output budget fits, failures are warned about once, stop the job past half, or at the first with
+on_error="raise"; the planner says why a cheaper plan was not chosen. On the simulator with planted answers."""
+
+import json
+import math
+import warnings
+
+import pytest
+
+import inferframe as ifr
+from inferframe.errors import RowFailed, SemanticFailuresWarning, ServiceError
+from inferframe.observe import last_run
+from inferframe.simulator import Simulator, SimulatorConfig
+from sem_join_helpers import opts as _opts, pairs as _pairs
+
+AGREE = "{review:left} and {review:right} agree"
+REVIEWS = [f"{'good' if i % 3 else 'bad'} film number {i}" for i in range(20)]
+
+
+def _good(text: str) -> bool:
+    return "good" in text
+
+
+def _answer(body):
+    """The numbers of the candidates that agree with the left review (both say "good", or neither)."""
+    text = body["messages"][-1]["content"]
+    statement, candidates = text.split("\n\nCandidates:\n", 1)
+    left = statement.removeprefix("Statement: ").split(" and [candidate]")[0]
+    lines = [line.split(". ", 1) for line in candidates.splitlines()]
+    return json.dumps({"matches": [int(n) for n, t in lines if _good(t) == _good(left)]})
+
+
+@pytest.fixture
+def sim():
+    with Simulator(SimulatorConfig(responder=_answer)) as s:
+        yield s
+
+
+def _gold(left, right) -> set:
+    return {(a, b) for a in left for b in right if _good(a) == _good(b)}
+
+
+def test_a_cut_off_batch_is_split_and_asked_again(sim):
+    # Every request of 5 or more candidates is cut off (finish_reason 'length'): the JSON of its pairs is
+    # lost. Before: those pairs silently vanished. Now each is split in two halves (4 + 4, 4 + 2) and asked again.
+    sim.configure(fail_rules=[{"match": "\n5. ", "kind": "length"}])
+    left, right = ifr.from_pydict({"review": REVIEWS[:5]}), ifr.from_pydict({"review": REVIEWS[5:19]})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        found = _pairs(left.sem_join(right, AGREE, plan="batched", **_opts(sim)))
+    assert found == _gold(REVIEWS[:5], REVIEWS[5:19])
+    assert not [w for w in seen if issubclass(w.category, SemanticFailuresWarning)]
+    # 5 left rows x 2 chunks (8 + 6 candidates), every one cut off, then 2 halves each (4+4, 3+3)
+    assert sim.stats()["total_requests"] == 5 * 2 + 5 * 4
+    run = last_run()[0]
+    assert run["label"] == "sem_join.batch[gpt-5-mini]" and run["errors"] == 0 and run["rows_done"] == 30
+
+
+def test_down_to_single_pairs_then_counted_and_warned_once(sim):
+    # Requests naming "bad film number 6" among their candidates are always cut off: split down to the one pair.
+    sim.configure(fail_rules=[{"match": "bad film number 6", "kind": "length"}])
+    left, right = ifr.from_pydict({"review": REVIEWS[:3]}), ifr.from_pydict({"review": REVIEWS[4:12]})
+    with pytest.warns(SemanticFailuresWarning) as seen:
+        found = _pairs(left.sem_join(right, AGREE, plan="batched", **_opts(sim)))
+    assert found == {(a, b) for a, b in _gold(REVIEWS[:3], REVIEWS[4:12]) if b != "bad film number 6"}
+    messages = [str(w.message) for w in seen if issubclass(w.category, SemanticFailuresWarning)]
+    assert len(messages) == 1
+    # per left row: 8 -> 4 + 4 -> 2 + 2 -> 1 + 1: 7 requests, 1 failed in the end
+    assert "sem_join: 3 of 21 model calls failed (length: 3)" in messages[0] and "max_tokens" in messages[0]
+    assert seen[0].filename == __file__  # at the user's line
+    assert last_run()[0]["errors"] == 3
+
+
+def test_a_request_holds_what_its_max_tokens_fits(sim):
+    left, right = ifr.from_pydict({"review": REVIEWS[:4]}), ifr.from_pydict({"review": REVIEWS[4:12]})
+    j = left.sem_join(right, AGREE, plan="batched", max_tokens=16, **_opts(sim))
+    assert "pairs_per_request=2 (of 8: what max_tokens=16 holds) est_calls=16" in j.explain(show_all=False)
+    assert _pairs(j) == _gold(REVIEWS[:4], REVIEWS[4:12])
+    assert sim.stats()["total_requests"] == 4 * math.ceil(8 / 2)
+
+
+def test_the_answer_list_is_bounded_by_the_candidates(sim):
+    # A grammar then cannot let a small model write one number over and over until max_tokens.
+    sim.configure(record_requests=True)
+    left, right = ifr.from_pydict({"review": REVIEWS[:1]}), ifr.from_pydict({"review": REVIEWS[4:7]})
+    left.sem_join(right, AGREE, plan="batched", **_opts(sim)).collect()
+    body = sim.requests()[-1]["body"]
+    body = json.loads(body) if isinstance(body, (str, bytes)) else body
+    matches = body["response_format"]["json_schema"]["schema"]["properties"]["matches"]
+    assert matches["maxItems"] == 3 and matches["items"]["maximum"] == 3
+
+
+def test_most_calls_failing_stops_the_job_with_one_error(sim):
+    # Every request fails (HTTP 400): the first 16 are asked, then the job stops instead of sending the rest.
+    sim.configure(fail_rules=[{"match": "Statement:", "status": 400}])
+    df = ifr.from_pydict({"review": REVIEWS})
+    with pytest.raises(ServiceError, match=r"sem_join stopped: 16 of 16 model calls failed \(bad_request: 16\)"):
+        df.sem_join(df, AGREE, plan="batched", **_opts(sim)).collect()
+    assert sim.stats()["total_requests"] == 16  # of 20 x 3 = 60
+
+
+def test_on_error_raise_stops_at_the_first_failure_not_at_a_cut_off_answer(sim):
+    sim.configure(fail_rules=[{"match": "\n5. ", "kind": "length"}])
+    df = ifr.from_pydict({"review": REVIEWS[:6]})
+    right = ifr.from_pydict({"review": REVIEWS[6:14]})
+    # cut-off answers are split, not raised
+    assert _pairs(df.sem_join(right, AGREE, plan="batched", on_error="raise", **_opts(sim))) == _gold(
+        REVIEWS[:6], REVIEWS[6:14])
+    sim.configure(fail_rules=[{"match": "Statement: good film number 1 and", "status": 400}])
+    with pytest.raises(RowFailed):
+        df.sem_join(right, AGREE, plan="batched", on_error="raise", cache="off", **_opts(sim)).collect()
+
+
+def test_blocking_batched_splits_too(sim):
+    sim.configure(fail_rules=[{"match": "\n3. ", "kind": "length"}])
+    df = ifr.from_pydict({"review": REVIEWS[:6]})
+    found = _pairs(df.sem_join(df, AGREE, plan="blocking_batched", k=4, pairs_per_request=4, **_opts(sim)))
+    assert found <= _gold(REVIEWS[:6], REVIEWS[:6]) and all((r, r) in found for r in REVIEWS[:6])
+    assert sim.stats()["total_requests"] == 6 * (1 + 2)  # each left row's 4 candidates: cut off, then 2 + 2
+
+
+def test_explain_says_why_a_cheaper_plan_was_not_chosen():
+    # issue 31: on 40x40, explain() showed plan=blocking_batched est_calls=520 beside batched: est_calls=200
+    # with no word on why the cheaper one was not taken (1,600 pairs > max_nested_pairs).
+    df = ifr.from_pydict({"review": [f"review {i}" for i in range(40)]})
+    line = df.sem_join(df, AGREE, model="gemma-3-270m").explain(show_all=False)
+    line = next(l for l in line.splitlines() if "SemJoin" in l)
+    assert "plan=blocking_batched" in line
+    assert "batched: est_calls=200" in line and "(not considered: 1600 pairs > max_nested_pairs=1024)" in line
+    chosen = int(line.split("est_calls=")[1].split()[0])
+    assert "nested: est_calls=1600" in line and chosen < 1600
+    # within max_nested_pairs the cheapest is chosen
+    text = df.sem_join(df, AGREE, model="gemma-3-270m", max_nested_pairs=2000).explain(show_all=False)
+    assert "plan=batched pairs_per_request=8 est_calls=200" in text
+
+
+def test_a_given_plan_is_said_to_be_given():
+    df = ifr.from_pydict({"review": REVIEWS[:4]})
+    assert "(plan='nested' given)" in df.sem_join(df, AGREE, plan="nested", model="gemma-3-270m").explain(
+        show_all=False)
+
+
+def _proposing(body):
+    """The proposal call names "mood"; each side's property is "up" iff the text says "good"."""
+    system, text = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if system.startswith("A join keeps the pairs"):
+        assert text == "Statement: A and B would cheer up the same people"
+        return json.dumps({"property": "Mood", "comparison": "equal"})
+    return json.dumps({"value": "up" if "good" in text else "down"})
+
+
+def test_a_capable_model_proposes_the_property_in_one_call():
+    with Simulator(SimulatorConfig(responder=_proposing)) as sim:
+        df = ifr.from_pydict({"review": REVIEWS[:6]})
+        j = df.sem_join(df, "{review:left} and {review:right} would cheer up the same people", **_opts(sim))
+        assert sim.stats()["total_requests"] == 1  # the proposal, when sem_join() is called
+        line = next(l for l in j.explain(show_all=False).splitlines() if "SemJoin" in l)
+        assert "plan=projection on_property=mood (proposed by gpt-5-mini) est_calls=12" in line
+        assert _pairs(j) == _gold(REVIEWS[:6], REVIEWS[:6])
+
+
+def test_the_embedded_model_is_not_asked_for_a_property():
+    df = ifr.from_pydict({"review": REVIEWS[:4]})
+    text = df.sem_join(df, "{review:left} and {review:right} would cheer up the same people",
+                       model="gemma-3-270m").explain(show_all=False)
+    assert "proposed" not in text and "projection" not in text
