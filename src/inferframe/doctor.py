@@ -246,11 +246,12 @@ def check_embedding() -> Check:
 
 
 def check_cache() -> Check:
+    from inferframe.observe.sqlite_wal import private_dir
     from inferframe.runtime.cache import default_cache_dir
 
     directory = default_cache_dir()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)  # as the cache makes it (0700): doctor may be the first to
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-", delete=True):
             pass
     except OSError as exc:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from inferframe.observe.owner import owner_gone
-from inferframe.observe.sqlite_wal import use_wal
+from inferframe.observe.sqlite_wal import connect_private, use_wal
 
 FILE_NAME = "runs.sqlite"
 
@@ -86,9 +86,9 @@ class RunHistory:
 
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory) / FILE_NAME
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        # It holds a sample of inputs and answers: directory 0700, file 0600 (and its -wal/-shm), whatever the umask.
+        self._db = connect_private(self.path, check_same_thread=False, timeout=30)
         use_wal(self._db)
         self._migrate()
 

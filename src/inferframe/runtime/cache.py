@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from inferframe.observe.sqlite_wal import use_wal
+from inferframe.observe.sqlite_wal import connect_private, use_wal
 
 # A stored answer: (value, input tokens, output tokens, finish reason or None).
 Hit = tuple[Any, int, int, "str | None"]
@@ -254,13 +254,10 @@ class ResponseCache:
 
     def __init__(self, directory: str | os.PathLike | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = self.directory / "responses.sqlite"
-        fresh = not self.path.exists()
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        if fresh:
-            os.chmod(self.path, 0o600)
+        # Created 0700/0600 before SQLite opens it, whatever the umask (its -wal/-shm files follow).
+        self._db = connect_private(self.path, check_same_thread=False, isolation_level=None, timeout=30)
         use_wal(self._db)
         # NORMAL in WAL mode survives a crash of this process (only power loss can drop the last commits).
         self._db.execute("PRAGMA synchronous=NORMAL")
