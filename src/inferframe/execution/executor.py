@@ -66,7 +66,7 @@ class _Builder:
             return ops.repartition(table, node.num_partitions, node.by, ctx)
         if op.kind == "join":
             right = ops.gather(self.build(op.inputs[1]), op.inputs[1].schema)
-            return ops.emit(ops.join(table, right, node, op.schema), ctx)
+            return ops.join_batches(table, right, node, op.schema, ctx.morsel_size)
         return ops.emit(_GATHERED[op.kind](table, node), ctx)
 
 

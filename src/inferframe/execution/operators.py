@@ -209,7 +209,54 @@ def _empty_whole_table(table: pa.Table, aggs, specs, schema: pa.Schema) -> pa.Ta
 
 
 def join(left: pa.Table, right: pa.Table, node, schema: pa.Schema) -> pa.Table:
+    """The whole join as one table (a Ray task's share of a broadcast join); ``join_batches`` streams it."""
+    return pa.Table.from_batches(list(join_batches(left, right, node, schema)), schema=schema)
+
+
+# Output rows one probe batch of the hash join may give: a fan-out join's output stays in pieces of about this many rows.
+JOIN_PIECE_ROWS = 65536
+
+
+def join_batches(left: pa.Table, right: pa.Table, node, schema: pa.Schema, max_rows: int = JOIN_PIECE_ROWS) -> Batches:
+    """Hash join ``left`` (probed) with ``right`` (built once), yielding batches of at most ``max_rows`` rows.
+
+    Memory stays flat however many rows a key matches (1,000 rows joined to 10,000 on one key are 10M
+    rows): the left side goes to Acero in pieces whose output is about ``max_rows`` rows, counted from
+    each left row's matches, and Acero's output is read as it is made. A single left row's matches are
+    one piece (bounded by the right side's size). Unmatched right rows (right and outer joins) come last.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from inferframe.plan.logical import InMemory, Join, Source
+        >>> l, r = pa.table({"k": [1] * 4, "a": range(4)}), pa.table({"k": [1] * 5, "b": range(5)})
+        >>> node = Join(Source(InMemory(l), l.schema), Source(InMemory(r), r.schema), ("k",), ("k",))
+        >>> [b.num_rows for b in join_batches(l, r, node, node.schema, max_rows=10)]
+        [10, 10]
+    """
     _check_groupable(left, node.left_on, "join()")
+    left, right, null_cols = _join_inputs(left, right, node)
+    how = JOIN_TYPES[node.how]
+    left_on, right_on = list(node.left_on), list(node.right_on)
+    left_out = [c for c in left.column_names if not (how == "right outer" and c in left_on)]
+    right_out = ([] if how in ("left semi", "left anti") else
+                 [c for c in right.column_names if how in ("right outer", "full outer") or c not in right_on])
+    probe = _probe_pieces(left, right, left_on, right_on, how, max_rows)
+    from pyarrow import acero
+
+    decl = acero.Declaration("hashjoin", acero.HashJoinNodeOptions(how, left_on, right_on, left_out, right_out), inputs=[
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(probe)),
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(right))])
+    reader = decl.to_reader(use_threads=False)  # pulled piece by piece: a probe batch is joined as it is read
+    try:
+        for batch in reader:
+            for start in range(0, batch.num_rows, max_rows):
+                yield _join_output(batch.slice(start, max_rows), node, schema, len(left_out), right_out, null_cols)
+    finally:
+        reader.close()
+
+
+def _join_inputs(left: pa.Table, right: pa.Table, node) -> tuple[pa.Table, pa.Table, list[str]]:
+    """Both sides as Acero takes them: clashing right names prefixed, one key type, no null-typed payload."""
     left_names = set(left.column_names)
     renames = {}
     for name in right.column_names:
@@ -234,22 +281,63 @@ def join(left: pa.Table, right: pa.Table, node, schema: pa.Schema) -> pa.Table:
     null_cols = [f.name for t in (left, right) for f in t.schema if pa.types.is_null(f.type) and f.name not in (*node.left_on, *node.right_on)]
     left = left.drop_columns([c for c in null_cols if c in left.column_names])
     right = right.drop_columns([c for c in null_cols if c in right.column_names])
-    out = left.join(
-        right, keys=list(node.left_on), right_keys=list(node.right_on), join_type=JOIN_TYPES[node.how],
-        use_threads=False, coalesce_keys=True,
-    )
-    for c in null_cols:
-        if c in schema.names:
-            out = out.append_column(c, pa.nulls(out.num_rows))
-    # A right outer join coalesces its keys under the right side's names; the plan names them as the left side.
-    if node.how == "right":
-        names = dict(zip(node.right_on, node.left_on))
-        out = out.rename_columns([names[n] if n in names and n not in schema.names else n for n in out.column_names])
-    out = out.select(list(schema.names))
-    for i, f in enumerate(schema):
-        if pa.types.is_null(f.type) and not pa.types.is_null(out.schema.field(i).type):
-            out = out.set_column(i, f.name, pa.nulls(out.num_rows))  # an all-null key side stays null-typed
-    return out.cast(schema) if out.schema != schema else out
+    return left, right, null_cols
+
+
+def _probe_pieces(left: pa.Table, right: pa.Table, left_on: list[str], right_on: list[str], how: str,
+                  max_rows: int) -> pa.Table:
+    """``left`` cut into batches that each give about ``max_rows`` output rows (a row with more matches: its own).
+
+    Acero joins one probe batch at a time, but all of that batch's output is made before any is read.
+    """
+    import numpy as np
+
+    n = left.num_rows
+    weights = None
+    if n and right.num_rows and how not in ("left semi", "left anti"):  # semi/anti give a row at most per row
+        matches = right.select(right_on).group_by(right_on, use_threads=False).aggregate([([], "count_all")])
+        if pc.max(matches.column("count_all")).as_py() > 1:
+            row, count = "__ifr_row", "__ifr_matches"
+            keys = left.select(left_on).append_column(row, pa.array(np.arange(n, dtype=np.int64)))
+            matches = matches.rename_columns([*right_on, count])
+            found = keys.join(matches, keys=left_on, right_keys=right_on, join_type="inner", use_threads=False)
+            weights = np.ones(n, dtype=np.int64)  # an unmatched row still gives one row (outer) or costs a probe
+            weights[found.column(row).to_numpy()] = found.column(count).to_numpy()
+    if weights is None:
+        bounds = list(range(0, n, max_rows)) + [n]
+    else:
+        ends = np.cumsum(weights)
+        bounds, start = [0], 0
+        while start < n:
+            done = ends[start - 1] if start else 0
+            start = max(start + 1, int(np.searchsorted(ends, done + max_rows, side="right")))
+            bounds.append(min(start, n))
+    pieces = [b for a, z in zip(bounds, bounds[1:]) for b in left.slice(a, z - a).to_batches()]
+    return pa.Table.from_batches(pieces, schema=left.schema)
+
+
+def _join_output(batch: pa.RecordBatch, node, schema: pa.Schema, n_left: int, right_out: list[str],
+                 null_cols: list[str]) -> pa.RecordBatch:
+    """One batch of Acero's join output (left columns, then right ones) in the plan's schema."""
+    names = batch.schema.names
+    columns = dict(zip(names[:n_left], batch.columns[:n_left]))
+    right = dict(zip(right_out, batch.columns[n_left:]))
+    if node.how == "outer":  # one key column per key: the left's where it matched, else the right's
+        for lk, rk in zip(node.left_on, node.right_on):
+            columns[lk] = pc.coalesce(columns[lk], right.pop(rk))
+    elif node.how == "right":  # the keys come from the right side, under the names the plan gives them
+        for lk, rk in zip(node.left_on, node.right_on):
+            if rk not in schema.names:
+                right[lk] = right.pop(rk)
+    columns.update((k, v) for k, v in right.items() if k not in columns)
+    arrays = []
+    for f in schema:
+        if f.name in null_cols or pa.types.is_null(f.type):
+            arrays.append(pa.nulls(batch.num_rows, f.type))  # an all-null key side stays null-typed
+        else:
+            arr = columns[f.name]
+            arrays.append(arr if arr.type == f.type else arr.cast(f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def repartition(table: pa.Table, n: int | None, by, ctx: ExecContext) -> Batches:
