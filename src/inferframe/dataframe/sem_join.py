@@ -52,12 +52,13 @@ from inferframe.expressions.expression import col, lit
 from inferframe.expressions.nodes import column_not_found
 from inferframe.functions.embed import embed_text
 from inferframe.functions.general import concat, when
-from inferframe.functions.sem_join import (batch_check, batch_parts, number_candidates, pair_check, propose_split,
-                                           side_message, side_property)
+from inferframe.functions.sem_join import (batch_check, batch_parts, number_candidates, pair_check, property_key,
+                                           propose_split, side_message, side_property)
 from inferframe.functions.sem_join_batches import Failures, ask_in_batches, expected_calls, fit_pairs
 from inferframe.functions.templates import Field, Template, parse_template
 from inferframe.plan import logical as lp
 from inferframe.plan.annotate import Annotate
+from inferframe.observe.progress import last_run, record_operator
 from inferframe.plan.whole_table import WholeTable
 
 PLANS = ("auto", "projection", "blocking", "nested", "batched", "blocking_batched")
@@ -472,9 +473,13 @@ def _max_tokens(expr) -> int | None:
 def _projection(left, right, template: Template, prop: str, values, relation: str, prefix: str, options: dict):
     """Each side's property as a key column, then a hash join on it (equality, or "different" through explode)."""
     sides = []
+    shared = {"failures": Failures("sem_join"), "done": 0, "parts": 2}  # both sides' failures: one warning
     for df, side in ((left, "left"), (right, "right")):
-        expr = side_property(template, side, prop, values, **options).cast(pa.string())
-        sides.append(df.with_column(KEY, expr).select(*df.column_names, KEY))
+        asked = df.with_column(KEY, side_property(template, side, prop, values, raw=True, **options))
+        if KEY + "_error" in asked.column_names:
+            asked = _guarded(asked.select(*df.column_names, KEY, KEY + "_error"), KEY, df.column_names,
+                             "sem_join.property", shared)
+        sides.append(asked.with_column(KEY, property_key(col(KEY), values)).select(*df.column_names, KEY))
     lk, rk = sides
     if relation == "different":
         # Each left row's key becomes the list of the other values; one row per value, then equality.
@@ -576,21 +581,40 @@ def _checked(pairs, template: Template, column_of: dict, instructions, options: 
         col(CHECK) == lit("yes")).select(*names)
 
 
-def _guarded(df, value: str, keep: list[str], what: str):
+# record_operator's counts from last_run()'s fields
+_TOTALS = (("calls", "rows_done"), ("failed", "errors"), ("requests", "requests"), ("cache_hits", "cache_hits"),
+           ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("cost_usd", "cost"))
+
+
+def _guarded(df, value: str, keep: list[str], what: str, shared: dict | None = None):
     """``df`` (an AI column ``value`` and its ``<value>_error``) computed once as a whole, its failures counted:
-    one ``SemanticFailuresWarning``, or a ``ServiceError`` past ``MAX_FAILED_SHARE``; the failed rows dropped."""
+    one ``SemanticFailuresWarning``, or a ``ServiceError`` past ``MAX_FAILED_SHARE``; the failed rows dropped.
+
+    ``shared`` ({"failures", "done", "parts"}): two such steps (projection's sides) counted together, warned once after both.
+    """
     error = value + "_error"
-    schema = pa.schema([f for f in pa.schema(df) if f.name in (*keep, value)])
+    names = [*keep, value]
+    schema = pa.schema([pa.schema(df).field(n) for n in names])
 
     def compute(source):
         table = source.to_arrow()
         answered = table.column(value).is_valid()
         errors = [e for e in table.column(error).to_pylist() if e is not None]
-        failures = Failures("sem_join")
+        state = shared if shared is not None else {"failures": Failures("sem_join"), "done": 0, "parts": 1}
+        failures = state["failures"]
         failures.add(int(pa.compute.sum(answered).as_py() or 0), errors)
+        runs = state.setdefault("runs", [])
+        runs += last_run()  # this step's job has just ended in this thread
+        state["done"] += 1
+        if state["done"] > 1:  # several jobs (projection's sides): last_run() shows them as one entry per label
+            for label in dict.fromkeys(r["label"] for r in runs):
+                mine = [r for r in runs if r["label"] == label]
+                total = {key: sum(r.get(field, 0) or 0 for r in mine) for key, field in _TOTALS}
+                record_operator(label, total)
         failures.check()
-        failures.warn()
-        return table.filter(answered).select(schema.names), {"calls": failures.calls, "failed": failures.failed}
+        if state["done"] == state["parts"]:
+            failures.warn()
+        return table.filter(answered).select(names), {"calls": failures.calls, "failed": failures.failed}
 
     return type(df)(WholeTable(df._plan, schema, f"SemJoinChecked {what} (failed calls counted)", compute,
                                lambda rows: "calls as below"))

@@ -182,7 +182,8 @@ def side_message(template: Template, side: str) -> list[Expression]:
 
 
 def side_property(template: Template, side: str, prop: str, values: list[str] | None = None, *,
-                  instructions: str | None = None, examples: Any = None, **options: Any) -> Expression:
+                  instructions: str | None = None, examples: Any = None, raw: bool = False,
+                  **options: Any) -> Expression:
     """One side's property as a string column: one of ``values`` (``classify_text``), else a short answer.
 
     Parameters:
@@ -193,6 +194,7 @@ def side_property(template: Template, side: str, prop: str, values: list[str] | 
             schema), lower-cased and stripped, so equal properties compare equal.
         instructions: the system message (default: asks for the property by name).
         examples: (text, value) pairs shown as demonstrations (``classify_text``'s ``examples``).
+        raw: return the AI call's answer itself (so that its error column is kept); ``property_key`` makes the key.
         **options: the AI function's options (provider, model, on_error, ...).
 
     Example:
@@ -210,14 +212,28 @@ def side_property(template: Template, side: str, prop: str, values: list[str] | 
                                   + ", ".join(values) + ".")
         call = classify_call(message, list(values), system_message=system, examples=examples,
                              confidence_column=False, **options)
-        return ai_expression(_relabel(call, "sem_join.property"))
+        answer = ai_expression(_relabel(call, "sem_join.property"))
+        return answer if raw else property_key(answer, values)
     system = instructions or f"What is the {prop} of the text? Answer with one or two words."
     schema = {"type": "object", "properties": {"value": {"type": "string", "maxLength": 24}},
               "required": ["value"], "additionalProperties": False}
     opts = dict(options)
     call = prompt_call(message, schema, system, opts.pop("provider", None), opts.pop("model", None),
                        opts.pop("use_chat_completions", None), opts)
-    return ai_expression(_relabel(call, "sem_join.property")).struct.get("value").str.lower().str.strip()
+    answer = ai_expression(_relabel(call, "sem_join.property"))
+    return answer if raw else property_key(answer, values)
+
+
+def property_key(answer: Expression, values: list[str] | None) -> Expression:
+    """The join key of a property's answer: the label, or the short answer lower-cased and stripped.
+
+    Example:
+        >>> property_key(col("a"), None)
+        str.strip(str.lower(struct.get(col(a), field='value') as value))
+    """
+    if values is not None:
+        return answer.cast(pa.string())
+    return answer.struct.get("value").str.lower().str.strip()
 
 
 def _relabel(call: Any, name: str) -> Any:
