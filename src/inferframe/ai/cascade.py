@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.ai.call import AICall, build_operator
+from inferframe.ai.classify import count_answers
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.run import services_or_default
 from inferframe.ai.thresholds import accuracy_bound, choose_thresholds
@@ -231,6 +232,13 @@ class CascadeOperator:
             self.stats.stage_rows[c.names[i]] = self.stats.stage_rows.get(c.names[i], 0) + answered
             pending = deferred
         self.stats.rows_done += n
+        # The quality guard judges the cascade's answers, not each stage's share of the rows (a stage that
+        # only sees the hard rows may give them all one label).
+        count_answers(self.stats.answers, value)
+        for stage in self._stages:
+            if isinstance(getattr(stage, "stats", None), RunStats):
+                stage.stats.answers.clear()
+                stage.stats.answers_raw.clear()
         if self._last_rows:
             # Saved: what the last stage would have cost on every row, at its mean so far, less what was spent.
             rows = n - texts.count(None)

@@ -45,6 +45,10 @@ class ClassifyConfig(AICallConfig):
         content_free_prefix: the text before a content-free input, where it differs from ``prefix``
             (per-row demonstrations: the calibration uses a fixed balanced set instead).
         confidence: return a "confidence" field.
+        batch_prior: calibrate on the rows themselves instead ("Batch Calibration", Zhou et al. 2024): the
+            prior is the mean label probabilities of the rows scored so far in this run, this batch
+            included, once at least ``BATCH_PRIOR_MIN`` rows are scored (before that: the content-free
+            prior, if any).
     """
 
     labels: tuple = ()
@@ -54,6 +58,11 @@ class ClassifyConfig(AICallConfig):
     content_free: tuple = ("N/A", "", "[MASK]")
     content_free_prefix: str | None = None
     confidence: bool = True
+    batch_prior: bool = False
+
+
+# Rows a batch prior needs: fewer say more about the rows than about the model's leaning.
+BATCH_PRIOR_MIN = 16
 
 
 class ClassifyOperator(PromptOperator):
@@ -70,11 +79,14 @@ class ClassifyOperator(PromptOperator):
         self._scorer = None
         self._prior: list[float] | None = None
         self._lock = asyncio.Lock()
+        self._batch_sum: list[float] | None = None  # batch_prior: summed label probabilities of the rows so far
+        self._batch_rows = 0
 
     async def __call__(self, *columns) -> pa.StructArray:
         if self.config.method == "score":
             return await self._scored(columns)
         out = await super().__call__(*columns)
+        count_answers(self.stats.answers, out.field("value").to_pylist())
         if not self.config.confidence:
             return out
         return with_confidence(out, [None] * len(out))
@@ -127,6 +139,15 @@ class ClassifyOperator(PromptOperator):
             self._prior = content_free_prior([p for _, p in scored])
             return self._prior, None
 
+    def _batch(self, prior: list[float] | None, probs: list[list[float]]) -> list[float] | None:
+        """The batch prior: the mean label probabilities of every row scored so far (``prior`` until there are enough)."""
+        for p in probs:
+            self._batch_sum = list(p) if self._batch_sum is None else [a + b for a, b in zip(self._batch_sum, p)]
+        self._batch_rows += len(probs)
+        if self._batch_rows < BATCH_PRIOR_MIN:
+            return prior
+        return [x / self._batch_rows for x in self._batch_sum]
+
     async def _scored(self, columns) -> pa.StructArray:
         cols = [s.to_pylist() for s in columns]
         n = len(cols[0]) if cols else 0
@@ -143,13 +164,32 @@ class ClassifyOperator(PromptOperator):
             self.stats.errors += len(rows)
         else:
             labels = self.config.labels
-            for i, (res, probs) in zip(rows, await self._score([self._prompt(texts[i]) for i in rows])):
+            scored = await self._score([self._prompt(texts[i]) for i in rows])
+            if self.config.batch_prior:
+                prior = self._batch(prior, [p for _, p in scored if p is not None])
+            for i, (res, probs) in zip(rows, scored):
                 if probs is not None:
                     res.value, confidence[i] = decide(labels, calibrate(probs, prior))
+                    if prior is not None:  # what the model said before calibration: the guard shows both
+                        raw = decide(labels, probs)[0]
+                        self.stats.answers_raw[raw] = self.stats.answers_raw.get(raw, 0) + 1
                 results[i] = res
+            count_answers(self.stats.answers, [None if r is None else r.value for r in results])
         self.stats.rows_done += n - len(rows) + (len(rows) if failed is not None else 0)
         out = self._columns(results, empty)
         return with_confidence(out, confidence) if self.config.confidence else out
+
+
+def count_answers(counts: dict, values: list) -> None:
+    """Add each non-null answer to ``counts`` (label -> rows): what the quality guard reads at the end of the job.
+
+    Example:
+        >>> c = {}; count_answers(c, ["yes", None, "yes", "no"]); c
+        {'yes': 2, 'no': 1}
+    """
+    for v in values:
+        if v is not None:
+            counts[str(v)] = counts.get(str(v), 0) + 1
 
 
 def with_confidence(out: pa.StructArray, confidence: list) -> pa.StructArray:

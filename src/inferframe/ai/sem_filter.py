@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from inferframe.ai.call import build_operator
-from inferframe.ai.classify import ClassifyConfig, ClassifyOperator
+from inferframe.ai.classify import ClassifyConfig, ClassifyOperator, count_answers
 from inferframe.ai.columns import result_type
 from inferframe.ai.filter_thresholds import choose_filter_thresholds
 from inferframe.ai.run import services_or_default
@@ -60,8 +60,9 @@ class SemFilterConfig(ClassifyConfig):
 
     def explain(self, rows: int | None) -> str:
         """The plan and its estimated calls over ``rows`` rows (None: not known before the run), for ``explain()``."""
-        how = ("label scoring: P(yes) from the log-probabilities of 'yes' and 'no'" if self.method == "score"
-               else "constrained generation of 'yes' or 'no'")
+        how = ("label scoring: P(yes) from the log-probabilities of 'yes' and 'no'"
+               + (", calibrated on the statement with the row content-free" if self.content_free else "")
+               if self.method == "score" else "constrained generation of 'yes' or 'no'")
         calls = "calls unknown until run" if rows is None else f"up to {rows} calls (one per row)"
         if self.limit is not None:
             calls += f"; stops once {self.limit} rows pass with none before them pending"
@@ -319,6 +320,10 @@ class SemFilterCascade:
         for name, k in (("proxy dropped", dropped), ("proxy kept", kept), ("model", len(ask) + len(answered))):
             st.stage_rows[name] = st.stage_rows.get(name, 0) + k
         st.rows_done += n
+        # The guard judges the filter's answers, not the model's share of them (it sees only the unsure rows).
+        count_answers(st.answers, [None if r["value"] is None else ("yes" if r["value"] else "no") for r in rows])
+        self._oracle.stats.answers.clear()
+        self._oracle.stats.answers_raw.clear()
         failed = next((r["error"] for r in rows if r["error"] is not None), None)
         if failed is not None and c.on_error == "raise":
             raise RowFailed.of(failed)

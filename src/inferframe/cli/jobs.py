@@ -33,7 +33,7 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
                model: Optional[str], provider: Optional[str], return_format: Optional[str], choices: Optional[str],
                fmt: Optional[str], limit: Optional[int], options: dict) -> tuple[ifr.DataFrame, list[str]]:
     """The DataFrame of one prompt job, and the input columns its messages use."""
-    from inferframe.functions import prompt
+    from inferframe.functions import classify_text, prompt
 
     if column is None and template is None:
         raise CLIError("give the text to send: --column NAME, or --template 'text with {column}s'", USAGE)
@@ -52,13 +52,17 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
     if limit is not None:
         df = df.limit(limit)
     fmt_obj = load_object(return_format) if return_format is not None else None
+    system_message = text_or_file(system, "--system")
     if choices is not None:
         labels = [c.strip() for c in choices.split(",") if c.strip()]
-        if len(labels) < 2:
-            raise CLIError(f"--choices {choices!r}: give at least two comma-separated labels", USAGE)
-        options["choices"] = labels
-    expr = prompt(message, fmt_obj, system_message=text_or_file(system, "--system"), provider=provider, model=model,
-                  **options)
+        if len(labels) < 2 or len(set(labels)) != len(labels):
+            raise CLIError(f"--choices {choices!r}: give at least two distinct comma-separated labels", USAGE)
+        # Label scoring where the server gives log-probabilities (the embedded llama.cpp model): each label's
+        # probability, calibrated; constrained generation elsewhere (classify_text's method="auto").
+        expr = classify_text(message, labels, system_message=system_message, provider=provider, model=model,
+                             calibrate=True, **options)
+        return df.with_column(name, expr), used
+    expr = prompt(message, fmt_obj, system_message=system_message, provider=provider, model=model, **options)
     return df.with_column(name, expr), used
 
 

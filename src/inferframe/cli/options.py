@@ -57,7 +57,9 @@ ReturnFormat = Annotated[Optional[str], opt(
          "becomes a struct).")]
 Choices = Annotated[Optional[str], opt(
     "--choices", metavar="LABELS",
-    help="Comma-separated labels; every answer is one of them, e.g. positive,negative,neutral.")]
+    help="Comma-separated labels; every answer is one of them, e.g. positive,negative,neutral. Chosen by each "
+         "label's calibrated probability where the server gives log-probabilities (the embedded model), else by "
+         "constrained generation; the answer's probability goes to <name>_confidence.")]
 Format = Annotated[Optional[str], opt(
     "--format", "-f", metavar="FORMAT",
     help="Read the input as parquet, csv, tsv or json (JSON lines or an array) whatever its name.")]

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from inferframe.errors import PlanError
+from inferframe.errors import LowInformationWarning, PlanError, SemanticFailuresWarning, warn_user
 from inferframe.expressions.expression import col
 from inferframe.expressions.nodes import column_not_found
 from inferframe.functions.ai import classify_text, prompt
@@ -33,8 +33,8 @@ from inferframe.observe.recorder import DriftWarning
 from inferframe.plan import logical as lp
 from inferframe.plan.whole_table import Compute, WholeTable
 
-__all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "run_job",
-           "whole_table"]
+__all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "model_name",
+           "run_job", "warn_failed", "whole_table"]
 
 
 @dataclasses.dataclass
@@ -99,9 +99,32 @@ def whole_table(df: Any, schema: pa.Schema, note: str, compute: Compute, calls: 
     def run(source: Any) -> tuple[pa.Table, dict]:
         table, stats = compute(source)
         record_operator(note, stats)  # last_run(): the operator's rounds as one entry
+        warn_failed(note, stats)
         return table, stats
 
     return type(df)(WholeTable(df._plan, schema, note, run, calls))
+
+
+def warn_failed(note: str, stats: dict) -> None:
+    """One SemanticFailuresWarning when calls of the operator failed: how many, and how to stop at the first.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     warn_failed("SemDedup '{a}' k=5", {"calls": 12, "failed": 3})
+        >>> print(w[0].message)
+        3 of 12 model calls failed in SemDedup '{a}' k=5 (a failed call counts as no answer; sem_stats has the counts). Pass on_error='raise' to stop at the first failure.
+    """
+    if stats.get("failed"):
+        warn_user(f"{stats['failed']} of {stats.get('calls', 0)} model calls failed in {note} (a failed call counts "
+                  "as no answer; sem_stats has the counts). Pass on_error='raise' to stop at the first failure.",
+                  SemanticFailuresWarning)
+
+
+def model_name(options: dict) -> str:
+    """The model an operator's calls use, for the quality guard's message (the embedded model when none is named)."""
+    return str(options.get("model") or "gemma-3-270m")
 
 
 def criterion(t: Template) -> str:
@@ -141,6 +164,10 @@ def run_job(job: Any, column: str, calls: Calls) -> list:
     so the run history's drift warning (meant for one pipeline run again over similar data) is silenced for them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DriftWarning)
+        # The operator judges its rounds together (one round's answers may all be alike by design: a pivot
+        # better than every candidate) and counts the failures of all of them in one warning.
+        warnings.simplefilter("ignore", LowInformationWarning)
+        warnings.simplefilter("ignore", SemanticFailuresWarning)
         answers = job.to_pydict()[column]
     # The job's own totals: it has just ended in this thread (jobs of other threads could end in between).
     calls.count(answers, last_run())

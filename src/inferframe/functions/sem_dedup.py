@@ -30,9 +30,10 @@ import pyarrow as pa
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
-                                              whole_table)
+                                              model_name, whole_table)
 from inferframe.functions.embed import embed_text
 from inferframe.functions.templates import parse_template
+from inferframe.observe.quality import all_yes, warn_low_information
 
 __all__ = ["MERGES", "UnionFind", "candidate_pairs", "cluster_ids", "expected_calls", "sem_cluster_by",
            "sem_dedup"]
@@ -171,7 +172,11 @@ def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_mod
         checked.sort(key=lambda c: -closeness[(c[0], c[1])])
         ids, refused = cluster_ids(len(docs), checked, merge)
         out = finish(table, ids)
-        return out, calls.as_dict(pairs=calls.calls, clusters=len(set(ids)), refused_merges=refused)
+        said = [same for _, _, same in checked if same is not None]
+        # The guard: a model that says yes to every pair groups rows by chance, not by sameness.
+        quality = warn_low_information(model_name(options), [all_yes(sum(said), len(said))], where=fn)
+        return out, calls.as_dict(pairs=calls.calls, clusters=len(set(ids)), refused_merges=refused,
+                                   yes=sum(said), quality=quality)
 
     schema = df.schema().to_arrow().append(pa.field("cluster_id", pa.int64()))
     return whole_table(df, schema, f"{'SemDedup' if fn == 'sem_dedup' else 'SemClusterBy'} {template!r} k={k} "
@@ -198,7 +203,9 @@ def sem_cluster_by(df: Any, template: str, *, k: int = 5, threshold: float | Non
 
     Lazy (``explain()`` shows it and the calls expected); its first run collects ``df`` and computes the
     result, once. Its ``sem_stats`` (after the run) is
-    {"calls", "jobs", "failed", "pairs", "clusters", "refused_merges"}.
+    {"calls", "jobs", "failed", "pairs", "clusters", "refused_merges", "yes", "quality"} ("yes": the pair checks
+    that said yes; "quality": the quality guard's measurements, empty when the answers vary: a
+    ``LowInformationWarning`` names them when (nearly) every check said yes).
 
     Parameters:
         df: the DataFrame.

@@ -5,7 +5,8 @@ film"``; the model is asked "Statement: ... Is the statement true? Answer yes or
 labels ("yes", "no"), so every answer is one of them by construction. The plans:
 
 - "score": P(yes) by the labels' log-probabilities (label scoring), where the provider gives them
-  for whole labels (the embedded llama.cpp server); the row passes when "yes" is the more probable.
+  for whole labels (the embedded llama.cpp server), calibrated on the statement with the row
+  content-free; the row passes when "yes" is the more probable.
 - "generate": constrained generation of "yes" or "no" (a grammar or a JSON schema), elsewhere.
 - "cascade": with ``target_recall=``/``target_precision=`` and ``examples=`` or ``oracle_budget=``,
   an in-process embedding similarity first and the model only on rows between two thresholds
@@ -29,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.ai.call import AICall, Sizing
+from inferframe.ai.label_scoring import CONTENT_FREE
 from inferframe.ai.sem_filter import SemFilterCascade, SemFilterCascadeConfig, SemFilterConfig, SemFilterOperator
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, col, lit
@@ -49,7 +51,7 @@ CASCADE_BATCH = 4096
 def sem_predicate(template: str, *, method: str = "auto", target_recall: float | None = None,
                   target_precision: float | None = None, delta: float = 0.1, examples: Any = None,
                   oracle_budget: int | None = None, proxy_model: str | None = None, seed: int = 0,
-                  **options: Any) -> Expression:
+                  calibrate: bool = True, **options: Any) -> Expression:
     """A boolean column: whether the model finds the template's statement true of each row (null where the row failed).
 
     Parameters:
@@ -65,8 +67,15 @@ def sem_predicate(template: str, *, method: str = "auto", target_recall: float |
             the model to choose the thresholds (their answers are used, not asked again).
         proxy_model: the in-process embedding model of the cascade (default: the packaged all-MiniLM-L6-v2).
         seed: the seed of the oracle budget's sample.
-        **options: everything ``classify_text`` takes (provider, model, max_concurrency, calibrate, on_error,
+        calibrate: with label scoring, divide P(yes) and P(no) by their probabilities for the statement
+            with the row content-free ("N/A mentions a cat", "" and "[MASK]" the same way; scored once
+            per call) and renormalise (Zhao et al. 2021): the model's own leaning towards "yes" for this
+            question is taken out. True (default) or False.
+        **options: everything ``classify_text`` takes (provider, model, max_concurrency, on_error,
             error_column, ...).
+
+    When (nearly) every row gets the same answer (at least 95% of 10 rows or more), the job ends with
+    one ``LowInformationWarning`` naming the counts and the fix; ``last_run()`` holds them under "quality".
 
     The column's confidence (with ``with_column``: ``<name>_confidence``) is P(yes) where the plan gives one.
 
@@ -82,7 +91,8 @@ def sem_predicate(template: str, *, method: str = "auto", target_recall: float |
     """
     return ai_expression(sem_filter_call(template, method=method, target_recall=target_recall,
                                          target_precision=target_precision, delta=delta, examples=examples,
-                                         oracle_budget=oracle_budget, proxy_model=proxy_model, seed=seed, **options))
+                                         oracle_budget=oracle_budget, proxy_model=proxy_model, seed=seed,
+                                         calibrate=calibrate, **options))
 
 
 def sem_filter_call(template: str, *, method: str = "auto", target_recall: float | None = None,
@@ -102,11 +112,15 @@ def sem_filter_call(template: str, *, method: str = "auto", target_recall: float
     options.setdefault("system_message", "Answer yes or no.")
     on_error = options.get("on_error", "null")
     error_column = options.pop("error_column", True)
-    call = classify_call(parts, list(LABELS), method=method, confidence_column=True, **options)
+    calibrate = options.pop("calibrate", True)
+    if calibrate not in (True, False, "auto", "batch"):
+        raise PlanError(f"sem_filter(): calibrate={calibrate!r} is not True, False or 'batch'.")
+    call = classify_call(parts, list(LABELS), method=method, confidence_column=True, calibrate=False, **options)
     base = call.config
     plan = base.method
-    config = SemFilterConfig(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
-                             keep_errors=keep_errors)
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    fields.update(content_free=content_free_statements(t) if calibrate else (), batch_prior=calibrate == "batch")
+    config = SemFilterConfig(**fields, keep_errors=keep_errors)
     config = dataclasses.replace(config, label=f"sem_filter[{plan} {base.model}]")
     oracle = dataclasses.replace(call, function=f"sem_filter[{plan}]", operator=SemFilterOperator, args=(config,),
                                  value_type=pa.bool_(), confidence_column=True, error_column=error_column)
@@ -136,6 +150,19 @@ def sem_filter_call(template: str, *, method: str = "auto", target_recall: float
     return AICall("sem_filter[cascade]", SemFilterCascade, (cascade,), tuple(p._node for p in parts), pa.bool_(),
                   Sizing(CASCADE_BATCH, 2), model=call.model, error_column=error_column, confidence_column=True,
                   on_error=on_error)
+
+
+def content_free_statements(t: Template) -> tuple[str, ...]:
+    """The whole prompts whose P(yes) calibrates a filter: the statement with every field content-free.
+
+    Calibrating on "N/A" alone would measure the model's bias for a different question; these keep
+    the statement and the question and take the row away ("Calibrate Before Use", Zhao et al. 2021).
+
+    Example:
+        >>> content_free_statements(parse_template("{review} mentions a cat", "sem_filter"))[0]
+        'Statement: N/A mentions a cat\\nIs the statement true? Answer yes or no.'
+    """
+    return tuple(f"Statement: {t.render({f.key: cf for f in t.fields})}\n{INSTRUCTION}" for cf in CONTENT_FREE)
 
 
 def _labelled(examples: Any, t: Template) -> tuple:

@@ -45,12 +45,16 @@ import pyarrow as pa
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import lit
 from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
-                                              run_job, whole_table)
+                                              model_name, run_job, whole_table)
 from inferframe.functions.ai import classify_text
 from inferframe.functions.templates import parse_template
+from inferframe.observe.quality import MIN_SWAPS, swap_agreement, warn_low_information
 
 __all__ = ["PLANS", "candidates_by_score", "choose_plan", "expected_calls", "order_by_wins", "quickselect_top", "sem_rank",
-           "sem_rank_score", "sem_topk"]
+           "sem_rank_score", "sem_topk", "swap_check"]
+
+# Comparisons the quality guard asks again with A and B swapped (a few extra calls per run).
+SWAP_CHECKS = 10
 
 # sem_topk's physical plans (plan=, as sem_join's).
 PLANS = ("auto", "quick", "rerank")
@@ -155,8 +159,11 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
     Lazy: the result is a DataFrame of ``df``'s columns whose ``explain()`` shows the plan and the calls
     expected; the first run collects ``df`` (it needs every row) and computes it, once. Its
     ``sem_stats`` (after the run) is {"plan", "calls", "jobs", "failed", "rows", "candidates", "score_calls",
-    "score_failed", "compare_calls", "compare_failed"} ("candidates": the rows the comparisons chose
-    among; "calls" = "score_calls" + "compare_calls").
+    "score_failed", "compare_calls", "compare_failed", "swap_calls", "swap_agree", "swap_asked", "quality"}
+    ("candidates": the rows the comparisons chose among; "calls" = "score_calls" + "compare_calls" +
+    "swap_calls"). The quality guard asks up to 10 comparisons of the first round again with A and B
+    swapped: where they name the same winner about as often as chance ("swap_agree" of "swap_asked"),
+    a ``LowInformationWarning`` says so and "quality" holds the measurement.
 
     Parameters:
         df: the DataFrame.
@@ -202,26 +209,63 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
         n = table.num_rows
         docs = [document(t, r) for r in table.select(t.columns()).to_pylist()]
         chosen = choose_plan(n, k, m) if plan == "auto" else plan
-        scored, compared = Calls(), Calls()
+        scored, compared, swapped = Calls(), Calls(), Calls()
+        first_round: list[tuple[tuple[int, int], int | None]] = []
+
+        def winners(shown: list[tuple[int, int]], calls: Calls) -> list[int | None]:
+            """The row the model prefers of each (A, B) pair as shown (None: the call failed)."""
+            questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
+            answers = ask_labels(source, questions, ["A", "B"], calls, options, "Answer A or B.")
+            return [None if x is None else (a if x == "A" else b) for (a, b), x in zip(shown, answers)]
 
         def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
             # Every other pair is asked the other way round, so a preference for one position cancels out.
             shown = [(a, b) if i % 2 == 0 else (b, a) for i, (a, b) in enumerate(pairs)]
-            questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
-            answers = ask_labels(source, questions, ["A", "B"], compared, options, "Answer A or B.")
-            return [None if x is None else (x == "A") == (i % 2 == 0) for i, x in enumerate(answers)]
+            won = winners(shown, compared)
+            if not first_round:
+                first_round.extend(zip(shown, won))
+            return [None if w is None else w == a for (a, _), w in zip(pairs, won)]
 
         candidates = list(range(n))
         if chosen == "rerank" and n > m:
             candidates = candidates_by_score(_scores(source, table, t, score, scored), m)
         top = quickselect_top(candidates, k, better, random.Random(seed))
-        stats = scored.add(compared).as_dict(plan=chosen, rows=n, candidates=len(candidates),
-                                             score_calls=scored.calls, score_failed=scored.failed,
-                                             compare_calls=compared.calls, compare_failed=compared.failed)
+        agree, asked = swap_check(first_round, lambda shown: winners(shown, swapped))
+        quality = warn_low_information(model_name(options), [swap_agreement(agree, asked)], where="sem_topk")
+        stats = scored.add(compared).add(swapped).as_dict(
+            plan=chosen, rows=n, candidates=len(candidates), score_calls=scored.calls, score_failed=scored.failed,
+            compare_calls=compared.calls, compare_failed=compared.failed, swap_calls=swapped.calls,
+            swap_agree=agree, swap_asked=asked, quality=quality)
         return table.take(pa.array(top, pa.int64())), stats
 
     return whole_table(df, df.schema().to_arrow(), f"SemTopK {template!r} k={k} plan={plan}", compute,
                        lambda n: expected_calls(plan, n, k, m))
+
+
+def swap_check(asked: list[tuple[tuple[int, int], int | None]],
+               winners: Callable[[list[tuple[int, int]]], list[int | None]],
+               most: int = SWAP_CHECKS) -> tuple[int, int]:
+    """The quality guard's re-asks: up to ``most`` answered comparisons asked again with A and B swapped.
+
+    Returns (comparisons that named the same winner both ways, comparisons answered both ways). With
+    fewer than ``MIN_SWAPS`` answered comparisons nothing is asked: too few to judge.
+
+    Example:
+        >>> first = [((0, 1), 1), ((2, 3), 2), ((4, 5), 4), ((6, 7), 7), ((8, 9), 8), ((1, 2), 2)]
+        >>> swap_check(first, lambda shown: [b for a, b in shown])   # always "B": the position, not the text
+        (3, 6)
+        >>> said = dict(first)   # a model that names the same winner whichever comes first
+        >>> swap_check(first, lambda shown: [said[(b, a)] for a, b in shown])
+        (6, 6)
+        >>> swap_check(first[:3], lambda shown: [a for a, b in shown])
+        (0, 0)
+    """
+    sample = [(pair, w) for pair, w in asked if w is not None][:most]
+    if len(sample) < MIN_SWAPS:
+        return 0, 0
+    again = winners([(b, a) for (a, b), _ in sample])
+    both = [(w, w2) for (_, w), w2 in zip(sample, again) if w2 is not None]
+    return sum(w == w2 for w, w2 in both), len(both)
 
 
 def expected_calls(plan: str, n: int | None, k: int, m: int) -> str:

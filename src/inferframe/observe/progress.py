@@ -17,6 +17,8 @@ import time
 import warnings
 from typing import Iterator
 
+from inferframe.errors import LowInformationWarning, SemanticFailuresWarning, warn_user
+from inferframe.observe.quality import message, same_answer
 from inferframe.observe.stats import RunCounters, RunStats
 
 # The totals of the most recent job that ended in this process, written once as each job ends (its own
@@ -40,13 +42,59 @@ def last_run() -> list[dict]:
     return [dict(d) for d in _last]
 
 
+def guard_answers(runs: list[dict]) -> None:
+    """The quality guard at the end of a job: one LowInformationWarning if a call's answers were (nearly) all one label.
+
+    Each run entry that counted its answers gets ``quality``: the measurement (None: the answers vary),
+    so ``last_run()`` shows it.
+
+    Example:
+        >>> import warnings
+        >>> runs = [{"label": "sem_filter[score m]", "answers": {"yes": 20}, "answers_raw": {}}]
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     guard_answers(runs)
+        >>> runs[0]["quality"]["summary"], w[0].category.__name__
+        ('20/20 yes', 'LowInformationWarning')
+    """
+    fired = []
+    for r in runs:
+        if not r.get("answers"):
+            continue
+        m = same_answer(r["answers"], raw=r.get("answers_raw"))
+        r["quality"] = None if m is None else m.as_dict()
+        if m is not None:
+            fired.append((r["label"], m))
+    if fired:
+        warn_user("; ".join(message(label, [m]) for label, m in fired), LowInformationWarning)
+
+
+def warn_semantic_failures(runs: list[dict]) -> None:
+    """One SemanticFailuresWarning for a sem_filter whose rows failed: they are dropped from the result unless kept.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     warn_semantic_failures([{"label": "sem_filter[score m]", "errors": 2, "rows_done": 10}])
+        >>> print(w[0].message)
+        2 of 10 rows failed in sem_filter[score m] (a failed row is not kept; error_column=True keeps it with its error). on_error='raise' stops at the first failure.
+    """
+    failed = [r for r in runs if r.get("errors") and str(r.get("label", "")).startswith("sem_filter")]
+    if failed:
+        what = "; ".join(f"{r['errors']} of {r['rows_done']} rows failed in {r['label']}" for r in failed)
+        warn_user(f"{what} (a failed row is not kept; error_column=True keeps it with its error). "
+                  "on_error='raise' stops at the first failure.", SemanticFailuresWarning)
+
+
 def record_operator(label: str, calls: dict) -> None:
     """``last_run()`` becomes one entry for an operator that ran as several jobs (sem_topk's rounds, say): their sums.
 
     Parameters:
         label: the operator, as ``explain()`` names it.
         calls: its counts: ``calls``, ``failed``, ``requests``, ``cache_hits``, ``input_tokens``,
-            ``output_tokens``, ``cost_usd`` (missing ones are 0).
+            ``output_tokens``, ``cost_usd`` (missing ones are 0); ``quality``: the quality guard's
+            measurements (``observe.quality``), shown as they are.
 
     Example:
         >>> record_operator("SemTopK k=1", {"calls": 3, "requests": 3, "input_tokens": 90})
@@ -59,6 +107,8 @@ def record_operator(label: str, calls: dict) -> None:
                       errors=calls.get("failed", 0), cache_hits=calls.get("cache_hits", 0),
                       input_tokens=calls.get("input_tokens", 0), output_tokens=calls.get("output_tokens", 0),
                       cost=calls.get("cost_usd", 0.0)).as_dict()]
+    if "quality" in calls:
+        _last[0]["quality"] = calls["quality"]
 
 
 def in_notebook() -> bool:
@@ -255,6 +305,8 @@ def job_progress(total: int | None, show: bool | None = None,
         global _last
         _last = totals
         warn_truncated(totals)
+        guard_answers(totals)
+        warn_semantic_failures(totals)
         if totals and in_notebook():
             from IPython.display import HTML, display  # type: ignore
 
@@ -276,8 +328,8 @@ def warn_truncated(runs: list[dict]) -> None:
     if not cut:
         return
     what = "; ".join(f"{r['truncated']} of {r['rows_done']} answers of {r['label']}" for r in cut)
-    warnings.warn(f"{what} were cut off at max_tokens (their text is kept; <name>_usage.finish_reason is 'length'). "
-                  "Raise max_tokens (max_output_tokens on /responses) for whole answers.", TruncatedWarning, stacklevel=4)
+    warn_user(f"{what} were cut off at max_tokens (their text is kept; <name>_usage.finish_reason is 'length'). "
+              "Raise max_tokens (max_output_tokens on /responses) for whole answers.", TruncatedWarning)
 
 
 class TruncatedWarning(UserWarning):

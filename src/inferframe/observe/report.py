@@ -3,7 +3,8 @@
 Panels: totals, rows/s over time, latency histogram, tokens and cost (with the input the provider's
 prompt cache served and what it saved), errors by kind, 429s and
 retries over time, each AI column's output against the earlier runs of the same pipeline (drift in
-red), the evaluation when one was stored, and the review sample. Every value from the data is escaped.
+red), an alert where a column's answers were (nearly) all one value (the quality guard), the
+evaluation when one was stored, and the review sample. Every value from the data is escaped.
 
 Example:
     >>> run = {"run_id": "r1", "started": 0.0, "ended": 2.0, "rows": 3, "requests": 3,
@@ -22,6 +23,7 @@ import math
 from typing import Any, Sequence
 
 from inferframe.observe.history import shares
+from inferframe.observe.quality import FIX, Measurement, same_answer
 from inferframe.observe.stats import LATENCY_BOUNDS
 
 BLUE, GREY, RED, ORANGE = "#2563eb", "#a3aab8", "#dc2626", "#ea8c00"
@@ -426,6 +428,23 @@ def _date(ts: float | None, short: bool = False) -> str:
     return t.strftime("%m-%d %H:%M:%S") if short else t.strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
+def low_information(run: dict) -> list[tuple[str, Measurement]]:
+    """The AI columns whose recorded answers were (nearly) all one value (the quality guard's ``same_answer``).
+
+    Example:
+        >>> run = {"distributions": {"ok": {"rows": 20, "categories": {"true": 20}},
+        ...                          "label": {"rows": 20, "categories": {"pos": 12, "neg": 8}}}}
+        >>> [(c, m.summary) for c, m in low_information(run)]
+        [('ok', '20/20 true')]
+    """
+    out = []
+    for column, d in (run.get("distributions") or {}).items():
+        m = same_answer(d.get("categories") or {})
+        if m is not None:
+            out.append((column, m))
+    return out
+
+
 def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
     """The HTML report of ``run`` against ``earlier`` runs of the same pipeline (newest first), with its review ``sample``."""
     status = run.get("status") or "ok"
@@ -435,6 +454,10 @@ def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
         alert = '<div class="alert"><b>Drift:</b> ' + "; ".join(
             f'{_e(m.get("column"))} = {_e(repr(m.get("value")))} {_pct(m.get("before"))} → {_pct(m.get("after"))}'
             for m in drifts) + "</div>"
+    low = low_information(run)
+    if low:
+        alert += ('<div class="alert"><b>Answers that carry little information:</b> ' + "; ".join(
+            f"{_e(c)}: {_e(m.summary)}" for c, m in low) + f". {_e(FIX[0].upper() + FIX[1:])}.</div>")
     panels = [_totals(run), '<div class="grid">', _throughput(run), _latency(run), _retries(run), _errors(run), "</div>",
               _tokens(run, earlier), _distributions(run, earlier)]
     if run.get("evaluation"):

@@ -91,6 +91,10 @@ class RunStats:
     stage_rows: dict = dataclasses.field(default_factory=dict)
     stage_thresholds: dict = dataclasses.field(default_factory=dict)
     cascade_saved: float = 0.0
+    # A label-scoring or classifying call: answers per label, and per label before calibration (summed
+    # across processes), for the quality guard (``observe.quality``) at the end of the job.
+    answers: dict = dataclasses.field(default_factory=dict)
+    answers_raw: dict = dataclasses.field(default_factory=dict)
 
     def pause_for(self, seconds: float) -> None:
         """Admission is paused for ``seconds`` from now (a spent rate limit); shown on the progress line.
@@ -135,7 +139,8 @@ class RunStats:
         """The counters as plain data, to send to the driver."""
         return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED},
                 "paused_for": self.paused_for, "latency_hist": list(self.latency_hist),
-                "stage_rows": dict(self.stage_rows), "stage_thresholds": dict(self.stage_thresholds)}
+                "stage_rows": dict(self.stage_rows), "stage_thresholds": dict(self.stage_thresholds),
+                "answers": dict(self.answers), "answers_raw": dict(self.answers_raw)}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -187,6 +192,7 @@ class RunCounters:
             total.paused_until = max(total.paused_until, s.paused_until)
             total.latency_hist = [a + b for a, b in zip(total.latency_hist, s.latency_hist)]
             _merge_stages(total, s.stage_rows, s.stage_thresholds)
+            _merge_answers(total, s.answers, s.answers_raw)
         for snap in remote:
             label = snap.get("label", "")
             total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
@@ -198,6 +204,7 @@ class RunCounters:
             if snap.get("latency_hist"):
                 total.latency_hist = [a + b for a, b in zip(total.latency_hist, snap["latency_hist"])]
             _merge_stages(total, snap.get("stage_rows") or {}, snap.get("stage_thresholds") or {})
+            _merge_answers(total, snap.get("answers") or {}, snap.get("answers_raw") or {})
         return list(out.values())
 
     def clear(self) -> None:
@@ -210,3 +217,9 @@ def _merge_stages(total: RunStats, rows: dict, thresholds: dict) -> None:
     for stage, n in rows.items():
         total.stage_rows[stage] = total.stage_rows.get(stage, 0) + n
     total.stage_thresholds.update(thresholds)
+
+
+def _merge_answers(total: RunStats, answers: dict, raw: dict) -> None:
+    for mine, theirs in ((total.answers, answers), (total.answers_raw, raw)):
+        for label, n in theirs.items():
+            mine[label] = mine.get(label, 0) + n
