@@ -325,6 +325,9 @@ class PromptOperator(AIOperator):
 
     def _failed(self, result: Result, err: RowError) -> Result:
         """A row whose answer cannot be used: an error (or, with on_error="raise", the end of the job)."""
+        # An answer came from at least one request, even where this row did not pay for it (a cached
+        # answer, or an identical row's): its result counts 0 attempts, its error must not.
+        err.attempts = max(err.attempts, 1)
         self.stats.errors += 1
         if self.config.runtime.on_error == "raise":
             raise RowFailed.of(err.as_dict())

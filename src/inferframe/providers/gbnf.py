@@ -229,3 +229,99 @@ def answer_token_bound(schema: Any, root: dict | None = None, depth: int = 0,
         hi = _max_length(schema, max_string_length)
         return _STRING_TOKENS if hi is None else 2 + -(-hi // _CHARS_PER_TOKEN)
     return {"integer": 6, "number": 10, "boolean": 2, "null": 2}.get(kind, _STRING_TOKENS)
+
+
+# The request options that cap an answer's tokens, as each API names them.
+MAX_TOKEN_OPTIONS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+# Under a user's max_tokens a free-text string is first cut down to this many characters; only then do
+# lists lose items, then strings go below it: a note of a few words still says something.
+FIT_MIN_CHARS = 16
+_OPEN_LIST_ITEMS = 2 * _LIST_ITEMS  # a list without maxItems, where the budget holds that many
+
+
+def fit_to_budget(schema: dict, max_tokens: int | None) -> dict:
+    """A copy of ``schema`` whose full compact answer (``answer_token_bound``) fits in the user's ``max_tokens``.
+
+    The grammar then lets the model close the JSON before the cap, instead of a free-text field
+    running on until the answer is cut off (``finish_reason='length'``, the row lost). What is cut,
+    in order: every free-text string (no enum, const or format) to the characters left over by the
+    rest of the answer, down to ``FIT_MIN_CHARS``; then lists, down to one item; then strings
+    below ``FIT_MIN_CHARS``; then lists down to their minItems (none at the least). A list without ``maxItems`` gets one: 8 items, or 4, or
+    what fits. A nullable field may still be null. Nothing changes without ``max_tokens``.
+
+    Parameters:
+        schema: the JSON schema of the answer (as ``structured.json_schema_for(..., lengths=True)``).
+        max_tokens: the user's output cap, or None.
+
+    Raises:
+        PlanError: even an answer with one-character strings and lists at their fewest items does not fit.
+
+    Example:
+        >>> s = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+        >>> fit_to_budget(s, 30)["properties"]["note"]["maxLength"], answer_token_bound(fit_to_budget(s, 30)) <= 30
+        (66, True)
+        >>> fit_to_budget(s, None) is s
+        True
+    """
+    if not max_tokens:
+        return schema
+    limit = int(max_tokens)
+
+    def fits(open_items: int, all_items: int | None, chars: int | None) -> dict | None:
+        fitted = _bounded(schema, open_items, all_items, chars)
+        return fitted if answer_token_bound(fitted) <= limit else None
+
+    for open_items in (_OPEN_LIST_ITEMS, _LIST_ITEMS):
+        found = fits(open_items, None, None)
+        if found is not None:
+            return found
+    found = _largest(lambda c: fits(_LIST_ITEMS, None, c), FIT_MIN_CHARS, DEFAULT_MAX_STRING_LENGTH)
+    for items in range(_LIST_ITEMS, 0, -1):
+        found = found or fits(items, items, FIT_MIN_CHARS)
+    for items in (1, 0):  # an empty list (where its minItems allows) only where one item cannot fit
+        found = found or _largest(lambda c, n=items: fits(n, n, c), 1, FIT_MIN_CHARS)
+    if found is None:
+        least = answer_token_bound(_bounded(schema, 0, 0, 1))
+        raise PlanError(f"max_tokens={limit} cannot hold an answer of this return_format: even with one-character "
+                        f"strings and lists at their fewest items it takes about {least} tokens. Raise max_tokens "
+                        f"to at least {least}, or leave it out (the default fits the format).")
+    return found
+
+
+def _largest(make, lo: int, hi: int) -> dict | None:
+    """``make(n)`` for the largest n in [lo, hi] where it is not None (it is None above some n), else None."""
+    best = None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = make(mid)
+        if got is None:
+            hi = mid - 1
+        else:
+            best, lo = got, mid + 1
+    return best
+
+
+def _bounded(s: Any, open_items: int, all_items: int | None, chars: int | None) -> Any:
+    """``s`` with lists bounded (``open_items`` where it has no maxItems; ``all_items`` for every list) and
+    free-text strings to at most ``chars`` characters (None: their own bound, else the default)."""
+    if isinstance(s, list):
+        return [_bounded(v, open_items, all_items, chars) for v in s]
+    if not isinstance(s, dict):
+        return s
+    out = dict(s)
+    for key in ("items", "anyOf", "oneOf"):
+        if key in s:
+            out[key] = _bounded(s[key], open_items, all_items, chars)
+    for key in ("properties", "$defs"):
+        if isinstance(s.get(key), dict):
+            out[key] = {k: _bounded(v, open_items, all_items, chars) for k, v in s[key].items()}
+    kind = s.get("type")
+    if kind == "array":
+        lo, hi = int(s.get("minItems") or 0), s.get("maxItems")
+        hi = open_items if hi is None else hi
+        out["maxItems"] = max(lo, min(hi, all_items if all_items is not None else hi))
+    elif kind == "string" and not {"enum", "const", "format"} & set(s):
+        own = _max_length(s, DEFAULT_MAX_STRING_LENGTH)
+        lo = int(s.get("minLength") or 0)
+        out["maxLength"] = max(lo, own if chars is None else min(own, chars))
+    return out
