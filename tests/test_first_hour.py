@@ -71,13 +71,11 @@ def test_extra_body_reaches_the_wire(sim):
 
 # --- item 1: the embedded model caps its answers; a dead job stops and is recorded failed -----------
 
-def test_the_local_provider_caps_free_text_by_default():
-    from inferframe.functions.ai import prompt_call
+def test_the_local_provider_caps_free_text_by_its_prompt():
+    from inferframe.providers.local import free_text_cap
 
-    call = prompt_call(col("t"), None, None, None, None, None, {})
-    assert dict(call.config.options)["max_tokens"] == 256
-    mine = prompt_call(col("t"), None, None, None, None, None, {"max_tokens": 9})
-    assert dict(mine.config.options)["max_tokens"] == 9
+    assert free_text_cap(len("Summarise this review in five words. The kettle arrived dented and late.")) == 64
+    assert free_text_cap(3 * 300) == 512 and free_text_cap(3 * 2000) == 48  # never past the slot's context
 
 
 def test_a_summary_on_the_local_model_ends_at_its_cap_with_its_text():
@@ -89,7 +87,7 @@ def test_a_summary_on_the_local_model_ends_at_its_cap_with_its_text():
         warnings.simplefilter("ignore")
         row = df.to_pylist()[0]
     assert row["a_error"] is None and row["a"]
-    assert row["a_usage"]["output_tokens"] <= 256
+    assert row["a_usage"]["output_tokens"] <= 64
     assert row["a_usage"]["finish_reason"] in ("stop", "length")
 
 

@@ -12,14 +12,13 @@ import os
 from types import MappingProxyType
 
 from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
-from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities
+from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities, Outcome, Request
 from inferframe.providers.local_server import DEFAULT_CTX_PER_SLOT, DEFAULT_N_PARALLEL
 from inferframe.providers.openai import LlamaCppProvider
 from inferframe.providers.spec import ProviderSpec
 
 DEFAULT_MODEL = "gemma-3-270m"
-# Free-text answers stop here unless the user sets max_tokens: an eighth of a slot's context.
-DEFAULT_TEXT_MAX_TOKENS = DEFAULT_CTX_PER_SLOT // 8
+_CAPS = frozenset({"max_tokens", "max_output_tokens", "max_completion_tokens", "n_predict"})
 EMBEDDING_SIZE = 640  # Gemma 3 270M's hidden size: its mean-pooled vectors
 # llama.cpp embeds an input in one physical batch (--ubatch-size, 512 by default), BOS included;
 # measured: 537 text tokens give HTTP 500 "input (538 tokens) is too large to process".
@@ -103,22 +102,25 @@ class LocalProvider(LlamaCppProvider):
 
     @classmethod
     def default_max_tokens(cls, schema: dict | None) -> int | None:
-        """The output cap when the user sets no max_tokens: free text ``DEFAULT_TEXT_MAX_TOKENS``; a schema 1.5x its full answer.
+        """A structured answer's cap when the user sets none: 1.5x a full compact answer, from 64 to 2048; free text: per request (``send``).
 
-        llama-server's own default is no cap (``n_predict -1``): a base model asked for five words
-        writes until its slot's context is full, minutes per row on a CPU. Free text stops at an
-        eighth of a slot's context (256 of 2,048 tokens, about 190 words), which leaves 1,792
-        tokens for the prompt; reaching it keeps the text, with ``finish_reason='length'``. A
-        structured answer gets 1.5x the tokens of a full compact answer (strings at their bound,
-        lists 4 items), from 64 to 2048: a string ends at its bound in the grammar, within this budget.
+        Without it a small base model can write one list until the context is full; a string ends
+        at its bound in the grammar, within this budget.
 
         Example:
             >>> LocalProvider.default_max_tokens(None), LocalProvider.default_max_tokens({"type": "integer"})
-            (256, 64)
+            (None, 64)
         """
         if schema is None:
-            return DEFAULT_TEXT_MAX_TOKENS
+            return None
         return max(64, min(2048, int(1.5 * answer_token_bound(schema))))
+
+    async def send(self, request: Request) -> Outcome:
+        """Send ``request``; a chat request with no output cap gets ``free_text_cap`` of its prompt first."""
+        if request.endpoint in ("chat", "responses") and not _CAPS & request.body.keys():
+            prompt = self.prompt_text(request.endpoint, request.body) or ""
+            request = dataclasses.replace(request, body={**request.body, "max_tokens": free_text_cap(len(prompt))})
+        return await super().send(request)
 
     async def tokenize(self, text: str) -> list[bytes]:
         """The model's tokens of ``text``, each as its bytes (llama.cpp's /tokenize), for exact chunking.
@@ -132,6 +134,24 @@ class LocalProvider(LlamaCppProvider):
             tokens = (await resp.json())["tokens"]
         # A piece that is part of a UTF-8 character comes as a list of byte values.
         return [t["piece"].encode() if isinstance(t["piece"], str) else bytes(t["piece"]) for t in tokens]
+
+
+def free_text_cap(prompt_chars: int, context: int = DEFAULT_CTX_PER_SLOT) -> int:
+    """The output cap of a free-text answer the user set no max_tokens for: twice its prompt, 64 to 512 tokens, within the slot.
+
+    llama-server's own default is no cap (``n_predict -1``): a base model asked for five words
+    writes until its slot's context is full, minutes per row on a CPU. The prompt's tokens are
+    counted at 3 characters a token; an answer rarely needs more than twice its prompt, a short
+    prompt still gets 64 tokens (about 48 words), and no answer gets more than 512 or what the
+    slot's context leaves. Reaching the cap keeps the text, with ``finish_reason='length'`` and a
+    ``TruncatedWarning``, as on hosted models; ``max_tokens=`` sets it.
+
+    Example:
+        >>> free_text_cap(60), free_text_cap(600), free_text_cap(1_200), free_text_cap(5_700)
+        (64, 400, 512, 148)
+    """
+    tokens = prompt_chars // 3
+    return max(1, min(max(64, 2 * tokens), 512, context - tokens))
 
 
 def _gbnf_literal(text: str) -> str:
