@@ -80,9 +80,9 @@ app = typer.Typer(
     help=(
         "AI inference as a DataFrame operation, from the shell: ask a model about every row of a "
         "Parquet, CSV or JSON file and write the answers as Parquet.\n\n"
-        "\b\nExamples:\n"
-        "  inferframe estimate reviews.csv --column review --provider openai --model gpt-5-mini\n"
-        "  inferframe prompt reviews.csv --column review --choices positive,negative,neutral --out scored/\n"
+        "\b\nExamples (from the repository root; examples/data/reviews.csv ships with it):\n"
+        "  inferframe estimate examples/data/reviews.csv --column review --provider openai --model gpt-5-mini\n"
+        "  inferframe prompt examples/data/reviews.csv --column review --choices positive,negative,neutral --limit 5\n"
         "  inferframe embed docs.parquet --column text --out docs_embedded/\n"
         "  inferframe cache stats\n\n"
         "With no --provider and no OPENAI_API_KEY the embedded local model (Gemma 3 270M on llama.cpp) "

@@ -9,8 +9,7 @@ says which column, which value, before and after.
 
 Example:
     >>> import tempfile, pyarrow as pa
-    >>> from inferframe.errors import warn_user
-from inferframe.observe.history import RunHistory
+    >>> from inferframe.observe.history import RunHistory
     >>> d = tempfile.mkdtemp()
     >>> rec = RunRecorder({"fingerprint": "f", "calls": [], "directory": d}, ["label"], sample=1.0)
     >>> rec.observe(pa.record_batch({"q": ["a", "b"], "label": ["pos", "neg"], "label_error": pa.nulls(2)}))
@@ -30,6 +29,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from inferframe.errors import warn_user
 from inferframe.observe.history import MAX_CATEGORIES, RunHistory, drift
 from inferframe.observe.owner import owner_tag
 from inferframe.observe.stats import RunCounters, latency_quantile
