@@ -13,13 +13,14 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from inferframe.dataframe.job import run_batches, write_in_workers
 from inferframe.dataframe.schema import Schema
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
-from inferframe.plan.inspect import ai_notes, cheap_total, has_ai, source_rows
+from inferframe.plan.inspect import ai_notes, source_rows
 from inferframe.plan.optimizer import optimize
 from inferframe.plan.whole_table import WholeTable, resolve as resolve_whole
 
@@ -363,34 +364,7 @@ class DataFrame:
         if self._result is not None:
             yield from self._result.to_batches()
             return
-        from inferframe.runners import get_runner
-
-        plan = self._runnable()
-        counters = self._counters(plan)
-        try:
-            with self._progress(plan, progress, counters) as recorder:
-                for batch in get_runner().run(plan, counters):
-                    if recorder is not None:
-                        recorder.observe(batch)
-                    yield batch
-        except KeyboardInterrupt as e:
-            if e.args or counters is None:
-                raise
-            from inferframe.dataframe.interrupt import interrupted_message
-
-            # one line on what was kept and how to go on, instead of the executor's internals
-            raise KeyboardInterrupt(interrupted_message(plan, [s.as_dict() for s in counters.runs()])) from None
-        if report is not None and recorder is not None:
-            from inferframe.dataframe.report import report as write_report
-
-            write_report(recorder.run_id, report, directory=recorder.job["directory"])
-
-    @staticmethod
-    def _total(plan: lp.LogicalPlan) -> int | None:
-        """Rows the job will produce, when the plan or file metadata says (for the progress bar)."""
-        from inferframe.io import estimate_rows
-
-        return cheap_total(plan, estimate_rows)
+        yield from run_batches(self._runnable(), progress, report)
 
     def to_arrow(self, progress: bool | None = None, report: str | None = None) -> pa.Table:
         """Run the plan and return the whole result as a pyarrow Table (``report=path``: the run's HTML report too)."""
@@ -591,60 +565,13 @@ class DataFrame:
         from inferframe.runners import get_runner
 
         report = options.pop("report", None)
-        runner = get_runner()
-        if self._result is None and runner.writes_in_workers:
+        if self._result is None and get_runner().writes_in_workers:
             # Workers write part files under the temporary directory; they appear in root at commit, all at once.
             pending = PendingWrite(str(root), format, self._plan.schema, **options)
-            plan = self._runnable()
-            counters = self._counters(plan)
-            try:
-                with self._progress(plan, progress, counters) as recorder:
-                    groups = (runner.write_parts(plan, pending) if counters is None else
-                              runner.write_parts(plan, pending, counters=counters))
-            except BaseException:
-                pending.abort()
-                raise
-            paths = pending.commit(groups)
-            if report is not None and recorder is not None:
-                from inferframe.dataframe.report import report as write_report
-
-                write_report(recorder.run_id, report, directory=recorder.job["directory"])
+            paths = write_in_workers(self._runnable(), pending, progress, report)
         else:
             paths = write_dataset(self.iter_batches(progress, report), self._plan.schema, str(root), format, **options)
         return in_memory(pa.table({"path": pa.array(paths)}))
-
-    @staticmethod
-    def _counters(plan: lp.LogicalPlan):
-        """The counters of one job with AI calls (None for one without): the runner's services carry them to
-        its AI calls; its progress line, run history and ``last_run()`` read them."""
-        from inferframe.observe.stats import RunCounters
-
-        return RunCounters() if has_ai(plan) else None
-
-    def _progress(self, plan: lp.LogicalPlan, progress: bool | None, counters: Any = None):
-        """The progress line and the run history of a job with AI calls (nothing for one without).
-
-        ``counters``: the job's (``_counters``). The context gives the run's recorder (None when nothing
-        is recorded): it sees every output batch.
-        """
-        import contextlib
-
-        from inferframe.dataframe.recording import recording
-        from inferframe.observe import job_progress
-        from inferframe.session import current
-
-        if not has_ai(plan):
-            return contextlib.nullcontext()
-        if progress is None:
-            progress = current().progress
-
-        @contextlib.contextmanager
-        def both():
-            total = self._total(plan) if progress is not False else None
-            with job_progress(total, progress, counters) as job, recording(plan, job) as rec:
-                yield rec
-
-        return both()
 
     def to_ray_dataset(self):
         """This DataFrame as a Ray Dataset: the plan itself on the Ray runner, else the result's Arrow table.
