@@ -51,7 +51,10 @@ def test_same_answer_fires_on_nearly_one_label_over_enough_rows_only():
     assert same_answer({"yes": 19, "no": 1}) is not None
     assert same_answer({"yes": 18, "no": 2}) is None
     assert same_answer({"no": 9}) is None  # too few rows to tell
-    assert same_answer({"no": 20}, raw={"yes": 20}).summary == "20/20 no (before calibration: 20/20 yes)"
+    assert same_answer({"no": 20}, raw={"yes": 20}).summary == "20/20 yes before calibration, 0/20 yes after"
+    # The model said yes to every row; calibration turned 2 of them into the answer: still no information.
+    assert same_answer({"yes": 2, "no": 18}, raw={"yes": 20}).summary == "20/20 yes before calibration, 2/20 yes after"
+    assert same_answer({"yes": 5, "no": 15}, raw={"yes": 12, "no": 8}) is None
 
 
 def test_swap_agreement_fires_at_chance_and_not_on_a_consistent_judge():
@@ -105,9 +108,14 @@ def test_a_filter_whose_rows_fail_says_how_many_in_one_warning():
     flaky = lambda body: json.dumps({"label": "maybe" if "review 1:" in text_of(body) else "yes"})  # noqa: E731
     with Simulator(SimulatorConfig(responder=flaky)) as s:
         _, seen = caught(lambda: df.sem_filter("{r} is positive", **api(s)).to_pydict())
-    failures = [w for w in seen if w.category is SemanticFailuresWarning]
-    assert len(failures) == 1 and "1 of 20 rows failed" in str(failures[0].message)
-    assert "on_error='raise'" in str(failures[0].message)
+        failures = [w for w in seen if w.category is SemanticFailuresWarning]
+        assert len(failures) == 1 and "1 of 20 rows failed" in str(failures[0].message)
+        assert "on_error='raise'" in str(failures[0].message)
+        with warnings.catch_warnings(record=True) as again:
+            warnings.simplefilter("always")
+            with pytest.raises(RowFailed):
+                df.sem_filter("{r} is positive", on_error="raise", **api(s)).to_pydict()
+    assert not [w for w in again if w.category is SemanticFailuresWarning]  # the error says it; no warning on top
 
 
 # --- sem_topk: comparisons asked both ways -----------------------------------------------------------

@@ -45,9 +45,11 @@ def test_rerank_returns_the_planted_top_k_in_order_with_fewer_calls_than_quick()
     assert stats_r["plan"] == "rerank" and stats_q["plan"] == "quick"
     # One score per row in one job; the 12 rows of the top band (m = 10, tied with the 10th) are compared.
     assert stats_r["score_calls"] == 60 and stats_r["candidates"] == 12
-    assert stats_r["calls"] == stats_r["score_calls"] + stats_r["compare_calls"] == requests_r
+    # The quality guard asks 10 comparisons again with A and B swapped (a planted judge agrees with itself).
+    assert stats_r["swap_calls"] == stats_r["swap_asked"] == stats_r["swap_agree"] == 10
+    assert stats_r["calls"] == stats_r["score_calls"] + stats_r["compare_calls"] + stats_r["swap_calls"] == requests_r
     assert stats_r["compare_calls"] <= 2 * 12 + 5 * 4 // 2 + 12  # about 2m' + k(k-1)/2
-    assert stats_q["score_calls"] == 0 and stats_q["calls"] == stats_q["compare_calls"] == requests_q
+    assert stats_q["score_calls"] == 0 and stats_q["calls"] == stats_q["compare_calls"] + stats_q["swap_calls"] == requests_q
     assert requests_r < requests_q
     assert stats_r["failed"] == stats_q["failed"] == 0
 

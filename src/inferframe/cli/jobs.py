@@ -58,9 +58,9 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise CLIError(f"--choices {choices!r}: give at least two distinct comma-separated labels", USAGE)
         # Label scoring where the server gives log-probabilities (the embedded llama.cpp model): each label's
-        # probability, calibrated; constrained generation elsewhere (classify_text's method="auto").
+        # probability, calibrated on the rows (classify_text's calibrate="auto"); constrained generation elsewhere.
         expr = classify_text(message, labels, system_message=system_message, provider=provider, model=model,
-                             calibrate=True, **options)
+                             **options)
         return df.with_column(name, expr), used
     expr = prompt(message, fmt_obj, system_message=system_message, provider=provider, model=model, **options)
     return df.with_column(name, expr), used

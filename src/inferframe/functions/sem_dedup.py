@@ -165,8 +165,10 @@ def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_mod
                 closeness[(ok[a], ok[b])] = float(unit[a] @ unit[b])
         questions = [f"Record 1: {docs[a]}\nRecord 2: {docs[b]}\nStatement: the two records' {what}.\n"
                      "Is the statement true? Answer yes or no." for a, b in pairs]
-        answers = ask_labels(source, questions, ["yes", "no"], calls, dict(options, on_error=on_error),
-                             "Answer yes or no.")
+        # Uncalibrated unless asked: a batch prior would make about half of the candidate pairs matches,
+        # where most of them are not.
+        answers = ask_labels(source, questions, ["yes", "no"], calls,
+                             {"calibrate": False, **options, "on_error": on_error}, "Answer yes or no.")
         checked = [(a, b, None if x is None else x == "yes") for (a, b), x in zip(pairs, answers)]
         # The most similar pairs join first: a wrong "yes" then meets clusters its other checks speak against.
         checked.sort(key=lambda c: -closeness[(c[0], c[1])])

@@ -315,6 +315,7 @@ def sem_rank_score(template: str, *, scale: int = 5, **options: Any) -> Any:
     parts = [lit("Statement: "), *t.message(),
              lit(f"\nHow true is the statement, from 1 (not at all) to {scale} (completely)? Answer 1 to {scale}.")]
     options.setdefault("system_message", f"Answer with one digit from 1 to {scale}.")
+    options.setdefault("calibrate", False)  # a batch prior would spread the scores evenly, whatever the rows
     return classify_text(parts, [str(i) for i in range(1, scale + 1)], **options)
 
 

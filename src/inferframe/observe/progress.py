@@ -42,11 +42,11 @@ def last_run() -> list[dict]:
     return [dict(d) for d in _last]
 
 
-def guard_answers(runs: list[dict]) -> None:
+def guard_answers(runs: list[dict], warn: bool = True) -> None:
     """The quality guard at the end of a job: one LowInformationWarning if a call's answers were (nearly) all one label.
 
     Each run entry that counted its answers gets ``quality``: the measurement (None: the answers vary),
-    so ``last_run()`` shows it.
+    so ``last_run()`` shows it; ``warn=False`` records it only.
 
     Example:
         >>> import warnings
@@ -65,7 +65,7 @@ def guard_answers(runs: list[dict]) -> None:
         r["quality"] = None if m is None else m.as_dict()
         if m is not None:
             fired.append((r["label"], m))
-    if fired:
+    if fired and warn:
         warn_user("; ".join(message(label, [m]) for label, m in fired), LowInformationWarning)
 
 
@@ -295,8 +295,10 @@ def job_progress(total: int | None, show: bool | None = None,
 
         thread = threading.Thread(target=draw, name="inferframe-progress", daemon=True)
         thread.start()
+    finished = False
     try:
         yield counters
+        finished = True
     finally:
         stop.set()
         if thread is not None:
@@ -305,8 +307,10 @@ def job_progress(total: int | None, show: bool | None = None,
         global _last
         _last = totals
         warn_truncated(totals)
-        guard_answers(totals)
-        warn_semantic_failures(totals)
+        # A job that raised (on_error="raise", a service failure) says so itself: no warnings on top.
+        guard_answers(totals, warn=finished)
+        if finished:
+            warn_semantic_failures(totals)
         if totals and in_notebook():
             from IPython.display import HTML, display  # type: ignore
 

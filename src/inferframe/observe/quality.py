@@ -72,11 +72,15 @@ class Measurement:
 
 def same_answer(counts: Mapping[str, int], raw: Mapping[str, int] | None = None, min_rows: int = MIN_ROWS,
                 share: float = SAME_SHARE) -> Measurement | None:
-    """(Nearly) every answer is one label: the measurement, else None.
+    """(Nearly) every answer is one label, as delivered or as the model gave it before calibration: the measurement.
+
+    A model whose own answers are the same for (nearly) every row does not tell the rows apart;
+    calibration then decides by small differences in its probabilities, which need not follow the
+    rows either. So both count.
 
     Parameters:
         counts: answers per label (failed rows left out).
-        raw: the answers per label before calibration, where the labels were calibrated (shown alongside).
+        raw: the answers per label before calibration, where the labels were calibrated.
         min_rows: fewer answers than this are never judged.
         share: the share of one label that counts as "(nearly) every row".
 
@@ -85,21 +89,24 @@ def same_answer(counts: Mapping[str, int], raw: Mapping[str, int] | None = None,
         '19/20 yes'
         >>> same_answer({"yes": 12, "no": 8}) is None, same_answer({"no": 5}) is None
         (True, True)
-        >>> same_answer({"no": 20}, raw={"yes": 20}).summary
-        '20/20 no (before calibration: 20/20 yes)'
+        >>> same_answer({"yes": 2, "no": 18}, raw={"yes": 20}).summary
+        '20/20 yes before calibration, 2/20 yes after'
     """
     n = sum(counts.values())
     if n < min_rows:
         return None
     label, top = max(counts.items(), key=lambda kv: kv[1])
-    if top < share * n:
+    raw = {k: v for k, v in (raw or {}).items() if v}
+    calibrated = bool(raw) and raw != {k: v for k, v in counts.items() if v}
+    r_label, r_top = max(raw.items(), key=lambda kv: kv[1]) if raw else (label, top)
+    r_n = sum(raw.values()) if raw else n
+    if top < share * n and not (calibrated and r_n >= min_rows and r_top >= share * r_n):
         return None
     summary = f"{top}/{n} {label}"
-    raw = {k: v for k, v in (raw or {}).items() if v}
-    if raw and dict(raw) != {k: v for k, v in counts.items() if v}:
-        r_label, r_top = max(raw.items(), key=lambda kv: kv[1])
-        summary += f" (before calibration: {r_top}/{sum(raw.values())} {r_label})"
-    return Measurement("same_answer", summary, {"rows": n, "label": label, "same": top, "answers": dict(counts)})
+    if calibrated:
+        summary = f"{r_top}/{r_n} {r_label} before calibration, {counts.get(r_label, 0)}/{n} {r_label} after"
+    return Measurement("same_answer", summary, {"rows": n, "label": label, "same": top, "answers": dict(counts),
+                                                "answers_before_calibration": raw or None})
 
 
 def binomial_tail(k: int, n: int, p: float = 0.5) -> float:
