@@ -21,7 +21,6 @@ import time
 import inferframe as ifr
 from inferframe import col
 from inferframe.functions import format, prompt
-from inferframe.observe import last_run
 
 HERE = pathlib.Path(__file__).parent
 
@@ -70,7 +69,7 @@ def main() -> None:
     print("\nSentiment counts, and how often they agree with the star rating:")
     summary.show()
 
-    run = last_run()[0]
+    run = ifr.last_run()[0]
     print(
         f"\n{run['rows_done']} reviews in {elapsed:.1f} s ({run['rows_done'] / elapsed:.1f} rows/s), "
         f"{run['input_tokens'] + run['output_tokens']:,} tokens, {run['cache_hits']} answers from the response cache "

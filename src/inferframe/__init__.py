@@ -13,7 +13,7 @@ from inferframe.dataframe import (
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
 from inferframe.dataframe import from_duckdb, from_huggingface, from_polars, read_lance, sql
-from inferframe.observe import DriftWarning
+from inferframe.observe import DriftWarning, last_run
 # Public so that warnings.filterwarnings(category=inferframe.PromptLayoutHint) can silence it; its message names it so.
 from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
@@ -35,7 +35,7 @@ __all__ = [
     "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
-    "LowInformationWarning", "SemanticFailuresWarning", "cls", "col", "from_arrow",
+    "LowInformationWarning", "SemanticFailuresWarning", "cls", "last_run", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
     "set_runner_ray",
