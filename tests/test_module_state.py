@@ -34,8 +34,9 @@ ALLOWED = {
         "argument in the observe layer, which cannot reach the Session (it ranks above observe); written once as each "
         "job ends, from that job's own counters"),
     # Caches keyed by content, and handles on resources this process opened.
-    "inferframe.runtime.cache:_open": "cache keyed by the cache directory: one ResponseCache (SQLite handle) per directory",
-    "inferframe.runtime.cache:_open_lock": "lock: guards _open",
+    "inferframe.runtime.store:_open": ("handles keyed by the store: one ResponseCache (SQLite handle) per directory, "
+                                       "one PostgresStore (connections, writer thread) per URL"),
+    "inferframe.runtime.store:_open_lock": "lock: guards _open",
     "inferframe.models.text:_LOADED": "cache keyed by (class, path, device): a loaded in-process model, reused by later queries",
     "inferframe.models.text:_LOAD_LOCK": "lock: one load per model",
     "inferframe.ai.head:_HEADS": ("cache keyed by content (embedding model class, path, device, labels, examples, "

@@ -37,6 +37,7 @@ from inferframe.providers import secrets
 from inferframe.providers.registry import REGISTRY
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.cache import CachePolicy, default_cache_dir
+from inferframe.runtime.store.url import is_store_url
 from inferframe.runtime.pricing import Price, check_price, price_of
 
 
@@ -74,6 +75,8 @@ class Session:
         prices: user prices as ((model, (input, output[, cached_input])), ...) dollars per million tokens.
         cache_policy: the default cache policy (None: ``INFERFRAME_CACHE`` or "read_write").
         cache_dir: the cache directory (None: ``INFERFRAME_CACHE_DIR`` or the XDG cache dir).
+        cache_store: the secret handle of a PostgreSQL store's URL (``set_cache(url=...)``; None:
+            ``INFERFRAME_CACHE_URL``, else the SQLite file in the cache directory).
         history: what the run history records (``set_history``).
         progress: show the progress line (``set_progress``): True, False, or None (on terminals and notebooks).
         runner: the ``inferframe.runners.Runner`` that runs DataFrames (None: chosen from ``INFERFRAME_RUNNER``
@@ -86,6 +89,7 @@ class Session:
     prices: tuple = ()
     cache_policy: CachePolicy | None = None
     cache_dir: str | None = None
+    cache_store: str | None = None
     history: HistorySettings = dataclasses.field(default_factory=HistorySettings)
     progress: bool | None = None
     runner: Any = None
@@ -102,6 +106,22 @@ class Session:
         directory = directory if directory is not None else self.cache_dir
         path = Path(directory).expanduser() if directory is not None else default_cache_dir()
         return CachePolicy(policy), str(path.absolute())
+
+    def cache_store_of(self, url: Any = None) -> str | None:
+        """The secret handle of one call's cache store: its ``cache_url``, else this session's, else
+        ``INFERFRAME_CACHE_URL``; None: the SQLite file in the cache directory.
+
+        Example:
+            >>> ref = Session().cache_store_of("postgresql://me:pw@db:5432/cache")
+            >>> ref.startswith("s") and "pw" not in ref, Session().cache_store_of() is None
+            (True, True)
+        """
+        if url is not None:
+            return secrets.put_store(_store_url(url, "cache_url="))
+        if self.cache_store is not None:
+            return self.cache_store
+        env = os.environ.get("INFERFRAME_CACHE_URL")
+        return secrets.put_store(_store_url(env, "INFERFRAME_CACHE_URL")) if env else None
 
     def history_dir(self, directory: Any = None, cache_dir: Any = None) -> str:
         """Where the run history lives: ``directory``, else ``set_history``'s, else ``cache_dir`` (a job's
@@ -177,24 +197,62 @@ def set_prices(prices: dict[str, Price]) -> None:
     _replace(prices=tuple(sorted({**dict(current().prices), **checked}.items())))
 
 
-def set_cache(policy: str | None = None, directory: str | os.PathLike | None = None) -> None:
-    """Set the default cache policy and directory for every AI call built afterwards in this process.
+def _store_url(url: Any, where: str) -> str:
+    """``url`` if it is a PostgreSQL URL; else a PlanError that never repeats it (it may hold a password)."""
+    if not is_store_url(url):
+        scheme = url.split("://", 1)[0] if isinstance(url, str) and "://" in url else type(url).__name__
+        raise PlanError(f"{where} takes a PostgreSQL URL, postgresql://user:password@host:5432/db; got a "
+                        f"{scheme!s} value (not shown: it may hold a password). For a local cache, use cache_dir.")
+    return url
+
+
+def cache_url_of(ref: str | None) -> str | None:
+    """The URL behind a cache store handle (``RuntimeConfig.cache_store``); None for none.
+
+    Read in the process that runs the job: the driver's memory, or the environment a runner gave
+    its worker (``secrets.worker_env``). A handle this process cannot resolve is a PlanError that
+    names the fix and never the URL.
+
+    Example:
+        >>> cache_url_of(secrets.put_store("postgresql://me:pw@db/cache")), cache_url_of(None)
+        ('postgresql://me:pw@db/cache', None)
+    """
+    if not ref:
+        return None
+    url = secrets.get(ref)
+    if not url:
+        raise PlanError("the cache store's URL is not known in this process: it reaches worker processes through "
+                        "their environment (INFERFRAME_SECRET_*); set INFERFRAME_CACHE_URL there, or start the "
+                        "workers from the process that called set_cache(url=...).")
+    return url
+
+
+def set_cache(policy: str | None = None, directory: str | os.PathLike | None = None, *, url: str | None = None) -> None:
+    """Set the default cache policy, directory and store for every AI call built afterwards in this process.
 
     Parameters:
         policy: "read_write" (default), "read_only", "refresh" or "off"; None keeps the env/default.
         directory: where the cache lives; None keeps INFERFRAME_CACHE_DIR or the XDG cache dir.
+        url: a PostgreSQL store every node shares, ``postgresql://user:password@host:5432/db``
+            (None keeps INFERFRAME_CACHE_URL). It is a secret like an API key: plans and pickles
+            hold only a handle. ``directory`` still holds the run history.
 
     Example:
         >>> set_cache("off")
         >>> set_cache(None)
+        >>> set_cache(url="mysql://me:pw@db/cache")
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: set_cache(url=) takes a PostgreSQL URL, postgresql://user:password@host:5432/db; got a mysql value (not shown: it may hold a password). For a local cache, use cache_dir.
     """
+    store = secrets.put_store(_store_url(url, "set_cache(url=)")) if url is not None else None
     if policy is not None:
         try:
             policy = CachePolicy(policy)
         except ValueError:
             raise PlanError(f"set_cache(): policy must be one of {', '.join(p.value for p in CachePolicy)}, "
                             f"got {policy!r}.") from None
-    _replace(cache_policy=policy, cache_dir=str(directory) if directory is not None else None)
+    _replace(cache_policy=policy, cache_dir=str(directory) if directory is not None else None, cache_store=store)
 
 
 def set_history(enabled: bool = True, *, sample: float = 0.01, max_sample: int = 1000,

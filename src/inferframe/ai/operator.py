@@ -20,6 +20,7 @@ from inferframe.providers import secrets
 from inferframe.providers.interface import Provider
 from inferframe.providers.registry import build
 from inferframe.runtime import InferenceRuntime
+from inferframe.session import cache_url_of
 
 
 class AIOperator:
@@ -42,7 +43,7 @@ class AIOperator:
         limits = services.coordinator.limits(config.limits_key, config.runtime,
                                              secrets.fingerprint(config.provider.key_ref))
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats,
-                                        limits=limits)
+                                        limits=limits, store_url=cache_url_of(config.runtime.cache_store))
 
     @classmethod
     def for_run(cls, services: RunServices | None, config: AICallConfig) -> "AIOperator":

@@ -94,7 +94,7 @@ RUNTIME = MappingProxyType({
     "max_concurrency": whole_number(1), "initial_concurrency": whole_number(1), "adaptive": _BOOL,
     "rpm": _number(True), "tpm": _number(True), "max_retries": whole_number(0), "max_cost": _number(False),
     "max_tokens_budget": whole_number(0), "timeout": _number(True), "on_error": _choice("null", "raise"),
-    "cache": _CACHE, "cache_dir": _PATH, "prompt_version": _TEXT, "batch": _BOOL,
+    "cache": _CACHE, "cache_dir": _PATH, "cache_url": _ANY, "prompt_version": _TEXT, "batch": _BOOL,
     "batch_poll_interval": _number(True), "error_column": _BOOL, "usage_column": _BOOL,
 })
 PROMPT_ONLY = MappingProxyType({"repair": _BOOL, "prefix_order": _BOOL, "prefix_window": whole_number(1)})
@@ -240,6 +240,7 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
         retry=RetryPolicy(max_attempts=int(parsed.get("max_retries", 5)) + 1),
         max_cost=parsed.get("max_cost"), max_tokens_budget=parsed.get("max_tokens_budget"),
         on_error=parsed.get("on_error", "null"), cache_policy=policy, cache_dir=directory,
+        cache_store=session.cache_store_of(parsed.get("cache_url")),  # a handle: the URL holds a password
         prompt_version=parsed.get("prompt_version"), batch=batch,
         batch_poll_interval=float(parsed.get("batch_poll_interval", 5.0)),
         price=None if caps.local else session.price_of(model),

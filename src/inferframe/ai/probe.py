@@ -16,6 +16,7 @@ from inferframe.errors import PlanError
 from inferframe.providers.interface import Request
 from inferframe.providers.registry import build
 from inferframe.runtime.cache import CachePolicy, cache_key, open_cache
+from inferframe.session import cache_url_of
 
 
 # (provider identity, cache key of the probe request) -> vector size; one probe per process
@@ -41,7 +42,7 @@ def probe_dimensions(config: AICallConfig) -> int:
             if size is not None:
                 return size, provider.service
             policy = config.runtime.cache_policy
-            cache = None if policy == CachePolicy.OFF else open_cache(config.runtime.cache_dir)
+            cache = None if policy == CachePolicy.OFF else open_cache(config.runtime.cache_dir, cache_url_of(config.runtime.cache_store))
             hit = cache.get(key) if cache is not None and policy.reads else None
             if hit is not None:
                 outcome_value = hit[0]

@@ -35,6 +35,26 @@ def put(key: str) -> str:
     return ref
 
 
+def put_store(url: str) -> str:
+    """Keep a cache store's URL (it holds a password) in memory; the same URL keeps its one handle.
+
+    Store handles start with "s" and outlive ``forget()`` (which drops provider keys): the cache a
+    session was pointed at stays set when its provider is reset.
+
+    Example:
+        >>> ref = put_store("postgresql://me:pw@db/cache")
+        >>> ref == put_store("postgresql://me:pw@db/cache"), ref.startswith("s"), "pw" in ref
+        (True, True, False)
+    """
+    with _lock:
+        for ref, key in _keys.items():
+            if ref.startswith("s") and key == url:
+                return ref
+        ref = "s" + uuid.uuid4().hex
+        _keys[ref] = url
+    return ref
+
+
 def get(ref: str | None) -> str | None:
     """The key behind ``ref``: from this process's memory, else from the environment a runner gave it."""
     if not ref:
@@ -62,6 +82,7 @@ def worker_env() -> dict[str, str]:
 
 
 def forget() -> None:
-    """Drop every key held in memory."""
+    """Drop every provider key held in memory (cache store URLs stay: see ``put_store``)."""
     with _lock:
-        _keys.clear()
+        for ref in [r for r in _keys if not r.startswith("s")]:
+            del _keys[ref]

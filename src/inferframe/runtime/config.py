@@ -42,6 +42,8 @@ class RuntimeConfig:
         on_error: "null" keeps failures as data; "raise" stops at the first one.
         cache_policy: how the response cache is used.
         cache_dir: where the response cache lives (resolved when the plan is built).
+        cache_store: the secret handle of a PostgreSQL store's URL (``secrets.put_store``), which then
+            holds the answers instead of the SQLite file in ``cache_dir``; None: the file.
         prompt_version: a label of yours that is part of the cache key (bump it to re-ask).
         batch: answer through the provider's Batch API.
         batch_poll_interval: first wait between polls of a batch, in seconds.
@@ -64,6 +66,7 @@ class RuntimeConfig:
     on_error: str = "null"
     cache_policy: CachePolicy = CachePolicy.READ_WRITE
     cache_dir: str | None = None
+    cache_store: str | None = None
     prompt_version: str | None = None
     batch: bool = False
     batch_poll_interval: float = 5.0

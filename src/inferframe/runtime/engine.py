@@ -42,6 +42,7 @@ class InferenceRuntime:
         stats: the counters this runtime updates.
         limits: the shared limits of this endpoint+model (from a Coordinator); own ones when None.
         clock: where time comes from (a FakeClock in tests).
+        store_url: the PostgreSQL cache store's URL behind ``config.cache_store`` (None: the SQLite file).
 
     Example:
         >>> import asyncio
@@ -52,7 +53,8 @@ class InferenceRuntime:
     """
 
     def __init__(self, provider: Provider, config: RuntimeConfig, *, model: str | None, stats: RunStats | None = None,
-                 seed: int | None = None, limits: SharedLimits | None = None, clock: Clock = REAL) -> None:
+                 seed: int | None = None, limits: SharedLimits | None = None, clock: Clock = REAL,
+                 store_url: str | None = None) -> None:
         self.provider = provider
         self.config = config
         self.model = model
@@ -61,7 +63,8 @@ class InferenceRuntime:
         shared = limits or SharedLimits.for_config(config, clock)
         self.limiter, self.slots, self.breaker = shared.limiter, shared.slots, shared.breaker
         self.rng = random.Random(seed)
-        self.cache = None if config.cache_policy == "off" else open_cache(config.cache_dir)
+        self._store_url = store_url
+        self.cache = None if config.cache_policy == "off" else open_cache(config.cache_dir, store_url)
         # Asked on every row: read the policy once.
         self._reads = self.cache is not None and config.cache_policy.reads
         self._writes = self.cache is not None and config.cache_policy.writes
@@ -182,7 +185,7 @@ class InferenceRuntime:
         self._row_started()
         if self._reads:
             # Looked up again as the row starts: an identical request may have finished meanwhile.
-            hit = self.cache.get(key)
+            hit = self.cache.recheck(key)  # no round trip to a shared store: this process's answers
             if hit is not None:
                 return self._cached(hit)
         shared = self._in_flight.get(key)
@@ -434,7 +437,7 @@ class InferenceRuntime:
                 todo.setdefault(keys[i], []).append(i)  # identical rows share one line of the batch
         if not todo:
             return results
-        ledger = self.cache if self.cache is not None else open_cache(self.config.cache_dir)
+        ledger = self.cache if self.cache is not None else open_cache(self.config.cache_dir, self._store_url)
         runner = BatchRunner(self.provider, ledger, poll_interval=self.config.batch_poll_interval,
                              rounds=self.config.retry.max_attempts, store_answers=policy.writes, clock=self.clock)
         self.stats.in_flight += len(todo)
