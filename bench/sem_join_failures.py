@@ -12,6 +12,8 @@ Usage:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 import time
 import warnings
@@ -54,9 +56,9 @@ def main() -> None:
     gold = {(p[0], c[0]) for p, c in zip(PEOPLE, COMPANIES)}
     j = people.sem_join(companies, "{bio:left} describes a person who would work at {description:right}",
                         model="gemma-3-270m", cache="off")
-    line = next(l for l in j.explain(show_all=False).splitlines() if "SemJoin" in l).strip()
+    line = _semjoin_line(j)
     print("1. people x companies 10 x 10")
-    print("  ", line[:160])
+    print("  ", line)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -76,11 +78,16 @@ def main() -> None:
     if stopped:
         print(f"   stopped: {stopped[:300]}")
     reviews = ifr.read_csv(str(ROOT / "examples/data/classify/imdb_heldout.csv")).limit(40).collect()
-    line = next(l for l in reviews.sem_join(
-        reviews, "{text:left} and {text:right} express the same sentiment about the film",
-        model="gemma-3-270m", k=10).explain(show_all=False).splitlines() if "SemJoin" in l).strip()
+    line = _semjoin_line(reviews.sem_join(reviews, "{text:left} and {text:right} express the same sentiment about the film",
+                                          model="gemma-3-270m", k=10))  # k: a blocking plan runs no sample to explain
     print("2. reviews 40 x 40, 'express the same sentiment about the film'")
-    print("  ", line[:300])
+    print("  ", line)
+
+
+def _semjoin_line(df) -> str:
+    with contextlib.redirect_stdout(io.StringIO()):  # explain() prints the whole plan too
+        text = df.explain(show_all=False)
+    return next(l for l in text.splitlines() if "SemJoin" in l).strip()
 
 
 if __name__ == "__main__":

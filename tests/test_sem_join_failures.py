@@ -206,3 +206,14 @@ def test_pair_checks_failing_past_half_stop_the_job():
         df = ifr.from_pydict({"review": REVIEWS[:4]})
         with pytest.raises(ServiceError, match=r"sem_join stopped: 16 of 16 model calls failed"):
             df.sem_join(df, AGREE, plan="nested", **_opts(sim)).collect()
+
+
+def test_every_candidate_named_is_reported_as_no_information():
+    def everything(body):
+        candidates = body["messages"][-1]["content"].split("\n\nCandidates:\n", 1)[1]
+        return json.dumps({"matches": list(range(1, len(candidates.splitlines()) + 1))})
+
+    with Simulator(SimulatorConfig(responder=everything)) as sim:
+        df = ifr.from_pydict({"review": REVIEWS[:6]})
+        with pytest.warns(ifr.LowInformationWarning, match="36/36 pair checks said yes"):
+            assert len(_pairs(df.sem_join(df, AGREE, plan="batched", **_opts(sim)))) == 36

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from inferframe.ai.quality import all_yes, warn_low_information
 from inferframe.errors import RowFailed, SemanticFailuresWarning, ServiceError, warn_user
 from inferframe.expressions.expression import col
 from inferframe.functions._sem_global import Calls, frame
@@ -149,7 +150,7 @@ def ask_in_batches(df: Any, left: pa.Table, candidates: list[list[int]], texts: 
     pending = [(i, ids[j:j + per_request]) for i, ids in enumerate(candidates) for j in range(0, len(ids), per_request)]
     found: list[tuple[int, int]] = []
     calls, failures = Calls(), Failures("sem_join")
-    split = rounds = 0
+    split = rounds = checked = 0
     try:
         while pending:
             rounds += 1
@@ -161,6 +162,7 @@ def ask_in_batches(df: Any, left: pa.Table, candidates: list[list[int]], texts: 
                 for (i, ids), answer, error in zip(part, answers, errors):
                     if answer is not None:
                         ok += 1
+                        checked += len(ids)
                         found += [(i, ids[n - 1]) for n in _numbers(answer, len(ids))]
                     elif error is not None and error.get("kind") in SPLIT_KINDS and len(ids) > 1:
                         ok += 1  # answered, if cut off: its halves are asked next round
@@ -178,6 +180,9 @@ def ask_in_batches(df: Any, left: pa.Table, candidates: list[list[int]], texts: 
         stats = calls.as_dict(failed=failures.failed, split=split, rounds=rounds)
         record_operator(label, stats)  # last_run(): the rounds as one entry
     failures.warn()
+    # every candidate named: the answers carry no information (the quality guard's measurement)
+    stats["quality"] = warn_low_information(label[label.find("[") + 1:-1] or None, [all_yes(len(found), checked)],
+                                            where="sem_join")
     return found, stats
 
 
