@@ -101,3 +101,66 @@ def to_huggingface(df: Any, streaming: bool = False) -> Any:
             yield from storage_batch(batch, schema).to_pylist()
 
     return hf.IterableDataset.from_generator(rows, features=hf.Features.from_arrow_schema(schema))
+
+
+class InteropMethods:
+    """A ``DataFrame`` as an Arrow stream, a polars frame, a Hugging Face dataset, or a SQL table (mixed into ``DataFrame``)."""
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """An Arrow C stream of the rows: the plan runs as the consumer reads, batch by batch.
+
+        So ``pa.table(df)``, ``pa.RecordBatchReader.from_stream(df)``, ``pl.DataFrame(df)`` and
+        ``duckdb.sql("select ... from df")`` take a DataFrame directly. ``requested_schema`` (a schema
+        capsule) asks for other types: the batches are cast to it.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> pa.RecordBatchReader.from_stream(ifr.from_pydict({"a": [1, 2]})).read_all().num_rows
+            2
+        """
+        if self._result is not None:
+            return self._result.__arrow_c_stream__(requested_schema)
+        reader = pa.RecordBatchReader.from_batches(self._plan.schema, self.iter_batches())
+        return reader.__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The output schema as an Arrow C schema capsule, known before anything runs (``pa.schema(df)``)."""
+        return self._plan.schema.__arrow_c_schema__()
+
+    def to_polars(self, lazy: bool = True):
+        """A polars LazyFrame that runs this plan when collected (``lazy=False``: a polars DataFrame now).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 2]}).to_polars().collect()["a"].to_list()
+            [1, 2]
+        """
+        return to_polars(self, lazy)
+
+    def to_huggingface(self, streaming: bool = False):
+        """A Hugging Face ``datasets.Dataset`` of the result (``streaming=True``: an ``IterableDataset``).
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 2]}).to_huggingface()[1]
+            {'a': 2}
+        """
+        return to_huggingface(self, streaming)
+
+    def sql(self, query: str, **frames: "DataFrame") -> "DataFrame":
+        """Run a DuckDB SQL query over this DataFrame, named ``self`` in it (and ``frames`` by their names).
+
+        Only the columns the query reads are computed: an AI column it does not select makes no call.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> df = ifr.from_pydict({"label": ["a", "b", "a"]})
+            >>> df.sql("select label, count(*) as n from self group by label order by label").to_pydict()
+            {'label': ['a', 'b'], 'n': [2, 1]}
+        """
+        from inferframe.dataframe.sql import sql_source
+
+        from inferframe.plan import logical as lp
+
+        source = sql_source(query, {"self": self, **frames})
+        return type(self)(lp.Source(source, source.schema))
