@@ -245,11 +245,46 @@ def check_embedding() -> Check:
                      "pip install 'inferframe[embed]' torch==2.13.0 (embed_text's default model)")
 
 
+def check_store(url: str) -> Check:
+    """The PostgreSQL cache store at ``url``: it connects, its schema version, and that this user can write there.
+
+    Its line names the store without the password; a failure's message never holds it either.
+    """
+    from inferframe.runtime.store.postgres import MIGRATIONS, PostgresStore
+    from inferframe.runtime.store.url import safe_name
+
+    name = safe_name(url)
+    try:
+        store = PostgresStore(url, connect_timeout=5, read_patience=5)
+        try:
+            version = store.schema_version()
+            store.check_write()
+            entries = len(store)
+        finally:
+            store.close()
+    except Exception as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Check("response cache", FAIL, f"{name}: {type(exc).__name__}: {text}",
+                     "check INFERFRAME_CACHE_URL (host, user, password, database) and that PostgreSQL runs there; "
+                     "the user needs CREATE on the database the first time", needed=True)
+    return Check("response cache", OK, f"{name} (PostgreSQL, schema version {version} of {len(MIGRATIONS)}, "
+                                       f"writable, {entries:,} answers)", needed=True)
+
+
 def check_cache() -> Check:
     from inferframe.observe.sqlite_wal import private_dir
-    from inferframe.runtime.cache import default_cache_dir
+    from inferframe.runtime.cache import default_cache_dir, refuse_network_fs
 
+    url = os.environ.get("INFERFRAME_CACHE_URL")
+    if url:
+        return check_store(url)
     directory = default_cache_dir()
+    try:
+        refuse_network_fs(directory)
+    except Exception as exc:
+        return Check("response cache", FAIL, str(exc).split(":")[0] + " (network file system)",
+                     "set INFERFRAME_CACHE_DIR to a local directory, or INFERFRAME_CACHE_URL to a PostgreSQL store",
+                     needed=True)
     try:
         private_dir(directory)  # as the cache makes it (0700): doctor may be the first to
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-", delete=True):

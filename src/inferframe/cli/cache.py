@@ -1,4 +1,7 @@
-"""``inferframe cache stats|clear|path``: where the response cache is, how big, and clearing it.
+"""``inferframe cache stats|clear|export|path``: where the response cache is, how big, clearing and exporting it.
+
+Each works on the SQLite file in a directory (``--cache-dir``) or on a PostgreSQL store (``--url``,
+or ``INFERFRAME_CACHE_URL``); a store is named without its password.
 
 Example:
     >>> from typer.testing import CliRunner
@@ -16,6 +19,18 @@ import typer
 
 from inferframe.cli.base import OK, ROWS_FAILED, cache_app, guard
 from inferframe.cli.options import opt
+
+UrlOption = Annotated[Optional[str], opt(
+    "--url", metavar="URL", envvar="INFERFRAME_CACHE_URL", show_envvar=True,
+    help="A PostgreSQL store, postgresql://user:password@host:5432/db (default: INFERFRAME_CACHE_URL; prefer the "
+         "variable: a command line is visible to other users).")]
+
+
+def _open_url(url: str):
+    from inferframe.runtime.cache import open_cache
+    from inferframe.session import Session, cache_url_of
+
+    return open_cache(None, cache_url_of(Session().cache_store_of(url)))
 
 
 def _cache_dir(cache_dir: Optional[Path]) -> Path:
@@ -45,8 +60,13 @@ CacheDirOption = Annotated[Optional[Path], opt(
 
 @cache_app.command("stats", short_help="Entries, size on disk and path.", help=(
     "Entries, size on disk and path of the response cache.\n\n\b\nExample:\n  inferframe cache stats"))
-def cache_stats(cache_dir: CacheDirOption = None) -> None:
+def cache_stats(cache_dir: CacheDirOption = None, url: UrlOption = None) -> None:
     with guard():
+        if url:
+            st = _open_url(url).stats()
+            typer.echo(f"entries: {st['entries']:,}\nsize:    {_size(st['bytes'])}\nstore:   {st['store']}\n"
+                       f"schema:  version {st['schema_version']}\nbatches: {st['pending_batches']:,} pending")
+            raise typer.Exit(OK)
         directory = _cache_dir(cache_dir)
         entries = 0
         if (directory / "responses.sqlite").exists():
@@ -69,8 +89,19 @@ def cache_stats(cache_dir: CacheDirOption = None) -> None:
 def cache_clear(
     cache_dir: CacheDirOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    url: UrlOption = None,
 ) -> None:
     with guard():
+        if url:
+            store = _open_url(url)
+            entries = len(store)
+            if not yes and not typer.confirm(f"Delete {entries:,} cached answers in {store.name}?", default=False,
+                                             err=True):
+                typer.echo("nothing deleted", err=True)
+                raise typer.Exit(ROWS_FAILED)
+            store.clear()
+            typer.echo(f"deleted {entries:,} cached answers from {store.name}")
+            raise typer.Exit(OK)
         directory = _cache_dir(cache_dir)
         if not (directory / "responses.sqlite").exists():
             typer.echo(f"the cache at {directory} is empty")
@@ -89,6 +120,41 @@ def cache_clear(
         finally:
             cache.close()
         typer.echo(f"deleted {entries:,} cached answers from {directory}")
+    raise typer.Exit(OK)
+
+
+@cache_app.command("export", short_help="Write every cached answer as JSON lines.", help=(
+    "Write every cached answer as one JSON object a line (key, value, input_tokens, output_tokens, "
+    "finish_reason, created), to --output or stdout.\n\n\b\nExample:\n  inferframe cache export -o answers.jsonl"))
+def cache_export(
+    cache_dir: CacheDirOption = None,
+    url: UrlOption = None,
+    output: Annotated[Optional[Path], opt("--output", "-o", metavar="FILE", help="Where to write (default: stdout).")] = None,
+) -> None:
+    import json
+
+    with guard():
+        if url:
+            store = _open_url(url)
+        else:
+            from inferframe.runtime.cache import ResponseCache
+
+            store = ResponseCache(_cache_dir(cache_dir))
+        out = open(output, "w", encoding="utf-8") if output is not None else None
+        n = 0
+        try:
+            for entry in store.export():
+                line = json.dumps(entry, ensure_ascii=False)
+                if out is not None:
+                    out.write(line + "\n")
+                else:
+                    typer.echo(line)
+                n += 1
+        finally:
+            if out is not None:
+                out.close()
+        if out is not None:
+            typer.echo(f"exported {n:,} cached answers from {store.name} to {output}", err=True)
     raise typer.Exit(OK)
 
 
