@@ -6,8 +6,8 @@ Promises, as the SQLite file keeps them on one machine:
   has arrived in one statement, a round trip after the answer (group commit: the event loop never
   waits on the network). ``recheck`` and ``get_many`` see an answer from the moment it is put.
 * A batch of keys is one round trip (``key = ANY(array)``).
-* Many processes on many nodes write at once: an upsert (``INSERT ... ON CONFLICT``), each
-  statement's keys in one order so two writers never deadlock.
+* Many processes on many nodes write at once: an upsert (``INSERT ... ON CONFLICT``); a statement
+  the server aborts as a deadlock (two writers upserting shared keys in other orders) is sent again.
 * The schema is versioned (``inferframe_schema``) and migrated by a list of small functions under
   an advisory lock, so two processes opening a fresh database do not race.
 * Failures: unreachable at start is a ``ServiceError`` naming the host (never the password) before
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import logging
 import threading
 import time
@@ -41,12 +42,15 @@ from typing import Any, Callable, Iterator
 
 from inferframe.errors import PlanError, ServiceError
 from inferframe.runtime.store.base import CacheStore, Hit, _dumps, _load_one, decode_rows
+from inferframe.runtime.store.sqlite import CacheReader
 from inferframe.runtime.store.url import host_of, safe_name
 
 log = logging.getLogger("inferframe.cache")
 
 _COLUMNS = "key, value, input_tokens, output_tokens, finish_reason"
-_SELECT = f"SELECT {_COLUMNS} FROM inferframe_responses WHERE key = ANY(%s)"
+# Rows as the SQLite file gives them to CacheReader: (position in the order stored, key, value, in, out, finish).
+_SELECT = f"SELECT seq, {_COLUMNS} FROM inferframe_responses WHERE key = ANY(%s)"
+_AFTER = f"SELECT seq, {_COLUMNS} FROM inferframe_responses WHERE seq >= %s ORDER BY seq LIMIT %s"
 _UPSERT = (
     f"INSERT INTO inferframe_responses ({_COLUMNS}, created)"
     " SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::float8[])"
@@ -59,9 +63,11 @@ _WRITE_CHUNK = 5000  # answers per statement at most
 
 
 def _v1(cur: Any) -> None:
+    # seq: the order answers were stored in, which a rerun reads on in (CacheReader): a range scan
+    # costs a fraction of a lookup by key per row.
     cur.execute("CREATE TABLE inferframe_responses (key text PRIMARY KEY, value text NOT NULL,"
                 " input_tokens bigint NOT NULL, output_tokens bigint NOT NULL, finish_reason text,"
-                " created double precision NOT NULL)")
+                " created double precision NOT NULL, seq bigserial UNIQUE)")
 
 
 def _v2(cur: Any) -> None:
@@ -195,12 +201,24 @@ class PostgresStore(CacheStore):
                 found.update(decode_rows(mine))
                 ask = [k for k in ask if k not in found]
         if ask:
-            rows = self._query(lambda cur: cur.execute(_SELECT, (ask,)).fetchall())
+            rows = self._by_key(ask)
             if rows:
-                found.update(decode_rows(rows))
+                found.update(decode_rows(rows, 1))
         if not found:
             return [None] * len(keys)
         return [found.get(k) for k in keys]
+
+    def _by_key(self, keys: list[str]) -> list[tuple]:
+        """The stored rows (seq, key, value text, in, out, finish) of distinct ``keys``, in one round trip."""
+        return self._query(lambda cur: cur.execute(_SELECT, (keys,)).fetchall())
+
+    def _after(self, seq: int, n: int) -> list[tuple]:
+        """Up to ``n`` stored rows from ``seq`` on, in the order they were stored."""
+        return self._query(lambda cur: cur.execute(_AFTER, (seq, n)).fetchall())
+
+    def reader(self) -> "_Reader":
+        """A reader for one job's batches: reads on in the order answers were stored (see CacheReader)."""
+        return _Reader(self)
 
     def recheck(self, key: str) -> Hit | None:
         """An answer this process put since the key's batch was looked up; no round trip."""
@@ -230,12 +248,17 @@ class PostgresStore(CacheStore):
                     self._cond.wait()
                 if not self._pending:
                     return
-                batch = sorted(self._pending.values())[:_WRITE_CHUNK]  # one key order: no deadlock between writers
+                # In arrival order: a rerun reads on in the order stored (seq).
+                batch = list(itertools.islice(self._pending.values(), _WRITE_CHUNK))
             try:
                 if self._wdb is None or self._wdb.closed:
                     self._wdb = psycopg.connect(self._url, autocommit=True, application_name="inferframe-writer",
                                                 connect_timeout=max(1, int(self.connect_timeout)))
                 self._wdb.execute(_UPSERT, [list(c) for c in zip(*batch)])
+            except psycopg.errors.DeadlockDetected:
+                # Two writers upserting shared keys in other orders: the server aborted this statement.
+                self.write_retries += 1
+                continue
             except psycopg.Error as e:
                 with self._cond:
                     if self.down_since is None:
@@ -396,3 +419,14 @@ class PostgresStore(CacheStore):
     def __reduce__(self):
         raise TypeError("a PostgresStore does not pickle: its URL is a secret. A plan carries the store's handle "
                         "(RuntimeConfig.cache_store); each process opens the store itself.")
+
+
+class _Reader(CacheReader):
+    """CacheReader on the store, which also answers from this process's answers not yet written."""
+
+    def get_many(self, keys: list[str]) -> list[Hit | None]:
+        hits = super().get_many(keys)
+        store = self.cache
+        if store._pending and None in hits:
+            hits = [h if h is not None else store.recheck(k) for k, h in zip(keys, hits)]
+        return hits
