@@ -78,7 +78,8 @@ def test_a_filter_that_says_yes_to_every_row_warns_once_with_the_measurement_and
     assert len(out["r"]) == 20
     assert len(seen) == 1 and seen[0].category is LowInformationWarning
     text = str(seen[0].message)
-    assert "20/20 yes" in text and "gpt-5-mini" in text and "stronger model" in text and "examples" in text
+    assert "20/20 yes" in text and "gpt-5-mini" in text and "stronger model: provider=" not in text
+    assert "use a stronger model (e.g. provider='openai', model='gpt-5-mini')" in text
     assert seen[0].filename == __file__  # at the user's line
     (run,) = last_run()
     assert run["quality"]["check"] == "same_answer" and run["quality"]["summary"] == "20/20 yes"
@@ -101,6 +102,7 @@ def test_classify_text_with_one_label_for_every_row_warns():
         _, seen = caught(lambda: df.with_column("s", classify_text(col("r"), ["positive", "negative"], **api(s)))
                          .to_pydict())
     assert len(seen) == 1 and "20/20 positive" in str(seen[0].message)
+    assert "give labelled examples (examples=[...])" in str(seen[0].message)  # classify_text shows them
 
 
 def test_a_filter_whose_rows_fail_says_how_many_in_one_warning():

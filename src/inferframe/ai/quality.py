@@ -5,8 +5,8 @@ Example:
     '20/20 yes'
 """
 
-from inferframe.observe.quality import (MIN_ROWS, MIN_SWAPS, SAME_SHARE, Measurement, all_yes, binomial_tail,
+from inferframe.observe.quality import (FIX, FIX_EXAMPLES, MIN_ROWS, MIN_SWAPS, SAME_SHARE, Measurement, all_yes, binomial_tail,
                                         message, same_answer, swap_agreement, warn_low_information)
 
-__all__ = ["MIN_ROWS", "MIN_SWAPS", "SAME_SHARE", "Measurement", "all_yes", "binomial_tail", "message",
+__all__ = ["FIX", "FIX_EXAMPLES", "MIN_ROWS", "MIN_SWAPS", "SAME_SHARE", "Measurement", "all_yes", "binomial_tail", "message",
            "same_answer", "swap_agreement", "warn_low_information"]

@@ -18,7 +18,7 @@ import warnings
 from typing import Iterator
 
 from inferframe.errors import LowInformationWarning, SemanticFailuresWarning, warn_user
-from inferframe.observe.quality import message, same_answer
+from inferframe.observe.quality import FIX, FIX_EXAMPLES, message, same_answer
 from inferframe.observe.stats import RunCounters, RunStats
 
 # The totals of the most recent job that ended in this process, written once as each job ends (its own
@@ -66,7 +66,10 @@ def guard_answers(runs: list[dict], warn: bool = True) -> None:
         if m is not None:
             fired.append((r["label"], m))
     if fired and warn:
-        warn_user("; ".join(message(label, [m]) for label, m in fired), LowInformationWarning)
+        # Examples are a fix where the call shows them to the model: classify_text (its calls count answers, as
+        # sem_filter's do, whose examples= only choose a cascade's thresholds).
+        warn_user("; ".join(message(label, [m], fix=FIX if label.startswith("sem_filter") else FIX_EXAMPLES)
+                            for label, m in fired), LowInformationWarning)
 
 
 def warn_semantic_failures(runs: list[dict]) -> None:

@@ -19,9 +19,8 @@ Example:
     >>> m = same_answer({"yes": 20, "no": 0}, raw={"yes": 20})
     >>> m.summary
     '20/20 yes'
-    >>> print(message("gemma-3-270m", [m]))  # doctest: +NORMALIZE_WHITESPACE
-    answers of gemma-3-270m look like chance here: 20/20 yes; use a stronger model (e.g. provider='openai',
-    model='gpt-5-mini'), or give labelled examples (examples=[...]) so the answers depend on the rows
+    >>> print(message("gemma-3-270m", [m]))
+    answers of gemma-3-270m look like chance here: 20/20 yes; use a stronger model (e.g. provider='openai', model='gpt-5-mini')
     >>> swap_agreement(agree=5, asked=10).summary
     '5/10 A/B comparisons gave the same winner when shown both ways (chance: 5/10)'
     >>> swap_agreement(agree=10, asked=10) is None
@@ -36,7 +35,7 @@ from typing import Mapping, Sequence
 
 from inferframe.errors import LowInformationWarning, warn_user
 
-__all__ = ["MIN_ROWS", "MIN_SWAPS", "SAME_SHARE", "Measurement", "all_yes", "binomial_tail", "message",
+__all__ = ["FIX", "FIX_EXAMPLES", "MIN_ROWS", "MIN_SWAPS", "SAME_SHARE", "Measurement", "all_yes", "binomial_tail", "message",
            "same_answer", "swap_agreement", "warn_low_information"]
 
 # Fewer rows than this say too little to call a set of answers uninformative (5 rows all "no" may be the truth).
@@ -47,8 +46,9 @@ SAME_SHARE = 0.95
 # the agreement is "about as often as chance": with 10 re-asks, 6 agreeing is chance, 7 is not.
 MIN_SWAPS = 6
 CHANCE_P = 0.2
-FIX = ("use a stronger model (e.g. provider='openai', model='gpt-5-mini'), or give labelled examples "
-       "(examples=[...]) so the answers depend on the rows")
+# The fixes: a stronger model always; labelled examples where the operator shows them to the model (classify_text).
+FIX = "use a stronger model (e.g. provider='openai', model='gpt-5-mini')"
+FIX_EXAMPLES = FIX + ", or give labelled examples (examples=[...]) so the answers depend on the rows"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,19 +157,19 @@ def all_yes(yes: int, checked: int, min_pairs: int = MIN_ROWS, share: float = SA
     return Measurement("all_yes", f"{yes}/{checked} pair checks said yes", {"checked": checked, "yes": yes})
 
 
-def message(model: str | None, measurements: Sequence[Measurement], where: str | None = None) -> str:
+def message(model: str | None, measurements: Sequence[Measurement], where: str | None = None, fix: str = FIX) -> str:
     """The warning's text: whose answers look like chance, the measurements, and the fix.
 
     Example:
         >>> message("m", [all_yes(10, 10)], where="sem_dedup")
-        "answers of m look like chance here (sem_dedup): 10/10 pair checks said yes; use a stronger model (e.g. provider='openai', model='gpt-5-mini'), or give labelled examples (examples=[...]) so the answers depend on the rows"
+        "answers of m look like chance here (sem_dedup): 10/10 pair checks said yes; use a stronger model (e.g. provider='openai', model='gpt-5-mini')"
     """
     said = "; ".join(m.summary for m in measurements)
-    return f"answers of {model or 'the model'} look like chance here{f' ({where})' if where else ''}: {said}; {FIX}"
+    return f"answers of {model or 'the model'} look like chance here{f' ({where})' if where else ''}: {said}; {fix}"
 
 
-def warn_low_information(model: str | None, measurements: Sequence[Measurement | None], where: str | None = None
-                         ) -> list[dict]:
+def warn_low_information(model: str | None, measurements: Sequence[Measurement | None], where: str | None = None,
+                         fix: str = FIX) -> list[dict]:
     """One ``LowInformationWarning`` for the measurements that fired (None: passed); their plain data.
 
     Example:
@@ -182,5 +182,5 @@ def warn_low_information(model: str | None, measurements: Sequence[Measurement |
     """
     fired = [m for m in measurements if m is not None]
     if fired:
-        warn_user(message(model, fired, where), LowInformationWarning)
+        warn_user(message(model, fired, where, fix), LowInformationWarning)
     return [m.as_dict() for m in fired]
