@@ -225,6 +225,7 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
             check(fn, k, opts[k], rule)
     if pass_through:
         _check_body_options(fn, opts, caps, accepted={**RUNTIME, **(own or {})})
+    _one_max_tokens(fn, opts)
     batch = bool(parsed.get("batch", False))
     if batch and not caps.batch_api:
         raise PlanError(f"{fn}(): this provider has no Batch API; use batch=False.")
@@ -249,6 +250,31 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     # Whole floats as ints (``temperature=0.0`` is ``0``): one request, one cache key, from Python or the CLI.
     return ParsedOptions(runtime, parsed.get("timeout"), parsed.get("error_column", True),
                          parsed.get("usage_column", False), json_numbers(opts), extra, on_error=runtime.on_error)
+
+
+# The names the APIs give the output cap; the call keeps one, ``max_tokens``, and each wire format
+# names it as its endpoint wants (``max_output_tokens`` on /responses, ``max_completion_tokens`` on OpenAI's chat).
+MAX_TOKENS_ALIASES = ("max_tokens", "max_output_tokens", "max_completion_tokens")
+
+
+def _one_max_tokens(fn: str, opts: dict) -> None:
+    """Fold the output cap's aliases into ``max_tokens`` (in place); two different values are a PlanError.
+
+    Example:
+        >>> opts = {"max_output_tokens": 5}; _one_max_tokens("prompt", opts); opts
+        {'max_tokens': 5}
+        >>> _one_max_tokens("prompt", {"max_tokens": 5, "max_completion_tokens": 9})
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: prompt(): max_tokens=5 and max_completion_tokens=9 name one limit (the answer's tokens); pass one of them.
+    """
+    given = [k for k in MAX_TOKENS_ALIASES if k in opts]
+    if len({opts[k] for k in given}) > 1:
+        raise PlanError(f"{_named(fn)}: " + " and ".join(f"{k}={opts[k]!r}" for k in given)
+                        + " name one limit (the answer's tokens); pass one of them.")
+    if given:
+        value = [opts.pop(k) for k in given][0]
+        opts["max_tokens"] = value
 
 
 def _check_body_options(fn: str, opts: dict, caps: Capabilities, accepted: Any) -> None:

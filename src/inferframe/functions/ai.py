@@ -121,7 +121,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
     bound = wire.default_max_tokens(schema)
-    if bound is not None and not {"max_tokens", "max_output_tokens", "max_completion_tokens"} & set(parsed.request):
+    if bound is not None and "max_tokens" not in parsed.request:
         parsed.request["max_tokens"] = bound
     runtime = dataclasses.replace(parsed.runtime, prefix_order=parsed.extra.get("prefix_order", True),
                                   prefix_window=parsed.extra.get("prefix_window", DEFAULT_PREFIX_WINDOW))

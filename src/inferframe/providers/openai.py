@@ -241,6 +241,14 @@ class HostedOpenAIProvider(OpenAIProvider):
         return model.startswith(_OPENAI_PREFIXES)
 
     @classmethod
+    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None) -> dict:
+        """As every OpenAI-compatible server's, but the chat cap is ``max_completion_tokens``: OpenAI's reasoning models refuse ``max_tokens``."""
+        body = wire.request_body(endpoint, model, parts, system, options, format_fields, media)
+        if endpoint == "chat" and "max_tokens" in body:
+            body["max_completion_tokens"] = body.pop("max_tokens")
+        return body
+
+    @classmethod
     def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
         for prefix, tokens in CONTEXT_TOKENS:
             if model and model.startswith(prefix):
