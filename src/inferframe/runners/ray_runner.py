@@ -27,9 +27,10 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from inferframe.ai.run import RunServices
-from inferframe.errors import InferframeError, ServiceError
+from inferframe.errors import InferframeError, ServiceError, warn_user
 from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
+from inferframe.plan.ai_nodes import is_ai_call
 from inferframe.plan import physical as pp
 from inferframe.providers import secrets
 from inferframe.runners import ray_plan as rp
@@ -240,6 +241,7 @@ class RayRunner(Runner):
 
     def execute(self, op: pp.PhysicalOp, counters: RunCounters | None = None) -> Iterator[pa.RecordBatch]:
         ray = self.connect()
+        _warn_node_local_cache(ray, op)
         with _Job(ray, counters) as job, _own_errors():
             ds = _Builder(job, self.cluster_cpus()).build(op)
             for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
@@ -249,8 +251,10 @@ class RayRunner(Runner):
     def write_parts(self, plan: lp.LogicalPlan, pending: Any, counters: RunCounters | None = None) -> list[list[str]]:
         """Each task writes its rows as part files under ``pending``'s temporary directory; the names, in order."""
         ray = self.connect()
+        op = pp.plan_physical(plan)
+        _warn_node_local_cache(ray, op)
         with _Job(ray, counters) as job, _own_errors():
-            ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
+            ds = _Builder(job, self.cluster_cpus()).build(op)
             ds = ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
             ds = ds.map_batches(rp.write_block, fn_kwargs={"pending": pending}, batch_format="pyarrow", batch_size=None)
             return [names for t in ds.iter_batches(batch_format="pyarrow", batch_size=None)
@@ -262,6 +266,40 @@ class RayRunner(Runner):
         job.__enter__()
         ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
+
+
+NODE_LOCAL_CACHE = (
+    "this job runs on a Ray cluster of {nodes} nodes, and its AI calls cache answers in a SQLite file ({where}) "
+    "that each node keeps for itself: a batch Ray runs again on another node, or the job run again from another "
+    "machine, sends and pays for its requests again. Share one cache between the nodes: "
+    "cache_url=\"postgresql://user:password@host:5432/db\" (or set_cache(url=...) / INFERFRAME_CACHE_URL)."
+)
+
+
+def _node_local_caches(op: pp.PhysicalOp) -> set[str]:
+    """The cache directories of the plan's AI calls that read or write a SQLite file, not a shared store."""
+    found: set[str] = set()
+    nodes = [op.call] if isinstance(op, pp.UDFStage) else []
+    nodes += list(getattr(op, "exprs", ())) + ([op.predicate] if isinstance(op, pp.Filter) else [])
+    for node in nodes:
+        for n in node.walk():
+            call = getattr(n.udf, "call", None) if is_ai_call(n) else None
+            runtime = getattr(getattr(call, "config", None), "runtime", None)
+            if runtime is not None and runtime.cache_store is None and runtime.cache_policy != "off":
+                found.add(runtime.cache_dir or "the default cache directory")
+    for i in op.inputs:
+        found |= _node_local_caches(i)
+    return found
+
+
+def _warn_node_local_cache(ray, op: pp.PhysicalOp) -> None:
+    """One warning per job when AI calls cache in SQLite and the cluster has more than one live node."""
+    where = _node_local_caches(op)
+    if not where:
+        return
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+    if nodes > 1:
+        warn_user(NODE_LOCAL_CACHE.format(nodes=nodes, where=", ".join(sorted(where))), RuntimeWarning)
 
 
 @contextlib.contextmanager
