@@ -217,3 +217,23 @@ def test_every_candidate_named_is_reported_as_no_information():
         df = ifr.from_pydict({"review": REVIEWS[:6]})
         with pytest.warns(ifr.LowInformationWarning, match="36/36 pair checks said yes"):
             assert len(_pairs(df.sem_join(df, AGREE, plan="batched", **_opts(sim)))) == 36
+
+
+@pytest.mark.timeout(1200)
+def test_on_the_embedded_model_a_batched_answer_fits():
+    """issue 31: people x companies on Gemma 3 270M chose `batched` and 18 of 20 calls failed with `length` (a list
+    of numbers written until max_tokens). The list is now bounded by the candidates and fits its output budget."""
+    people = ifr.from_pydict({"bio": ["A nurse caring for patients after surgery.",
+                                      "A pastry chef who bakes bread before dawn."]})
+    companies = ifr.from_pydict({"description": ["A city hospital with surgical wards.", "A bakery selling fresh bread.",
+                                                 "A software company building cloud services.",
+                                                 "A logistics firm moving goods by truck."]})
+    j = people.sem_join(companies, "{bio:left} describes a person who would work at {description:right}",
+                        model="gemma-3-270m", cache="off")
+    assert "plan=batched pairs_per_request=8 est_calls=2" in j.explain(show_all=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        j.collect()
+    run = last_run()[0]
+    assert run["label"] == "sem_join.batch[gemma-3-270m]" and run["rows_done"] == 2 and run["errors"] == 0
+    assert not [w for w in seen if issubclass(w.category, SemanticFailuresWarning)]

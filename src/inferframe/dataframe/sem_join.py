@@ -21,8 +21,9 @@ two of them. explain() says ``(detected)``. Where no rule matches and ``propose_
 model is not the embedded one), one model call proposes the property (``functions.sem_join.propose_split``).
 
 The batched plans ask in rounds (``functions.sem_join_batches``): a request holds what its output budget
-fits, and a cut-off answer is split and asked again. Calls that fail in the end give one
-``SemanticFailuresWarning``; past half of them (at least 10 calls) the job stops with a ``ServiceError``.
+fits, and a cut-off answer is split and asked again. In every plan, calls that fail in the end give one
+``SemanticFailuresWarning`` (``functions.sem_join_guard``); past half of them (at least 10 calls) the job stops
+with a ``ServiceError``.
 
 Every plan is composed of the ordinary lazy operators (``with_column``, ``join``, ``explode``,
 ``nearest``, ``where``, ``groupby``), so it runs on the local and the Ray runner alike. The chosen plan and the
@@ -44,7 +45,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from inferframe.ai.join_properties import Split, split_text
 from inferframe.errors import PlanError
@@ -55,10 +55,10 @@ from inferframe.functions.general import concat, when
 from inferframe.functions.sem_join import (batch_check, batch_parts, number_candidates, pair_check, property_key,
                                            propose_split, side_message, side_property)
 from inferframe.functions.sem_join_batches import Failures, ask_in_batches, expected_calls, fit_pairs
+from inferframe.functions.sem_join_guard import guarded
 from inferframe.functions.templates import Field, Template, parse_template
 from inferframe.plan import logical as lp
 from inferframe.plan.annotate import Annotate
-from inferframe.observe.progress import last_run, record_operator
 from inferframe.plan.whole_table import WholeTable
 
 PLANS = ("auto", "projection", "blocking", "nested", "batched", "blocking_batched")
@@ -109,8 +109,8 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
 
     Returns left's columns, then right's. A pair whose check failed (or a row whose property failed) is
     left out and counted in ``last_run()``'s errors for ``sem_join.check`` (``sem_join.property``,
-    ``sem_join.batch``); the batched plans also warn once (``SemanticFailuresWarning``) with the count, and
-    stop with a ``ServiceError`` when more than half of at least 10 calls failed. With ``on_error="raise"``
+    ``sem_join.batch``); the join warns once (``SemanticFailuresWarning``) with the count, and stops with a
+    ``ServiceError`` when more than half of at least 10 calls failed. With ``on_error="raise"``
     the first failure stops the job.
 
     Example:
@@ -245,7 +245,8 @@ def _proposing(propose: bool | None, template: Template, options: dict) -> bool:
     node = pair_check(template, None, **options)._node
     while ai_call_of(node) is None and node.children():
         node = node.children()[0]
-    return ai_call_of(node).udf.call.config.provider.name != "local"
+    ref = ai_call_of(node).udf.call.model
+    return not (ref.caps.local and ref.model == ref.caps.default_model)  # the embedded model: a local provider's default
 
 
 def _split(found: Split | None, values: list[str] | None, relation: str) -> tuple[str, list | None, str] | None:
@@ -477,7 +478,7 @@ def _projection(left, right, template: Template, prop: str, values, relation: st
     for df, side in ((left, "left"), (right, "right")):
         asked = df.with_column(KEY, side_property(template, side, prop, values, raw=True, **options))
         if KEY + "_error" in asked.column_names:
-            asked = _guarded(asked.select(*df.column_names, KEY, KEY + "_error"), KEY, df.column_names,
+            asked = guarded(asked.select(*df.column_names, KEY, KEY + "_error"), KEY, df.column_names,
                              "sem_join.property", shared)
         sides.append(asked.with_column(KEY, property_key(col(KEY), values)).select(*df.column_names, KEY))
     lk, rk = sides
@@ -577,47 +578,8 @@ def _checked(pairs, template: Template, column_of: dict, instructions, options: 
         return checked.where(col(CHECK) == lit("yes")).select(*names)
     if CHECK + "_error" not in checked.column_names:  # error_column=False: nothing to count
         return checked.where(col(CHECK) == lit("yes")).select(*names)
-    return _guarded(checked.select(*names, CHECK, CHECK + "_error"), CHECK, names, "sem_join.check").where(
+    return guarded(checked.select(*names, CHECK, CHECK + "_error"), CHECK, names, "sem_join.check").where(
         col(CHECK) == lit("yes")).select(*names)
-
-
-# record_operator's counts from last_run()'s fields
-_TOTALS = (("calls", "rows_done"), ("failed", "errors"), ("requests", "requests"), ("cache_hits", "cache_hits"),
-           ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"), ("cost_usd", "cost"))
-
-
-def _guarded(df, value: str, keep: list[str], what: str, shared: dict | None = None):
-    """``df`` (an AI column ``value`` and its ``<value>_error``) computed once as a whole, its failures counted:
-    one ``SemanticFailuresWarning``, or a ``ServiceError`` past ``MAX_FAILED_SHARE``; the failed rows dropped.
-
-    ``shared`` ({"failures", "done", "parts"}): two such steps (projection's sides) counted together, warned once after both.
-    """
-    error = value + "_error"
-    names = [*keep, value]
-    schema = pa.schema([pa.schema(df).field(n) for n in names])
-
-    def compute(source):
-        table = source.to_arrow()
-        answered = table.column(value).is_valid()
-        errors = [e for e in table.column(error).to_pylist() if e is not None]
-        state = shared if shared is not None else {"failures": Failures("sem_join"), "done": 0, "parts": 1}
-        failures = state["failures"]
-        failures.add(int(pa.compute.sum(answered).as_py() or 0), errors)
-        runs = state.setdefault("runs", [])
-        runs += last_run()  # this step's job has just ended in this thread
-        state["done"] += 1
-        if state["done"] > 1:  # several jobs (projection's sides): last_run() shows them as one entry per label
-            for label in dict.fromkeys(r["label"] for r in runs):
-                mine = [r for r in runs if r["label"] == label]
-                total = {key: sum(r.get(field, 0) or 0 for r in mine) for key, field in _TOTALS}
-                record_operator(label, total)
-        failures.check()
-        if state["done"] == state["parts"]:
-            failures.warn()
-        return table.filter(answered).select(names), {"calls": failures.calls, "failed": failures.failed}
-
-    return type(df)(WholeTable(df._plan, schema, f"SemJoinChecked {what} (failed calls counted)", compute,
-                               lambda rows: "calls as below"))
 
 
 def _choose_k(left, right, template, column_of, instructions, options, embed_options, prefix, target_recall,
