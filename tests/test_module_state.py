@@ -54,6 +54,7 @@ ALLOWED = {
     "inferframe.functions.layout_hint:_LOCK": "lock: guards _SEEN",
     "inferframe.providers.local_files:_packaged_model": "cache: the path of the packaged GGUF once assembled on disk",
     "inferframe.providers.local_files:_packaged_model_lock": "lock: one assembly of the packaged model",
+    "inferframe.providers.spec:_lookups": "the registry's resolve/build, installed once at its import (it imports spec, so spec cannot import it)",
     "inferframe.providers.secrets:_keys": "keys by opaque handle: never in the Session, a plan or a pickle (DESIGN: Security)",
     "inferframe.providers.secrets:_lock": "lock: guards _keys",
     "inferframe.runtime.coordinator:_EARLIER": ("what the latest job's rate limiter learned, by endpoint, model and "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from inferframe.providers.openai_format import MediaOptions
+from inferframe.providers.interface import MediaOptions
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import RuntimeConfig
 

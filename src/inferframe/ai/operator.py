@@ -16,9 +16,7 @@ from __future__ import annotations
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.run import RunServices, services_or_default
 from inferframe.observe.stats import RunStats
-from inferframe.providers import secrets
 from inferframe.providers.interface import Provider
-from inferframe.providers.registry import build
 from inferframe.runtime import InferenceRuntime
 from inferframe.session import cache_url_of
 
@@ -35,13 +33,13 @@ class AIOperator:
     def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
         services = services_or_default(services)
         self.config = config
-        self.provider = provider or build(config.provider)
+        self.provider = provider or config.provider.connect()
         self.stats = RunStats(label=config.label)
         services.counters.add(self.stats)
         # Calls to the same endpoint and model in one job share one rate limit, in-flight bound and
         # breaker, as the server's limits are per key and model; the first call's settings win.
         limits = services.coordinator.limits(config.limits_key, config.runtime,
-                                             secrets.fingerprint(config.provider.key_ref))
+                                             config.provider.key_fingerprint())
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats,
                                         limits=limits, store_url=cache_url_of(config.runtime.cache_store))
 

@@ -2,7 +2,7 @@
 with a message that names the option, the bad value and what is accepted.
 
 Example:
-    >>> from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities
+    >>> from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities, MediaOptions
     >>> from inferframe.session import Session
     >>> parsed = parse_options("prompt", {"max_concurrency": 8, "temperature": 0}, Capabilities(), Session(), model="m")
     >>> parsed.runtime.max_concurrency, parsed.request
@@ -35,8 +35,7 @@ from typing import Any, Callable
 from inferframe.ai.call import Instances, Sizing, sizing
 
 from inferframe.errors import PlanError
-from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities
-from inferframe.providers.openai_format import MediaOptions
+from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities, MediaOptions
 from inferframe.runtime.cache import CachePolicy, json_numbers
 from inferframe.runtime.config import DEFAULT_MAX_CONCURRENCY, RuntimeConfig
 from inferframe.runtime.retry import RetryPolicy

@@ -14,7 +14,6 @@ from inferframe.ai.config import AICallConfig
 from inferframe.ai.requests import build_body
 from inferframe.errors import PlanError
 from inferframe.providers.interface import Request
-from inferframe.providers.registry import build
 from inferframe.runtime.cache import CachePolicy, cache_key, open_cache
 from inferframe.session import cache_url_of
 
@@ -34,7 +33,7 @@ def probe_dimensions(config: AICallConfig) -> int:
     body = build_body(config, ["probe"])
 
     async def probe() -> tuple[Any, str]:
-        provider = build(config.provider)
+        provider = config.provider.connect()
         try:
             identity = provider.cache_identity
             key = cache_key(identity, "embeddings", body, config.runtime.prompt_version)

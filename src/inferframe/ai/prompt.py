@@ -30,7 +30,6 @@ from inferframe.ai.operator import AIOperator
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
 from inferframe.providers.interface import Provider, Request
-from inferframe.providers.registry import provider_class
 from inferframe.runtime import Result, RowError
 from inferframe.runtime.cache import KeyTemplate, cache_key
 
@@ -44,7 +43,7 @@ class PromptOperator(AIOperator):
 
     def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
         super().__init__(config, services, provider)
-        self.wire = provider_class(config.provider)  # builds every row's body: looked up once
+        self.wire = config.provider.wire_format()  # builds every row's body: looked up once
         self.validator = None
         self._template: KeyTemplate | bool | None = None  # text rows' cache keys (False: not usable)
         self._bodies: BodyTemplate | bool | None = None  # text rows' bodies (False: not usable)

@@ -21,8 +21,6 @@ import pyarrow as pa
 from inferframe.ai.config import AICallConfig
 from inferframe.datatype import DataType
 from inferframe.providers.interface import Provider, Request
-from inferframe.providers.openai_format import prompt_text
-from inferframe.providers.registry import capabilities, provider_class
 from inferframe.runtime.prefix import shared_prefix_chars
 from inferframe.runtime.pricing import cache_saving, cacheable_tokens, cost_of
 
@@ -51,7 +49,7 @@ def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, na
         parts = [(v, "text", None) for v in values]
     else:
         parts = list(zip(values, kinds, names or [None] * len(values)))
-    return (cls or provider_class(c.provider)).request_body(c.endpoint, c.model, parts, c.system_message,
+    return (cls or c.provider.wire_format()).request_body(c.endpoint, c.model, parts, c.system_message,
                                                             dict(c.options), dict(c.format_request), c.media)
 
 
@@ -144,7 +142,7 @@ class EstimatedRequest(Request):
 def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
                   cls: type[Provider] | None = None) -> Request | None:
     """The request for one row (None when an input is null); its token estimate is made when first read."""
-    cls = cls or provider_class(c.provider)
+    cls = cls or c.provider.wire_format()
     body = build_body(c, values, kinds, names, cls)
     if body is None:
         return None
@@ -171,7 +169,7 @@ def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
         >>> est["cached_tokens"], round(est["cache_saving_usd"], 6)
         (17280, 0.015552)
     """
-    cls = provider_class(config.provider)
+    cls = config.provider.wire_format()
     n = inp = out = 0
     texts: list[str] = []
     tokens: list[int] = []
@@ -185,11 +183,11 @@ def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
         i, o = cls.estimate_tokens(body, config.model)
         n, inp, out = n + 1, inp + i, out + o
         if config.endpoint != "embeddings":  # embeddings have no prompt cache
-            texts.append(prompt_text(body))
+            texts.append(cls.prompt_text(config.endpoint, body) or "")
             tokens.append(i)
     cached = sum(estimate_cached_tokens(texts, tokens, config.provider.name))
     price = config.runtime.price
-    free = capabilities(config.provider).local
+    free = config.provider.capabilities().local
     cost = 0.0 if free else cost_of(price, inp, out) if price is not None else None
     saving = 0.0 if free else cache_saving(price, cached) if price is not None else None
     return {

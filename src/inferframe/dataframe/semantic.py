@@ -8,12 +8,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from inferframe.plan.whole_table import WholeTable, resolve as resolve_whole
-
-if TYPE_CHECKING:
-    from inferframe.dataframe.dataframe import DataFrame
 
 
 class SemanticMethods:

@@ -22,7 +22,6 @@ from inferframe.ai.embed import EmbeddingOperator
 from inferframe.ai.options import EMBEDDING, check, whole_number, parse_options
 from inferframe.ai.probe import probe_dimensions
 from inferframe.functions._calls import message_parts
-from inferframe.providers.registry import provider_class
 from inferframe.session import current
 
 # OpenAI's limit on the estimated tokens of one /v1/embeddings request.
@@ -73,7 +72,7 @@ def api_embed_call(text: Any, ref: ModelRef, dimensions: int | None, options: di
     """
     parts = message_parts(text, "embed_text")
     spec, caps, model = ref.spec, ref.caps, ref.model
-    cls = provider_class(spec)
+    cls = spec.wire_format()
     if dimensions is not None:
         dimensions = check("embed_text", "dimensions", dimensions, _POSITIVE)
     parsed = parse_options("embed_text", options, caps, current(), model=model, own=EMBEDDING, pass_through=False)

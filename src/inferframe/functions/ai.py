@@ -28,7 +28,6 @@ from inferframe.functions._calls import ai_expression, message_parts
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.models.registry import image_refusal, resolve_model
 from inferframe.providers.gbnf import MAX_TOKEN_OPTIONS, fit_to_budget
-from inferframe.providers.registry import provider_class
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
 from inferframe.session import current
@@ -107,7 +106,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
     else:
         endpoint = "chat" if use_chat_completions else "responses"
     value_type, format_request, schema = pa.string(), (), None
-    wire = provider_class(spec)
+    wire = spec.wire_format()
     if return_format is not None:
         from inferframe.structured import arrow_type_for, json_schema_for
 

@@ -25,8 +25,7 @@ from inferframe.errors import PlanError
 from inferframe.models.image import _INSTALL, ClipImageEmbedder, image_dimensions
 from inferframe.models.loading import model_files, require, text_dimensions
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
-from inferframe.providers.registry import (REGISTRY, base_url_for, capabilities, check_ready, provider_class,
-                                           resolve)
+from inferframe.providers.registry import REGISTRY, base_url_for, check_ready, resolve, resolved
 from inferframe.providers.spec import ProviderSpec
 from inferframe.session import current
 
@@ -76,15 +75,17 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
                         runner=ClipImageEmbedder, size=image_dimensions(path))
     spec = resolve(provider, default=current().provider, model=model, base_url=options.pop("base_url", None),
                    api_key=options.pop("api_key", None))
-    check_ready(spec)
-    caps = capabilities(spec)
-    if not caps.in_process and spec.base_url is None:
+    info = REGISTRY.get(spec.name)  # the one lookup of this call: what follows reads ``info`` and the spec
+    check_ready(spec, info)
+    if not info.capabilities.in_process and spec.base_url is None:
         # Resolved now (arguments, session, environment), so the plan means the same in any process.
-        url = base_url_for(spec)
+        url = base_url_for(spec, info)
         if url is not None:
             spec = dataclasses.replace(spec, base_url=url)
+    spec = resolved(spec, info)
+    caps = spec.caps
     if model is not None:
-        _check_served(fn, spec, model)
+        _check_served(fn, spec, model, info)
     if kind == "embed":
         model = model or caps.default_embedding_model or "text-embedding-3-small"
     else:
@@ -94,7 +95,7 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
     return ModelRef(spec.name, model, spec=spec, caps=caps)
 
 
-def _check_served(fn: str, spec: ProviderSpec, model: str) -> None:
+def _check_served(fn: str, spec: ProviderSpec, model: str, info: Any = None) -> None:
     """The embedded server runs one packaged model: any other name would be answered by it under a false name.
 
     Example:
@@ -103,7 +104,7 @@ def _check_served(fn: str, spec: ProviderSpec, model: str) -> None:
         ...
         inferframe.errors.PlanError: prompt(): model 'gpt-5-mini' is not served here: ...
     """
-    info = REGISTRY.get(spec.name)
+    info = info or REGISTRY.get(spec.name)
     if not info.offline_default or info.knows_model(model):
         return
     served = info.capabilities.default_model
@@ -136,6 +137,6 @@ def image_refusal(ref: ModelRef) -> str:
         >>> image_refusal(resolve_model("prompt", "local", "gemma-3-270m", kind="generate", options={}))
         "the model 'gemma-3-270m' of provider 'local'"
     """
-    if provider_class(ref.spec).reads_images(ref.model, ref.caps) is False:
+    if ref.spec.wire_format().reads_images(ref.model, ref.caps) is False:
         return f"the model {ref.model!r} of provider {ref.provider!r}"
     return ""

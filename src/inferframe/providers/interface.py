@@ -183,6 +183,23 @@ VLLM_BODY_OPTIONS = frozenset({
 })
 
 
+@dataclasses.dataclass(frozen=True)
+class MediaOptions:
+    """How images and files become message parts.
+
+    Parameters:
+        max_image_size: longest image side in pixels (None: as is).
+        image_format: "png", "jpeg" or "webp" to re-encode images (None: keep).
+        image_detail: "auto", "low", "high".
+        pdf_mode: "file" sends PDFs as file parts; "text" sends their extracted text.
+    """
+
+    max_image_size: int | None = None
+    image_format: str | None = None
+    image_detail: str = "auto"
+    pdf_mode: str = "file"
+
+
 class Provider(abc.ABC):
     """One kind of model server behind one method: ``send`` a request, get an :class:`Outcome`.
 

@@ -21,30 +21,13 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from inferframe.errors import ErrorKind, PlanError
-from inferframe.providers.interface import LimitHints, Outcome, Usage
+from inferframe.providers.interface import LimitHints, MediaOptions, Outcome, Usage
 from inferframe.providers.tokens import count_text
 
 # "chat_logprobs": chat completions read for the first token's top log-probabilities (label scoring);
 # "completion": llama.cpp's native /completion (served at the root, not under /v1).
 PATHS = MappingProxyType({"chat": "/chat/completions", "responses": "/responses", "embeddings": "/embeddings",
          "chat_logprobs": "/chat/completions", "completion": "/completion"})
-
-
-@dataclasses.dataclass(frozen=True)
-class MediaOptions:
-    """How images and files become message parts.
-
-    Parameters:
-        max_image_size: longest image side in pixels (None: as is).
-        image_format: "png", "jpeg" or "webp" to re-encode images (None: keep).
-        image_detail: "auto", "low", "high".
-        pdf_mode: "file" sends PDFs as file parts; "text" sends their extracted text.
-    """
-
-    max_image_size: int | None = None
-    image_format: str | None = None
-    image_detail: str = "auto"
-    pdf_mode: str = "file"
 
 
 # --- requests ------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 from inferframe.errors import PlanError
 from inferframe.providers import secrets
 from inferframe.providers.interface import Capabilities, Provider
-from inferframe.providers.spec import ProviderSpec
+from inferframe.providers.spec import ProviderSpec, _lookups as spec_lookups
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,11 +114,11 @@ def resolve(provider: str | ProviderSpec | None, *, default: ProviderSpec | None
 
     The argument, else ``default`` (``set_provider``), else a provider that serves ``model`` by
     name and has what it needs, else one whose key is in the environment, else the offline default.
+    A name is checked when the spec is resolved (``resolved``), not here.
     """
     if isinstance(provider, ProviderSpec):
         spec = provider
     elif isinstance(provider, str):
-        REGISTRY.get(provider)
         spec = default if default is not None and default.name == provider else ProviderSpec(provider)
     elif default is not None:
         spec = default
@@ -154,8 +154,8 @@ def api_key_for(spec: ProviderSpec) -> str | None:
     return secrets.get(spec.key_ref) or _env_key(REGISTRY.get(spec.name))
 
 
-def base_url_for(spec: ProviderSpec) -> str | None:
-    info = REGISTRY.get(spec.name)
+def base_url_for(spec: ProviderSpec, info: ProviderInfo | None = None) -> str | None:
+    info = info or REGISTRY.get(spec.name)
     if spec.base_url:
         return spec.base_url
     if info.base_url_env and os.environ.get(info.base_url_env):
@@ -163,9 +163,9 @@ def base_url_for(spec: ProviderSpec) -> str | None:
     return info.default_base_url
 
 
-def check_ready(spec: ProviderSpec) -> None:
+def check_ready(spec: ProviderSpec, info: ProviderInfo | None = None) -> None:
     """Fail before any request when the provider cannot work (e.g. a hosted API with no key)."""
-    info = REGISTRY.get(spec.name)
+    info = info or REGISTRY.get(spec.name)
     default_url = (info.default_base_url or "").rstrip("/")
     if info.needs_key and not api_key_for(spec) and (not spec.base_url or spec.base_url.rstrip("/") == default_url):
         raise PlanError(
@@ -183,13 +183,30 @@ def provider_class(spec: ProviderSpec) -> type[Provider]:
     return info.cls
 
 
-def capabilities(spec: ProviderSpec) -> Capabilities:
+def capabilities(spec: ProviderSpec, info: ProviderInfo | None = None) -> Capabilities:
     """What the provider behind ``spec`` declares (a plugin may refine it per spec)."""
-    info = REGISTRY.get(spec.name)
+    info = info or REGISTRY.get(spec.name)
     return info.cls.capabilities_for(spec, info.capabilities) if info.cls is not None else info.capabilities
+
+
+def resolved(spec: ProviderSpec, info: ProviderInfo | None = None) -> ProviderSpec:
+    """``spec`` carrying its wire format and capabilities, looked up once here when the plan is built.
+
+    The AI operators then use ``spec.wire_format()`` / ``spec.capabilities()`` and never the registry.
+
+    Example:
+        >>> spec = resolved(ProviderSpec("vllm"))
+        >>> spec.wire.__name__, spec.caps.structured_outputs, spec == ProviderSpec("vllm")
+        ('VLLMProvider', 'vllm', True)
+    """
+    info = info or REGISTRY.get(spec.name)
+    return dataclasses.replace(spec, wire=info.cls, caps=capabilities(spec, info))
 
 
 def build(spec: ProviderSpec) -> Provider:
     """A live provider for ``spec``, with its URL and key resolved in this process."""
     return provider_class(spec)(spec, base_url=base_url_for(spec), api_key=api_key_for(spec),
                                 capabilities=capabilities(spec))
+
+
+spec_lookups.update(resolve=resolved, build=build)

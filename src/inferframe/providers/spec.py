@@ -1,14 +1,23 @@
 """Which provider a call uses and where: plain data that travels with the plan, never a secret.
 
+A spec resolved when the plan is built (``providers.registry.resolved``) also carries its wire
+format (the provider class: bodies, answers, headers) and its capabilities, so the AI operators
+that use it never consult the registry and never name a wire format; ``connect()`` builds the
+transport in the process that sends.
+
 Example:
     >>> ProviderSpec("openai", "http://127.0.0.1:8000/v1").option("timeout", 120.0)
     120.0
+    >>> ProviderSpec("openai").wire_format().__name__
+    'HostedOpenAIProvider'
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
+
+from inferframe.providers import secrets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +35,9 @@ class ProviderSpec:
     base_url: str | None = None
     options: tuple = ()
     key_ref: str | None = None
+    # Resolved once when the plan is built; not part of what the spec means (equality, repr).
+    wire: Any = dataclasses.field(default=None, compare=False, repr=False)
+    caps: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def option(self, key: str, default: Any = None) -> Any:
         return dict(self.options).get(key, default)
@@ -33,3 +45,24 @@ class ProviderSpec:
     def with_option(self, key: str, value: Any) -> "ProviderSpec":
         """A copy with one option set."""
         return dataclasses.replace(self, options=tuple(sorted({**dict(self.options), key: value}.items())))
+
+    def wire_format(self) -> Any:
+        """The provider class that builds this provider's bodies and reads its answers (resolved, else looked up)."""
+        return self.wire if self.wire is not None else _lookups["resolve"](self).wire
+
+    def capabilities(self) -> Any:
+        """What the provider declares for this spec (resolved, else looked up)."""
+        return self.caps if self.caps is not None else _lookups["resolve"](self).caps
+
+    def connect(self) -> Any:
+        """A live provider (its transport) for this spec, with its URL and key resolved in this process."""
+        return _lookups["build"](self)
+
+    def key_fingerprint(self) -> str:
+        """A short digest of the key behind ``key_ref`` (which key answered, for the cache), never the key."""
+        return secrets.fingerprint(self.key_ref)
+
+
+# The registry installs ``resolve`` and ``build`` here when it is imported: it imports this module,
+# so this one cannot import it (and every spec an AI call holds was resolved through it).
+_lookups: dict[str, Callable[[ProviderSpec], Any]] = {}
