@@ -228,3 +228,17 @@ def test_no_provider_name_is_branched_on_outside_its_module():
             if pattern.search(line):
                 bad.append(f"{rel}:{i}: {line.strip()}")
     assert not bad, bad
+
+
+def test_the_readme_layer_table_follows_the_layer_order():
+    """README's "How it works" table lists the layers top to bottom in the order this test enforces (issue 32 item 6)."""
+    import re
+
+    readme = (ROOT.parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| layer | job |"):].split("\n\n")[0]
+    rows = [re.findall(r"`([a-z_]+)`", line.split("|")[1]) for line in table.splitlines()[2:]]
+    listed = [name for row in rows for name in row]
+    assert listed and set(listed) <= set(LAYERS), listed
+    assert listed == sorted(listed, key=LAYERS.index), listed
+    missing = {l for l in LAYERS if l not in (ROOT_PACKAGE, "__main__", "doctor")} - set(listed)
+    assert not missing, f"layers the README table leaves out: {sorted(missing)}"
