@@ -142,7 +142,7 @@ def prefer_worker(cluster):
     before = ctx.scheduling_strategy
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Ray deprecates the knob; it is the one that places a pool's actors
-        ctx.scheduling_strategy = NodeAffinitySchedulingStrategy(worker.unique_id, soft=True)
+        ctx.scheduling_strategy = NodeAffinitySchedulingStrategy(worker.node_id, soft=True)
     yield worker
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -168,7 +168,7 @@ def test_a_node_removed_mid_job_costs_only_what_was_in_flight_with_the_postgres_
         deadline = time.monotonic() + 240
         while sim.stats()["total_requests"] < n // 3 and runner.is_alive() and time.monotonic() < deadline:
             time.sleep(0.02)
-        on_worker = actors_on(prefer_worker.unique_id)
+        on_worker = actors_on(prefer_worker.node_id)
         in_flight = sim.stats()["in_flight"]
         cluster.remove_node(prefer_worker, allow_graceful=False)
         sent_at_removal = sim.stats()["total_requests"]

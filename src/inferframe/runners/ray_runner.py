@@ -337,7 +337,13 @@ class _Job:
 
         ray = self.ray
         self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}")
-        self.state = ray.remote(num_cpus=0)(_JobState).remote()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # The job's state lives as long as the driver, on its node: a worker node that leaves mid-job
+        # (scaled down, lost) must not take it along and stop the job. Hard: Ray places an actor of
+        # no resources anywhere under a soft affinity (seen with Ray 2.60).
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.state = ray.remote(num_cpus=0, scheduling_strategy=here)(_JobState).remote()
         ray.get(self.state.set_env.remote(secrets.worker_env()))
         self.services = WorkerServices(self.coordinator, self.state)
         self._stop = threading.Event()
