@@ -56,3 +56,28 @@ def test_the_registry_is_consulted_once_per_call(lookups, build):
     """Before: 7 lookups for one prompt() (resolve, check_ready, capabilities, base_url_for, provider_class, ...)."""
     build()
     assert len(lookups) == 1, lookups
+
+
+def test_a_return_format_is_parsed_once_per_call(monkeypatch):
+    """Before: json_schema_for / arrow_type_for / Validator each parsed the raw return_format again (4 times)."""
+    import pydantic
+
+    from inferframe.structured import Spec, _spec
+
+    class Review(pydantic.BaseModel):
+        stars: int
+        note: str | None = None
+
+    parses = []
+    real = _spec._PyWalker.__init__
+
+    def counted(self, *a, **k):
+        parses.append(1)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(_spec._PyWalker, "__init__", counted)
+    expr = prompt(col("t"), return_format=Review, model="gemma-3-270m")
+    assert len(parses) == 1
+    from inferframe.plan.ai_nodes import ai_call_of
+
+    assert isinstance(ai_call_of(expr._node).udf.call.config.return_format, Spec)

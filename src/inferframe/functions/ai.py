@@ -108,8 +108,9 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
     value_type, format_request, schema = pa.string(), (), None
     wire = spec.wire_format()
     if return_format is not None:
-        from inferframe.structured import arrow_type_for, json_schema_for
+        from inferframe.structured import arrow_type_for, build_spec, json_schema_for
 
+        return_format = build_spec(return_format)  # parsed once: the call holds the spec, not the raw format
         value_type = arrow_type_for(return_format)
         name, schema = json_schema_for(return_format)
         if caps.structured_outputs == "grammar":  # a grammar enforces string lengths; OpenAI's strict mode rejects them

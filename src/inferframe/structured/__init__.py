@@ -21,8 +21,9 @@ Example:
     [{'name': 'pen', 'qty': 3}]
 """
 
+from inferframe.structured._spec import Spec, build_spec
 from inferframe.structured.arrow_types import arrow_type_for
 from inferframe.structured.json_schema import ENDPOINTS, json_schema_for, response_format_for
 from inferframe.structured.validate import Validator, repair_message
 
-__all__ = ["ENDPOINTS", "Validator", "arrow_type_for", "json_schema_for", "repair_message", "response_format_for"]
+__all__ = ["ENDPOINTS", "Spec", "Validator", "build_spec", "arrow_type_for", "json_schema_for", "repair_message", "response_format_for"]

@@ -125,7 +125,11 @@ def build_spec(return_format: Any) -> Spec:
     Example:
         >>> build_spec(["a", "b"]).root.choices
         ('a', 'b')
+        >>> spec = build_spec(["a", "b"]); build_spec(spec) is spec   # parsed once: a Spec is taken as it is
+        True
     """
+    if isinstance(return_format, Spec):
+        return return_format
     if isinstance(return_format, dict):
         schema = return_format
         # Accept OpenAI's own {"name", "schema", "strict"} wrapper too.
