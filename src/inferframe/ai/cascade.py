@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import warnings
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +32,7 @@ from inferframe.ai.classify import count_answers
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.run import services_or_default
 from inferframe.ai.thresholds import accuracy_bound, choose_thresholds
-from inferframe.errors import RowFailed
+from inferframe.errors import RowFailed, warn_user
 from inferframe.observe.stats import RunStats
 from inferframe.series import Series
 
@@ -189,10 +188,10 @@ class CascadeOperator:
                  len(texts), self.estimate, c.target)
         if not reached:
             low = accuracy_bound(round(self.estimate * len(texts)), len(texts))
-            warnings.warn(f"{c.label}: target_accuracy={c.target} is out of reach on the {len(texts)} held-back "
-                          f"examples: the best cascade is right on {self.estimate:.1%} of them, which shows at least "
-                          f"{low:.1%} with 90% confidence ({shown}). Add more examples (the held-back part grows "
-                          "with them), a stronger last stage, or lower the target.", stacklevel=2)
+            warn_user(f"{c.label}: target_accuracy={c.target} is out of reach on the {len(texts)} held-back "
+                      f"examples: the best cascade is right on {self.estimate:.1%} of them, which shows at least "
+                      f"{low:.1%} with 90% confidence ({shown}). Add more examples (the held-back part grows "
+                      "with them), a stronger last stage, or lower the target.")
 
     def _spent_last(self, usages: list) -> None:
         self._last_cost += sum((u or {}).get("cost") or 0.0 for u in usages)

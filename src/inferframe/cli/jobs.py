@@ -71,13 +71,13 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
     "print the first rows. The run's totals (rows, tokens, cost, errors) go to stderr at the end.\n\n"
     "\b\nExamples:\n"
     "  # the embedded local model, no key needed\n"
-    "  inferframe prompt reviews.csv --column review --choices positive,negative,neutral --limit 20\n"
+    "  inferframe prompt examples/data/reviews.csv --column review --choices positive,negative,neutral --limit 20\n"
     "  # a hosted model, typed answers from a Pydantic model in models.py, at most $1.50\n"
     "  export OPENAI_API_KEY=...\n"
     "  inferframe prompt 'tickets/*.parquet' --column text --return-format models:Ticket \\\n"
     "      --provider openai --model gpt-5-mini --max-cost 1.50 --out tickets_out/\n"
     "  # a message from several columns\n"
-    "  inferframe prompt reviews.csv --template 'Review ({stars} stars): {review}' \\\n"
+    "  inferframe prompt examples/data/reviews.csv --template 'Review ({stars} stars): {review}' \\\n"
     "      --system 'Summarise in five words.' --max-tokens 16 --out summaries/\n\n"
     + EXIT_CODES
 ))
@@ -152,7 +152,7 @@ def _run(df: ifr.DataFrame, name: str, used: list[str], out: Optional[Path], sho
     "Tokens and dollars of a prompt job before running it: reads the input and builds every request, but "
     "sends nothing (no API key needed). Takes the options of prompt.\n\n"
     "\b\nExample:\n"
-    "  inferframe estimate reviews.csv --column review --system 'Classify the sentiment.' \\\n"
+    "  inferframe estimate examples/data/reviews.csv --column review --system 'Classify the sentiment.' \\\n"
     "      --provider openai --model gpt-5-mini --max-tokens 5\n\n"
     "Output tokens are bounded by --max-tokens (unbounded without it); the cost is in dollars at the "
     "built-in prices (unknown for other models).\n\n" + EXIT_CODES
