@@ -76,8 +76,8 @@ from _util import table  # noqa: E402
 import inferframe as ifr  # noqa: E402
 from inferframe.functions import _sem_global as sg  # noqa: E402
 from inferframe.functions._sem_global import Calls, ask_labels, criterion, document  # noqa: E402
-from inferframe.functions.sem_dedup import cluster_ids  # noqa: E402
-from inferframe.functions.sem_topk import choose_plan, order_by_wins  # noqa: E402
+from inferframe.functions._sem_dedup import cluster_ids  # noqa: E402
+from inferframe.functions._sem_topk import choose_plan, order_by_wins  # noqa: E402
 from inferframe.functions.templates import parse_template  # noqa: E402
 
 IMDB = ROOT / "examples/data/classify/imdb_heldout.csv"

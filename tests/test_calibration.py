@@ -17,7 +17,7 @@ import inferframe as ifr
 from inferframe.ai.sem_filter import SemFilterOperator
 from inferframe.errors import LowInformationWarning, PlanError
 from inferframe.functions import sem_predicate
-from inferframe.functions.sem_filter import content_free_statements, sem_filter_call
+from inferframe.functions._sem_filter import content_free_statements, sem_filter_call
 from inferframe.functions.templates import parse_template
 from inferframe.providers.interface import Capabilities, Outcome, Provider, Usage
 from inferframe.providers.label_scores import LlamaCppScorer

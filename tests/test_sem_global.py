@@ -11,9 +11,9 @@ import pytest
 import inferframe as ifr
 from inferframe.errors import PlanError, RowFailed
 from inferframe.functions.ai import prompt
-from inferframe.functions.sem_agg import pack, reduce_groups
-from inferframe.functions.sem_dedup import UnionFind, candidate_pairs
-from inferframe.functions.sem_topk import order_by_wins, quickselect_top
+from inferframe.functions._sem_agg import pack, reduce_groups
+from inferframe.functions._sem_dedup import UnionFind, candidate_pairs
+from inferframe.functions._sem_topk import order_by_wins, quickselect_top
 from inferframe.simulator import Simulator, SimulatorConfig
 
 
@@ -318,7 +318,7 @@ def test_sem_topk_on_the_embedded_model_label_scores_a_or_b():
 
 
 def test_sem_agg_packs_as_many_rows_as_the_models_context_holds():
-    from inferframe.functions.sem_agg import context_budget
+    from inferframe.functions._sem_agg import context_budget
 
     assert context_budget({"model": "gemma-3-270m"})[0] == (2048 - 512 - 200) * 3
     assert context_budget({"model": "gemma-3-270m", "max_tokens": 1000})[0] == (2048 - 1000 - 200) * 3

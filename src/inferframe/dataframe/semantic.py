@@ -26,7 +26,7 @@ class SemanticMethods:
             >>> ifr.from_pydict({"r": ["Fun."]}).sem_filter("{r} is positive", model="gemma-3-270m").column_names
             ['r']
         """
-        from inferframe.functions.sem_filter import sem_filter
+        from inferframe.functions import sem_filter
 
         return sem_filter(self, template, **options)
 
@@ -61,7 +61,7 @@ class SemanticMethods:
             >>> ifr.from_pydict({"r": ["Wow!", "Meh."]}).sem_topk("{r} is enthusiastic", k=1, model="gemma-3-270m").column_names
             ['r']
         """
-        from inferframe.functions.sem_topk import sem_topk
+        from inferframe.functions import sem_topk
 
         return sem_topk(self, template, k, **options)
 
@@ -73,7 +73,7 @@ class SemanticMethods:
             >>> ifr.from_pydict({"r": ["Wow!"]}).sem_rank("{r} is enthusiastic", model="gemma-3-270m").column_names
             ['r', 'sem_rank']
         """
-        from inferframe.functions.sem_topk import sem_rank
+        from inferframe.functions import sem_rank
 
         return sem_rank(self, template, **options)
 
@@ -85,7 +85,7 @@ class SemanticMethods:
             >>> ifr.from_pydict({"r": ["Late.", "Cold."]}).sem_agg("Summarise the complaints in {r}", model="gemma-3-270m").column_names
             ['sem_agg']
         """
-        from inferframe.functions.sem_agg import sem_agg
+        from inferframe.functions import sem_agg
 
         return sem_agg(self, template, group_by=group_by, **options)
 
@@ -97,7 +97,7 @@ class SemanticMethods:
             >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_dedup("{n} are the same business", model="gemma-3-270m").column_names
             ['n', 'cluster_id']
         """
-        from inferframe.functions.sem_dedup import sem_dedup
+        from inferframe.functions import sem_dedup
 
         return sem_dedup(self, template, **options)
 
@@ -109,7 +109,7 @@ class SemanticMethods:
             >>> ifr.from_pydict({"n": ["Joe's", "Joes"]}).sem_cluster_by("{n} are the same business", model="gemma-3-270m").column_names
             ['n', 'cluster_id']
         """
-        from inferframe.functions.sem_dedup import sem_cluster_by
+        from inferframe.functions import sem_cluster_by
 
         return sem_cluster_by(self, template, **options)
 
