@@ -24,7 +24,7 @@ from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
 from inferframe.plan.inspect import ai_notes, source_rows
 from inferframe.plan.optimizer import optimize
-from inferframe.plan.whole_table import resolve as resolve_whole
+from inferframe.dataframe.plan_runtime import runnable
 
 
 def _expr(e: Any) -> Node:
@@ -227,8 +227,9 @@ class DataFrame(SemanticMethods, InteropMethods):
         return optimize(self._plan)
 
     def _runnable(self) -> lp.LogicalPlan:
-        """The plan a run executes: whole-table operators (sem_topk, sem_agg, sem_dedup) computed first, once."""
-        return optimize(resolve_whole(self._plan, DataFrame))
+        """The plan a run executes: semantic operators planned and whole-table ones (sem_topk, sem_agg, sem_dedup)
+        computed first, once."""
+        return optimize(runnable(self._plan, DataFrame))
 
     def iter_batches(self, progress: bool | None = None, report: str | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the result as Arrow record batches, running the plan lazily.

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferframe.plan.whole_table import WholeTable, resolve as resolve_whole
+from inferframe.dataframe.plan_runtime import runnable
+from inferframe.plan.whole_table import WholeTable
 
 
 class SemanticMethods:
@@ -44,7 +45,7 @@ class SemanticMethods:
         if not isinstance(self._plan, WholeTable):
             return None
         if self._plan.stats is None:
-            resolve_whole(self._plan, type(self))
+            runnable(self._plan, type(self))
         return self._plan.stats
 
     def sem_topk(self, template: str, k: int, **options: Any) -> "DataFrame":

@@ -36,19 +36,24 @@ def guarded(df: Any, value: str, keep: list[str], what: str, shared: dict | None
     """``df`` (an AI column ``value`` and its ``<value>_error``) computed once as a whole, its failures counted:
     one ``SemanticFailuresWarning``, or a ``ServiceError`` past ``MAX_FAILED_SHARE``; the failed rows dropped.
 
-    ``shared`` ({"failures", "done", "parts"}): two such steps (projection's sides) counted together, warned once
-    after both.
+    ``shared`` ({"done", "parts"}, its ``failures`` added on the first run): two such steps (projection's sides)
+    counted together, warned once after both.
     """
+    return type(df)(guarded_plan(df._plan, value, keep, what, shared))
+
+
+def guarded_plan(plan: Any, value: str, keep: list[str], what: str, shared: dict | None = None) -> WholeTable:
+    """``guarded`` over a logical plan: the ``WholeTable`` node (sem_join's planner builds it when the job runs)."""
     error = value + "_error"
     names = [*keep, value]
-    schema = pa.schema([pa.schema(df).field(n) for n in names])
+    schema = pa.schema([plan.schema.field(n) for n in names])
 
     def compute(source):
         table = source.to_arrow()
         answered = table.column(value).is_valid()
         errors = [e for e in table.column(error).to_pylist() if e is not None]
-        state = shared if shared is not None else {"failures": Failures("sem_join"), "done": 0, "parts": 1}
-        failures = state["failures"]
+        state = shared if shared is not None else {"done": 0, "parts": 1}
+        failures = state.setdefault("failures", Failures("sem_join"))
         failures.add(int(pa.compute.sum(answered).as_py() or 0), errors)
         runs = state.setdefault("runs", [])
         runs += last_run()  # this step's job has just ended in this thread
@@ -63,5 +68,5 @@ def guarded(df: Any, value: str, keep: list[str], what: str, shared: dict | None
             failures.warn()
         return table.filter(answered).select(names), {"calls": failures.calls, "failed": failures.failed}
 
-    return type(df)(WholeTable(df._plan, schema, f"SemJoinChecked {what} (failed calls counted)", compute,
-                               lambda rows: "calls as below"))
+    return WholeTable(plan, schema, f"SemJoinChecked {what} (failed calls counted)", compute,
+                      lambda rows: "calls as below")

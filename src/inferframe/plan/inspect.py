@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 from inferframe.expressions.nodes import Alias, UDFCall, contains_udf
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import contains_ai, is_ai_call
-from inferframe.plan.whole_table import WholeTable
+from inferframe.plan.whole_table import Planned, WholeTable, kept
 
 
 def _walk(plan: lp.LogicalPlan) -> Iterator[lp.LogicalPlan]:
@@ -71,8 +71,9 @@ def whole_tables(plan: lp.LogicalPlan) -> Iterator[WholeTable]:
 
 
 def _uncomputed(plan: lp.LogicalPlan) -> bool:
-    """Whether a whole-table operator of the plan has yet to run (its run asks a model)."""
-    return any(not w.computed for w in whole_tables(plan))
+    """Whether a whole-table operator of the plan has yet to run, or a semantic node to be planned (either asks a model)."""
+    return any(not w.computed for w in whole_tables(plan)) or any(
+        isinstance(p, Planned) and kept(p) is None for p in _walk(plan))
 
 
 def ai_calls(plan: lp.LogicalPlan) -> Iterator[tuple[lp.Project | lp.Filter, UDFCall]]:

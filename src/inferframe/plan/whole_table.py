@@ -4,11 +4,15 @@
 (a quickselect, a fold, a union-find) decides its next questions from the last answers, so it runs in
 Python over small DataFrame jobs rather than as a per-batch stage. The node keeps them lazy like
 every other operator: ``explain()`` shows it with the plan and the calls it expects, and a run
-computes it first (``resolve``, bottom up), once: its result is kept, so showing and then writing
-the result asks the model nothing again, and stays the same rows.
+computes it first (``plan.semantic.resolve``, bottom up), once.
+
+The node is plain data: it pickles (its ``compute`` with cloudpickle, as a UDF does) and holds no
+lock and no result. The result is kept in this process beside it (``kept``), keyed by the node's
+``Key``, which its copies and its pickled copies share: showing and then writing the result asks
+the model nothing again and stays the same rows. Whoever runs it (the dataframe layer) passes a
+``Runtime``, which makes one thread compute it while another waits.
 
 Example:
-    >>> import pyarrow as pa
     >>> import inferframe as ifr
     >>> src = ifr.from_pydict({"a": [3, 1, 2]})._plan
     >>> node = WholeTable(src, src.schema, "Largest k=1", lambda df: (df.to_arrow().sort_by([("a", "descending")]).slice(0, 1), {}),
@@ -16,23 +20,95 @@ Example:
     >>> print(node.tree())
     * Largest k=1
       * InMemory rows=3
-    >>> resolve(node, lambda plan: ifr.DataFrame(plan)).source.table.to_pydict()
-    {'a': [3]}
+    >>> kept(node) is None
+    True
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
-from typing import Any, Callable
+import uuid
+import weakref
+from typing import Any, Callable, Protocol
 
 import pyarrow as pa
 
 from inferframe.errors import PlanError
-from inferframe.plan.logical import InMemory, LogicalPlan, Source
+from inferframe.plan.logical import LogicalPlan
 
 # (the input as a DataFrame) -> (the result table, the operator's counts of what it asked: ``sem_stats``).
 Compute = Callable[[Any], "tuple[pa.Table, dict]"]
+
+
+class Key:
+    """The identity of a node that computes once: shared by its copies, kept through a pickle round trip.
+
+    Example:
+        >>> import pickle
+        >>> k = Key()
+        >>> pickle.loads(pickle.dumps(k)) == k, Key() == k
+        (True, False)
+    """
+
+    __slots__ = ("id", "__weakref__")
+
+    def __init__(self, id: str | None = None):
+        self.id = id or uuid.uuid4().hex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Key) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __reduce__(self):
+        return Key, (self.id,)
+
+    def __repr__(self) -> str:
+        return f"Key({self.id[:8]})"
+
+
+# What this process computed, by node key: a whole table's {"table", "stats"}, a semantic node's
+# {"plan", "line"}. Weak: an entry goes with the last node holding its key.
+_KEPT: "weakref.WeakKeyDictionary[Key, dict]" = weakref.WeakKeyDictionary()
+
+
+def kept(node: Any) -> dict | None:
+    """What this process computed for ``node`` (a ``WholeTable`` or a semantic node), or None before its run."""
+    return _KEPT.get(node.key)
+
+
+def keep(node: Any, **values: Any) -> dict:
+    """Keep ``values`` as ``node``'s computed result in this process; returns them."""
+    _KEPT[node.key] = dict(values)
+    return _KEPT[node.key]
+
+
+class Runtime(Protocol):
+    """What resolving a plan needs from the layer that runs jobs (the dataframe layer passes one in).
+
+    ``table(plan)``: the plan's rows, run as one job (resolved as any run is). ``count(plan)``: its rows
+    (from metadata where possible). ``compute(node, input)``: a ``WholeTable``'s (table, stats) over its
+    resolved input. ``once(key, make)``: call ``make()`` holding the key's lock (one computation per key).
+    """
+
+    def table(self, plan: LogicalPlan) -> pa.Table: ...
+
+    def count(self, plan: LogicalPlan) -> int: ...
+
+    def compute(self, node: "WholeTable", input: LogicalPlan) -> "tuple[pa.Table, dict]": ...
+
+    def once(self, key: Key, make: Callable[[], None]) -> None: ...
+
+
+class Planned(LogicalPlan):
+    """A node whose physical plan is chosen when the job runs (sem_join): ``choose(runtime)`` gathers the statistics
+    and returns ``{"plan": the chosen logical plan, "line": explain()'s line}``; ``key`` is its identity."""
+
+    key: Key
+
+    def choose(self, runtime: "Runtime") -> dict:
+        raise NotImplementedError
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -45,8 +121,7 @@ class WholeTable(LogicalPlan):
         note: one line for ``explain()``, e.g. ``'SemTopK "{review} is best" k=10 plan=auto'``.
         compute: (input DataFrame) -> (result table, stats); it may run DataFrame jobs of its own.
         calls: (input rows, None where unknown before the run) -> the expected model calls, in words.
-        memo: the result once computed ({"table", "stats"}) and the lock of its one computation; shared by
-            the copies the optimizer makes.
+        key: the node's identity for its kept result; shared by the copies the optimizer makes.
     """
 
     input: LogicalPlan
@@ -54,7 +129,7 @@ class WholeTable(LogicalPlan):
     note: str
     compute: Compute = dataclasses.field(repr=False)
     calls: Callable[[int | None], str] = dataclasses.field(repr=False)
-    memo: dict = dataclasses.field(default_factory=lambda: {"lock": threading.RLock()}, repr=False)
+    key: Key = dataclasses.field(default_factory=Key, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.note, str) or not self.note or "\n" in self.note:
@@ -65,48 +140,21 @@ class WholeTable(LogicalPlan):
         return (self.input,)
 
     def with_children(self, children):
-        return WholeTable(children[0], self.out_schema, self.note, self.compute, self.calls, self.memo)
+        return dataclasses.replace(self, input=children[0])
 
     def describe(self) -> str:
         return self.note + (" (computed)" if self.computed else "")
 
     @property
     def computed(self) -> bool:
-        """Whether a run has computed it (its rows are kept: reading them asks the model nothing)."""
-        return "table" in self.memo
+        """Whether a run in this process has computed it (its rows are kept: reading them asks the model nothing)."""
+        return kept(self) is not None
 
     @property
     def stats(self) -> dict | None:
         """What the operator asked in its run (``sem_stats``); None before it ran."""
-        return self.memo.get("stats")
-
-    def __reduce__(self):
-        # compute is a closure over this process's options; a plan is shipped to workers only once resolved.
-        raise PlanError(f"internal: {self.note} must be computed before its plan leaves this process.")
+        return (kept(self) or {}).get("stats")
 
     def to_physical(self, inputs: tuple) -> Any:
         raise PlanError(f"internal: {self.note} reached the physical planner uncomputed; run the plan through "
-                        "plan.whole_table.resolve first.")
-
-
-def resolve(plan: LogicalPlan, frame: Callable[[LogicalPlan], Any]) -> LogicalPlan:
-    """``plan`` with every ``WholeTable`` computed (innermost first) and read as an in-memory table.
-
-    Parameters:
-        plan: a logical plan (before optimization: the operator reads its input as the user built it).
-        frame: a plan -> a DataFrame over it (the DataFrame layer's class; this layer does not import it).
-    """
-    if isinstance(plan, WholeTable):
-        table = plan.memo.get("table")
-        if table is None:
-            with plan.memo["lock"]:  # a second caller (another thread) waits and reads the kept result
-                table = plan.memo.get("table")
-                if table is None:
-                    table, stats = plan.compute(frame(resolve(plan.input, frame)))
-                    if table.schema != plan.out_schema:
-                        table = table.cast(plan.out_schema)
-                    plan.memo["stats"], plan.memo["table"] = stats, table
-        return Source(InMemory(table), table.schema)
-    kids = plan.children()
-    new = tuple(resolve(k, frame) for k in kids)
-    return plan if all(a is b for a, b in zip(new, kids)) else plan.with_children(new)
+                        "plan.semantic.resolve first.")
