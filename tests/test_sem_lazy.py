@@ -122,12 +122,18 @@ def test_one_operator_over_another(sim):
     assert out.to_pydict()["name"] == ["Blue Fern [1]", "Joe's Pizza [0]"]
 
 
-def test_its_plan_is_not_shipped_uncomputed(sim):
+def test_its_plan_pickles_uncomputed_and_keeps_its_result_through_a_round_trip(sim):
+    # issue 32: the node is plain data (it refused to pickle before it was computed)
+    import cloudpickle
+
     df, _ = reviews(4)
     out = df.sem_topk("{review} is the most enthusiastic", k=1, **api(sim))
-    with pytest.raises(PlanError, match="must be computed before its plan leaves this process"):
-        pickle.dumps(out._plan)
-    out.to_pydict()
+    copy = ifr.DataFrame(pickle.loads(cloudpickle.dumps(out._plan)))
+    assert sim.stats()["total_requests"] == 0
+    first = out.to_pydict()
+    asked = sim.stats()["total_requests"]
+    # the copy is the same node (its key): in this process it reads the kept result and asks nothing
+    assert copy.to_pydict() == first and sim.stats()["total_requests"] == asked
     assert pickle.loads(pickle.dumps(out._runnable())).schema == out.schema().to_arrow()
 
 
