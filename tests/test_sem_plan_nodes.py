@@ -12,6 +12,7 @@ import pyarrow.csv as pacsv
 import pytest
 
 import inferframe as ifr
+from inferframe.errors import PlanError
 from inferframe.simulator import Simulator, SimulatorConfig
 from sem_join_helpers import opts as _opts, pairs as _pairs
 
@@ -91,3 +92,15 @@ def test_the_plan_layer_holds_no_lock_and_knows_no_dataframe():
         text = path.read_text()
         assert "import threading" not in text and "Lock(" not in text, path
         assert "DataFrame(" not in text.replace("ifr.DataFrame(", ""), path
+
+
+def test_old_option_names_still_work_with_a_deprecation_warning():
+    df = ifr.from_pydict({"review": REVIEWS[:2]})
+    with pytest.warns(DeprecationWarning, match="instructions= is deprecated"):
+        old = df.sem_join(df, SAME, instructions="Be strict.", model="gemma-3-270m")
+    new = df.sem_join(df, SAME, system_message="Be strict.", model="gemma-3-270m")
+    assert old.explain(show_all=False) == new.explain(show_all=False)
+    with pytest.warns(DeprecationWarning, match="property_examples= is deprecated"):
+        df.sem_join(df, SAME, property_examples=[("fun", "positive")], model="gemma-3-270m")
+    with pytest.raises(PlanError, match="system_message= only"):
+        df.sem_join(df, SAME, instructions="a", system_message="b", model="gemma-3-270m")

@@ -242,6 +242,7 @@ def _relabel(call: Any, name: str) -> Any:
     return dataclasses.replace(call, args=(config, *call.args[1:]))
 
 
+# The one call that proposes the property a statement compares (``sem_join_steps.JoinSteps.proposal``).
 PROPOSE_INSTRUCTIONS = (
     "A join keeps the pairs of texts (A, B) for which a statement holds. Decide whether the statement only compares "
     "one property that each text has on its own (for example its sentiment, topic, author or language), so that "
@@ -252,34 +253,3 @@ _PROPOSAL = {"type": "object",
              "properties": {"property": {"type": "string", "maxLength": 40},
                             "comparison": {"type": "string", "enum": ["equal", "different", "opposite", "none"]}},
              "required": ["property", "comparison"], "additionalProperties": False}
-
-
-def propose_split(df: Any, statement: str, **options: Any) -> tuple[str, str] | None:
-    """One model call: the property a join statement compares and how ("equal", "different", "opposite"), or None.
-
-    For predicates no rule of ``inferframe.ai.join_properties`` reads; worth it with a capable model only
-    (sem_join asks it where the model is not the embedded one). The answer is a JSON schema's; a property
-    of more than four words, or a failed call, is no proposal.
-
-    Parameters:
-        df: any DataFrame (its class runs the one-row job).
-        statement: the predicate with its fields written as "A" and "B".
-        **options: ``prompt()``'s options (provider, model, ...).
-
-    Example:
-        >>> propose_split  # doctest: +ELLIPSIS
-        <function propose_split at ...>
-    """
-    from inferframe.functions._sem_global import frame
-    from inferframe.functions.ai import prompt
-
-    opts = {k: v for k, v in options.items() if k not in _CLASSIFY_ONLY and k not in ("on_error", "instructions")}
-    q = frame(df, pa.table({"q": pa.array([f"Statement: {statement}"], pa.string())}))
-    answer = q.with_column("a", prompt(col("q"), return_format=_PROPOSAL, system_message=PROPOSE_INSTRUCTIONS,
-                                       **opts)).to_pydict()["a"][0]
-    if not answer or answer.get("comparison") not in ("equal", "different", "opposite"):
-        return None
-    prop = " ".join(str(answer.get("property") or "").lower().split())
-    if not prop or len(prop.split()) > 4:
-        return None
-    return prop, answer["comparison"]
