@@ -146,7 +146,7 @@ def test_sem_rank_scores_every_row_and_sorts_lazily():
         ranked = df.sem_rank("{r} is enthusiastic", **api(s))
         assert s.stats()["total_requests"] == 0  # lazy
         out = ranked.to_pydict()
-    assert out == {"r": ["stars 5", "stars 4", "stars 2", "stars 1"], "sem_rank": [5, 4, 2, 1]}
+    assert out == {"r": ["stars 5", "stars 4", "stars 2", "stars 1"], "sem_rank": [5, 4, 2, 1], "sem_rank_error": [None] * 4}
 
 
 # --- sem_agg ---------------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ __all__ = ["SemFilterCascade", "SemFilterCascadeConfig", "SemFilterConfig", "Sem
 
 PREDICATE_TYPE = result_type(pa.bool_(), confidence=True)
 SKIPPED = "skipped (limit reached)"
+# last_run()'s stage_rows: failed rows that sem_filter keeps with their error (error_column), so none was dropped.
+FAILED_KEPT = "failed, kept with their error"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +85,14 @@ def as_predicate(out: pa.StructArray) -> pa.StructArray:
     return pa.StructArray.from_arrays(fields, fields=list(PREDICATE_TYPE))
 
 
+def note_kept_failures(stats: RunStats, out: pa.StructArray, keep_errors: bool) -> pa.StructArray:
+    """``out``, its failed rows counted under ``FAILED_KEPT`` where the filter keeps them (no warning of dropped rows)."""
+    failed = len(out) - out.field("error").null_count
+    if keep_errors and failed:
+        stats.stage_rows[FAILED_KEPT] = stats.stage_rows.get(FAILED_KEPT, 0) + failed
+    return out
+
+
 def _kept(row: dict, keep_errors: bool) -> bool:
     return row["value"] is True or (keep_errors and row["error"] is not None)
 
@@ -108,8 +118,10 @@ class SemFilterOperator(ClassifyOperator):
 
     async def __call__(self, *columns) -> pa.StructArray:
         if self.config.limit is None:
-            return as_predicate(await super().__call__(*columns))
-        return await self._limited(columns)
+            out = as_predicate(await super().__call__(*columns))
+        else:
+            out = await self._limited(columns)
+        return note_kept_failures(self.stats, out, self.config.keep_errors)
 
     async def _limited(self, columns) -> pa.StructArray:
         c = self.config
@@ -327,5 +339,5 @@ class SemFilterCascade:
         failed = next((r["error"] for r in rows if r["error"] is not None), None)
         if failed is not None and c.on_error == "raise":
             raise RowFailed.of(failed)
-        return pa.array(rows, PREDICATE_TYPE)
+        return note_kept_failures(st, pa.array(rows, PREDICATE_TYPE), c.oracle.keep_errors)
 

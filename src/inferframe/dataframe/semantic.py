@@ -72,7 +72,7 @@ class SemanticMethods:
         Example:
             >>> import inferframe as ifr
             >>> ifr.from_pydict({"r": ["Wow!"]}).sem_rank("{r} is enthusiastic", model="gemma-3-270m").column_names
-            ['r', 'sem_rank']
+            ['r', 'sem_rank', 'sem_rank_error']
         """
         from inferframe.functions import sem_rank
 

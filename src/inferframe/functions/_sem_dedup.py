@@ -31,6 +31,7 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
                                               model_name, whole_table)
+from inferframe.functions._vocabulary import take
 from inferframe.functions.embed import embed_text
 from inferframe.functions.templates import parse_template
 from inferframe.observe.quality import all_yes, warn_low_information
@@ -133,6 +134,7 @@ def cluster_ids(n: int, answers: list[tuple[int, int, bool | None]], merge: str 
 def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_model: str | None, on_error: str,
               options: dict, fn: str, merge: str, finish: Callable[[pa.Table, list[int]], pa.Table]) -> Any:
     """The lazy operator: checks now; when it runs, ``finish(table, cluster ids)`` makes its rows."""
+    embed_model = take(fn, options, "embed_model", embed_model)
     t = parse_template(template, fn)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise PlanError(f"{fn}(): k={k!r} must be a whole number >= 1 (candidates per row), e.g. k=5.")
@@ -167,8 +169,10 @@ def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_mod
                      "Is the statement true? Answer yes or no." for a, b in pairs]
         # Uncalibrated unless asked: a batch prior would make about half of the candidate pairs matches,
         # where most of them are not.
-        answers = ask_labels(source, questions, ["yes", "no"], calls,
-                             {"calibrate": False, **options, "on_error": on_error}, "Answer yes or no.")
+        # The user's system_message replaces the default instructions, as in every AI function.
+        asked = {"calibrate": False, **options, "on_error": on_error}
+        answers = ask_labels(source, questions, ["yes", "no"], calls, asked,
+                             asked.pop("system_message", None) or "Answer yes or no.")
         checked = [(a, b, None if x is None else x == "yes") for (a, b), x in zip(pairs, answers)]
         # The most similar pairs join first: a wrong "yes" then meets clusters its other checks speak against.
         checked.sort(key=lambda c: -closeness[(c[0], c[1])])

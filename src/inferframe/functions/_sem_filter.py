@@ -35,6 +35,7 @@ from inferframe.ai.sem_filter import SemFilterCascade, SemFilterCascadeConfig, S
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, col, lit
 from inferframe.functions._calls import ai_expression
+from inferframe.functions._vocabulary import take
 from inferframe.functions.ai import classify_call
 from inferframe.functions.embed import embed_text
 from inferframe.functions.templates import Template, parse_template
@@ -50,7 +51,7 @@ CASCADE_BATCH = 4096
 
 def sem_predicate(template: str, *, method: str = "auto", target_recall: float | None = None,
                   target_precision: float | None = None, delta: float = 0.1, examples: Any = None,
-                  oracle_budget: int | None = None, proxy_model: str | None = None, seed: int = 0,
+                  oracle_budget: int | None = None, embed_model: str | None = None, seed: int = 0,
                   calibrate: bool = True, **options: Any) -> Expression:
     """A boolean column: whether the model finds the template's statement true of each row (null where the row failed).
 
@@ -65,7 +66,8 @@ def sem_predicate(template: str, *, method: str = "auto", target_recall: float |
             of one column, or (dict of column values, bool); a random sample of the data keeps the promise.
         oracle_budget: instead, how many rows of the first batch (up to 4096 rows) are sampled and asked of
             the model to choose the thresholds (their answers are used, not asked again).
-        proxy_model: the in-process embedding model of the cascade (default: the packaged all-MiniLM-L6-v2).
+        embed_model: the in-process embedding model of the cascade (default: the packaged all-MiniLM-L6-v2;
+            ``proxy_model=``, its old name, is deprecated).
         seed: the seed of the oracle budget's sample.
         calibrate: with label scoring, divide P(yes) and P(no) by their probabilities for the statement
             with the row content-free ("N/A mentions a cat", "" and "[MASK]" the same way; scored once
@@ -89,15 +91,16 @@ def sem_predicate(template: str, *, method: str = "auto", target_recall: float |
         ...
         inferframe.errors.PlanError: sem_filter(target_recall=...) chooses its thresholds on labelled rows: pass examples=[(value, True), ...] or oracle_budget=200 (rows the model labels).
     """
+    embed_model = take("sem_predicate", options, "embed_model", embed_model)
     return ai_expression(sem_filter_call(template, method=method, target_recall=target_recall,
                                          target_precision=target_precision, delta=delta, examples=examples,
-                                         oracle_budget=oracle_budget, proxy_model=proxy_model, seed=seed,
+                                         oracle_budget=oracle_budget, embed_model=embed_model, seed=seed,
                                          calibrate=calibrate, **options))
 
 
 def sem_filter_call(template: str, *, method: str = "auto", target_recall: float | None = None,
                     target_precision: float | None = None, delta: float = 0.1, examples: Any = None,
-                    oracle_budget: int | None = None, proxy_model: str | None = None, seed: int = 0,
+                    oracle_budget: int | None = None, embed_model: str | None = None, seed: int = 0,
                     keep_errors: bool = False, **options: Any) -> AICall:
     """The ``AICall`` of ``sem_predicate`` (its plan chosen now): a yes/no classifier, or a cascade around one.
 
@@ -139,7 +142,7 @@ def sem_filter_call(template: str, *, method: str = "auto", target_recall: float
     if oracle_budget is not None and (not isinstance(oracle_budget, int) or isinstance(oracle_budget, bool)
                                       or oracle_budget < 1):
         raise PlanError(f"sem_filter(): oracle_budget={oracle_budget!r} must be a whole number >= 1, e.g. 200.")
-    proxy = ai_call_of(embed_text(col("__text"), model=proxy_model)._node).udf.call
+    proxy = ai_call_of(embed_text(col("__text"), model=embed_model)._node).udf.call
     statement = "".join(p for p in t.parts if isinstance(p, str)).strip() or t.text
     cascade = SemFilterCascadeConfig(
         label=f"sem_filter[cascade similarity > {plan} {base.model}]", oracle=config,
@@ -198,8 +201,9 @@ def sem_filter(df: Any, template: str, *, target_recall: float | None = None, ta
         template, target_recall, target_precision, delta, examples, oracle_budget, **options: as for
             ``sem_predicate``.
         error_column: False (default): a row whose answer failed is dropped (``last_run()`` counts it);
-            True or a name: it is kept, with the predicate column (default name "sem_filter", null there)
-            and ``<name>_error``.
+            True or a name: it is kept, with the predicate column (default name "sem_filter": True, or null
+            where the row failed) and ``<name>_error``. (False stays the default until ``.limit(n)`` and the
+            cheap-predicates-first rule see through the kept-errors plan: they need the plain ``where``.)
         on_error: "raise": the first failed row stops the job with ``RowFailed``.
 
     Example:

@@ -43,9 +43,10 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from inferframe.errors import PlanError
-from inferframe.expressions.expression import lit
+from inferframe.expressions.expression import col, lit
 from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
                                               model_name, run_job, whole_table)
+from inferframe.functions._vocabulary import take
 from inferframe.functions.ai import classify_text
 from inferframe.functions.templates import parse_template
 from inferframe.observe.quality import MIN_SWAPS, swap_agreement, warn_low_information
@@ -200,6 +201,7 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
     options = dict(options, on_error=on_error)
     # Built now, so a bad scale (or method) is a PlanError before anything runs.
     score = sem_rank_score(template, scale=scale, confidence_column=False, **options) if plan != "quick" else None
+    system = options.pop("system_message", None) or "Answer A or B."  # the user's instructions replace the default
     check_columns(df, t, "sem_topk")
     what = criterion(t)
     m = max(k, math.ceil(oversample * k))
@@ -215,7 +217,7 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
         def winners(shown: list[tuple[int, int]], calls: Calls) -> list[int | None]:
             """The row the model prefers of each (A, B) pair as shown (None: the call failed)."""
             questions = [f"Which one better fits: {what}?\nA: {docs[a]}\nB: {docs[b]}\nAnswer A or B." for a, b in shown]
-            answers = ask_labels(source, questions, ["A", "B"], calls, options, "Answer A or B.")
+            answers = ask_labels(source, questions, ["A", "B"], calls, options, system)
             return [None if x is None else (a if x == "A" else b) for (a, b), x in zip(shown, answers)]
 
         def better(pairs: list[tuple[int, int]]) -> list[bool | None]:
@@ -320,24 +322,27 @@ def sem_rank_score(template: str, *, scale: int = 5, **options: Any) -> Any:
 
 
 def sem_rank(df: Any, template: str, *, scale: int = 5, column: str = "sem_rank", **options: Any) -> Any:
-    """``df`` with a 1-``scale`` score column (``column``), sorted by it, best first; lazy (one call per row).
+    """``df`` with a 1-``scale`` score column (``column``) and its errors, sorted by it, best first; lazy (one call per row).
 
     Parameters:
         df: the DataFrame.
         template: the statement, e.g. ``"{review} is enthusiastic"``.
         scale: the top of the score (2 to 9).
-        column: the score column's name (an integer; null where the call failed, sorted last).
-        **options: what ``classify_text`` takes.
+        column: the score column's name (an integer; null where the call failed, sorted last; ``score_column=``
+            and ``rank_column=``, its old names, are deprecated).
+        **options: what ``classify_text`` takes; ``error_column`` (default True) adds ``<column>_error``.
 
     Example:
         >>> import inferframe as ifr
         >>> df = ifr.from_pydict({"review": ["Wow!", "Meh."]})
         >>> df.sem_rank("{review} is enthusiastic", model="gemma-3-270m").column_names
-        ['review', 'sem_rank']
+        ['review', 'sem_rank', 'sem_rank_error']
     """
+    column = take("sem_rank", options, "column", column, "sem_rank")
     if column in df.column_names:
         raise PlanError(f"sem_rank(column={column!r}): the DataFrame has a column {column!r}; pass another name, "
                         "e.g. column='score'.")
-    options.setdefault("error_column", False)
     score = sem_rank_score(template, scale=scale, confidence_column=False, **options)
-    return df.with_column(column, score.cast(pa.string()).cast(pa.int64())).sort(column, desc=True)
+    # The cast comes after the call's own column, so the call's error column (``<column>_error``) stays beside it.
+    scored = df.with_column(column, score)
+    return scored.with_column(column, col(column).cast(pa.string()).cast(pa.int64())).sort(column, desc=True)

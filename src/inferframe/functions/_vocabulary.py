@@ -5,9 +5,9 @@
 | instructions sent with every call | ``system_message`` | ``instructions`` (sem_join) |
 | labelled demonstrations | ``examples`` | ``property_examples`` (sem_join) |
 | the in-process embedding model | ``embed_model`` | ``proxy_model`` (sem_filter's cascade) |
-| the output column's name | ``column`` | ``score_column`` (sem_rank), ``rank_column`` (sem_topk) |
+| the output column's name | ``column`` | ``score_column``, ``rank_column`` (sem_rank) |
 | an accuracy target | ``target_<metric>``: ``target_accuracy`` (classify), ``target_recall`` / ``target_precision`` (filters, joins) | |
-| keep failed rows' errors | ``error_column`` (default True everywhere) | |
+| keep failed rows' errors | ``error_column`` (default True everywhere: a failed row is kept, its error in ``<name>_error``) | |
 
 Example:
     >>> import warnings
@@ -64,3 +64,27 @@ def deprecated(fn: str, old: str, value: Any, new: str, current: Any) -> Any:
     if value is None:
         return current
     return renamed(fn, {old: value})[new]
+
+
+def take(fn: str, options: dict, new: str, current: Any, default: Any = None) -> Any:
+    """The value of the keyword ``new`` (``current``), or of an old name of it popped from ``options`` (a DeprecationWarning).
+
+    Parameters:
+        fn: the function's name, for messages.
+        options: the function's ``**options``; the old names are removed from it.
+        new: the one name, a keyword parameter of the function.
+        current: its value as called; ``default``: its default (an old name given beside a set ``new`` is a PlanError).
+
+    Example:
+        >>> import warnings
+        >>> opts = {"score_column": "s", "model": "m"}
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     take("sem_rank", opts, "column", "sem_rank", "sem_rank"), opts
+        ('s', {'model': 'm'})
+    """
+    for old in [o for o, n in ALIASES.items() if n == new and o in options]:
+        if current != default:
+            raise PlanError(f"{fn}(): pass {new}= only; {old}= is its old name.")
+        current = renamed(fn, {old: options.pop(old)})[new]
+    return current

@@ -83,7 +83,9 @@ def warn_semantic_failures(runs: list[dict]) -> None:
         >>> print(w[0].message)
         2 of 10 rows failed in sem_filter[score m] (a failed row is not kept; error_column=True keeps it with its error). on_error='raise' stops at the first failure.
     """
-    failed = [r for r in runs if r.get("errors") and str(r.get("label", "")).startswith("sem_filter")]
+    # Rows DataFrame.sem_filter keeps with their error (ai/sem_filter.py's FAILED_KEPT) are data, not dropped rows.
+    failed = [r for r in runs if r.get("errors") and str(r.get("label", "")).startswith("sem_filter")
+              and not (r.get("stage_rows") or {}).get("failed, kept with their error")]
     if failed:
         what = "; ".join(f"{r['errors']} of {r['rows_done']} rows failed in {r['label']}" for r in failed)
         warn_user(f"{what} (a failed row is not kept; error_column=True keeps it with its error). "
