@@ -29,6 +29,31 @@ def test_answers_round_trip_and_a_batch_is_one_query(pg_url, monkeypatch):
     store.close(), other.close()
 
 
+def test_a_rerun_reads_on_thousands_of_answers_per_round_trip_within_the_window_bytes(pg_url, monkeypatch):
+    store = PostgresStore(pg_url)
+    store.put_many([(f"big{i}", "x" * 20_000, 3, 1) for i in range(1_000)])
+    assert store.flush(timeout=30) == 0
+    store.put_many([(f"k{i}", f"answer {i}", 3, 1) for i in range(10_000)])
+    assert store.flush(timeout=30) == 0
+    other = PostgresStore(pg_url)
+    reads = []
+    real = other._after
+    monkeypatch.setattr(other, "_after", lambda seq, n: reads.append(len(got := real(seq, n))) or got)
+
+    def rerun(prefix, n):
+        reader = other.reader()
+        return [hit[0] for start in range(0, n, 128)
+                for hit in reader.get_many([f"{prefix}{i}" for i in range(start, min(start + 128, n))])]
+
+    assert rerun("k", 10_000) == [f"answer {i}" for i in range(10_000)]
+    # A round trip per few thousand answers, not one per batch of 128 (78 reads before).
+    assert len(reads) <= 5 and max(reads) == 4096
+    reads.clear()
+    assert rerun("big", 1_000) == ["x" * 20_000] * 1_000
+    assert max(reads) <= 128  # 20 kB answers: a read holds no more than a quarter of the window's 8 MB
+    store.close(), other.close()
+
+
 def test_an_answer_is_seen_from_the_moment_it_is_put(pg_url):
     store = PostgresStore(pg_url)
     store.put("a", "answer", 1, 2, "length")

@@ -316,6 +316,7 @@ class CacheReader:
     """
 
     rounds = 4  # reads on per batch, at most
+    min_read = 64  # rows read on at once, at least (a store across a network reads more per round trip)
 
     def __init__(self, cache: ResponseCache, max_rows: int = 8192, max_bytes: int = 8 << 20) -> None:
         self.cache = cache
@@ -338,7 +339,7 @@ class CacheReader:
                 got[k] = row
         wanted = len(missing)
         if missing and self.next_rowid is not None:
-            missing = self._read_on(missing, got, max(len(got) + len(missing), 64))
+            missing = self._read_on(missing, got, self._read_size(len(got) + len(missing)))
             if len(missing) == wanted:
                 self.next_rowid = None  # none of them stored next: not stored, or elsewhere (found by key below)
         if missing:
@@ -352,6 +353,14 @@ class CacheReader:
             return [None] * len(keys)
         found = decode_rows(list(got.values()), 1)
         return [found.get(k) for k in keys]
+
+    def _read_size(self, batch: int) -> int:
+        """Rows to read on at once: ``min_read`` or the batch, but no more than a quarter of the window's bytes."""
+        n = max(batch, self.min_read)
+        if self.window and n > batch:
+            row_bytes = max(1, self.bytes // len(self.window))
+            n = max(batch, min(n, self.max_rows // 2, self.max_bytes // (4 * row_bytes)))
+        return n
 
     def _move_to(self, rows: list[tuple]) -> None:
         """Read on after this batch's answers (found by key) next time; keep their neighbours."""
