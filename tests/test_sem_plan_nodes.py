@@ -104,3 +104,11 @@ def test_old_option_names_still_work_with_a_deprecation_warning():
         df.sem_join(df, SAME, property_examples=[("fun", "positive")], model="gemma-3-270m")
     with pytest.raises(PlanError, match="system_message= only"):
         df.sem_join(df, SAME, instructions="a", system_message="b", model="gemma-3-270m")
+
+
+def test_a_key_given_to_sem_join_stays_out_of_its_plan_pickle(sim):
+    df = ifr.from_pydict({"review": REVIEWS[:4]})
+    j = df.sem_join(df, PLEASE, plan="nested", **_opts(sim))
+    blob = cloudpickle.dumps(j._plan)
+    assert b"sk-sem" not in blob
+    assert ifr.DataFrame(pickle.loads(blob)).count_rows() == j.count_rows() > 0  # its handle still reads the key

@@ -36,6 +36,7 @@ from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import ai_call_of
 from inferframe.plan.semantic.join import CANDIDATES, KEY, LVEC, RANK, ROW, RROW, RVEC, SCORE
 from inferframe.plan.whole_table import WholeTable
+from inferframe.providers import secrets
 
 
 @dataclasses.dataclass
@@ -68,16 +69,28 @@ class JoinSteps:
         self.batch = batch_check(self.template, CANDIDATES, self.pairs_per_request,
                                  instructions=self.check_instructions, raw=True, **self.options)
         self.model = call_of(self.check).config.model
+        # A key given as an option stays out of the plan's pickle: its handle travels, as an AI call's does.
+        self.options, self.embed_options = dict(self.options), dict(self.embed_options)
+        self.key_refs = {name: secrets.put(opts.pop("api_key")) for name, opts in
+                         (("options", self.options), ("embed_options", self.embed_options))
+                         if isinstance(opts.get("api_key"), str)}
+
+    def _options(self, name: str = "options") -> dict:
+        """The options as the user gave them (the key read back from its handle)."""
+        opts = dict(getattr(self, name))
+        if name in self.key_refs:
+            opts["api_key"] = secrets.get(self.key_refs[name])
+        return opts
 
     def prop(self, side: str, prop: str, values: list | None) -> Expression:
-        return side_property(self.template, side, prop, values, raw=True, **{**self.options, **self.property_options})
+        return side_property(self.template, side, prop, values, raw=True, **{**self._options(), **self.property_options})
 
     def key(self, values: list | None) -> Expression:
         return property_key(col(KEY), values)
 
     def embed(self, side: str) -> Expression:
         parts = side_message(self.template, side)
-        return embed_text(parts[0] if len(parts) == 1 else concat(*parts), **self.embed_options)
+        return embed_text(parts[0] if len(parts) == 1 else concat(*parts), **self._options("embed_options"))
 
     def guard(self, plan: lp.LogicalPlan, value: str, keep: list, what: str, shared: dict | None) -> lp.LogicalPlan:
         return guarded_plan(plan, value, keep, what, shared)
@@ -85,7 +98,7 @@ class JoinSteps:
     def batches(self, left: lp.LogicalPlan, right: lp.LogicalPlan, k: int | None, per_request: int) -> lp.LogicalPlan:
         """Each left row's candidates (every right row, or its ``k`` nearest), ``per_request`` per request, asked in
         rounds (``ask_in_batches``); the pairs found, left's columns then right's. Right is read when it runs."""
-        opts = dict(self.options, instructions=self.check_instructions)
+        opts = dict(self._options(), instructions=self.check_instructions)
         label = f"sem_join.batch[{self.model}]"
         schema = pa.schema([*left.schema, *(pa.field(n, t) for n, t in zip(self.right_names, right.schema.types))])
         template, steps = self.template, self
@@ -126,7 +139,7 @@ class JoinSteps:
         """A one-row plan whose column ``a`` is the model's proposed split of the statement."""
         from inferframe.functions.ai import prompt
 
-        opts = {k: v for k, v in self.options.items() if k not in _CLASSIFY_ONLY and k not in ("on_error", "instructions")}
+        opts = {k: v for k, v in self._options().items() if k not in _CLASSIFY_ONLY and k not in ("on_error", "instructions")}
         q = pa.table({"q": pa.array([f"Statement: {statement(self.template)}"], pa.string())})
         answer = prompt(col("q"), return_format=_PROPOSAL, system_message=PROPOSE_INSTRUCTIONS, **opts)
         from inferframe.plan.semantic.rel import Rel
