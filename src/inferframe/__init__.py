@@ -24,7 +24,7 @@ from inferframe.errors import (
 )
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
-from inferframe.runners import set_runner_native, set_runner_ray
+from inferframe.runners import set_runner_native, set_runner_ray, set_runner_spark
 from inferframe.session import set_cache, set_history, set_prices, set_provider
 from inferframe.series import Series
 from inferframe.udf import cls, func, method
@@ -38,6 +38,6 @@ __all__ = [
     "LowInformationWarning", "SemanticFailuresWarning", "cls", "last_run", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
-    "set_runner_ray",
+    "set_runner_ray", "set_runner_spark",
     "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql",
 ]

@@ -26,6 +26,7 @@ def spark():
 
     session = (SparkSession.builder.master("local[2]").appName("inferframe-tests")
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.driver.memory", "1g")

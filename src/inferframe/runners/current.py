@@ -1,7 +1,8 @@
 """Which runner runs DataFrames in this process: the session's, the local one unless told otherwise.
 
 ``INFERFRAME_RUNNER=ray`` (with ``INFERFRAME_RAY_ADDRESS``) picks the Ray runner before the first
-job; ``set_runner_ray()`` and ``set_runner_native()`` switch at any time. The runner is a setting of
+job, ``INFERFRAME_RUNNER=spark`` the Spark runner (the active SparkSession); ``set_runner_ray()``,
+``set_runner_spark()`` and ``set_runner_native()`` switch at any time. The runner is a setting of
 the session (``inferframe.session``), like the provider and the cache.
 
 Example:
@@ -29,10 +30,14 @@ def get_runner() -> Runner:
             from inferframe.runners.ray_runner import RayRunner
 
             runner = RayRunner()
+        elif choice == "spark":
+            from inferframe.runners.spark_runner import SparkRunner
+
+            runner = SparkRunner()
         elif choice in ("native", "local", ""):
             runner = LocalRunner()
         else:
-            raise PlanError(f"INFERFRAME_RUNNER={choice!r} is not a runner; use 'native' or 'ray'.")
+            raise PlanError(f"INFERFRAME_RUNNER={choice!r} is not a runner; use 'native', 'ray' or 'spark'.")
         set_runner(runner)
     return runner
 
@@ -68,5 +73,23 @@ def set_runner_ray(address: str | None = None, **init_options: Any) -> Runner:
     from inferframe.runners.ray_runner import RayRunner
 
     runner = RayRunner(address, **init_options)
+    set_runner(runner)
+    return runner
+
+
+def set_runner_spark(spark: Any = None) -> Runner:
+    """Run every DataFrame on Spark from now on (``set_runner_native()`` goes back).
+
+    Parameters:
+        spark: the SparkSession; None: the active one, else a new one (``pip install 'inferframe[spark]'``, Java 17+).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> _ = ifr.set_runner_spark()   # doctest: +SKIP
+        >>> _ = ifr.set_runner_native()
+    """
+    from inferframe.runners.spark_runner import SparkRunner
+
+    runner = SparkRunner(spark)
     set_runner(runner)
     return runner

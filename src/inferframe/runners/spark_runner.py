@@ -1,0 +1,389 @@
+"""The Spark runner: the same physical plan on a Spark cluster, as Spark DataFrame operators over Arrow.
+
+``set_runner_spark()`` (or ``INFERFRAME_RUNNER=spark``) makes every DataFrame run here; pipeline code
+does not change. Each physical operator (``plan.physical``) becomes Spark operators:
+
+| physical operator | on Spark |
+|---|---|
+| a file source (Parquet, CSV, JSON paths) | one task per file, on the executors (``ReadPaths``) |
+| an in-memory table, an Arrow stream, a source with a limit | read on the driver, handed to Spark as Arrow |
+| projections, filters, explode, ``map_batches`` | ``mapInArrow`` (``MapPartitions``) |
+| ``@func``, ``@cls``, AI calls | ``mapInArrow``, the operator built once per Python worker (``UDFPartitions``) |
+| ``sort`` | Spark's sort; nulls placed as locally, ties in input order (a row id breaks them) |
+| ``groupby().agg()`` | Spark's ``groupBy().applyInArrow`` with the local aggregation per group, then groups in key order |
+| ``distinct`` | a window per key keeping the first row, in input order |
+| inner, left, semi, anti ``join`` | Spark's join (keys of one concrete type) |
+| ``repartition(n)`` | ``by=``: Spark's hash repartition; else ranges of the input's order (the input is materialized once) |
+| ``into_batches(n)`` | partitions of about ``n`` rows in order (the input is materialized once, to count it) |
+| ``limit`` | the first ``n`` rows gathered on the driver |
+| right/full outer joins, other keys, whole-table aggregation, ``nearest``, ``concat`` of other operators | GATHER: the inputs go to the driver, which runs the operator locally |
+| writes | each task writes part files under ``root/._inferframe_tmp_<id>/``; the driver renames them once, in order, when every task succeeded |
+
+A plan with a type Spark cannot hold (unsigned integers, dictionaries, extension types) runs on the
+driver with the local executor, with a warning. Each job gets a service on the driver
+(``spark_service``): key handles for the executors and their counters back.
+
+Example:
+    >>> import inferframe as ifr
+    >>> runner = SparkRunner()                        # doctest: +SKIP
+    >>> _ = ifr.set_runner_spark()                    # doctest: +SKIP
+    >>> ifr.from_pydict({"a": [1, 2]}).with_column("b", ifr.col("a") * 2).to_pydict()  # doctest: +SKIP
+    {'a': [1, 2], 'b': [2, 4]}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import math
+import re
+import threading
+import uuid
+from types import MappingProxyType
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+import inferframe.errors as errors
+from inferframe.ai.run import RunServices
+from inferframe.errors import InferframeError, warn_user
+from inferframe.execution.executor import execute as execute_local
+from inferframe.io.arrow_stream import StreamSource
+from inferframe.observe.stats import RunCounters
+from inferframe.plan import logical as lp
+from inferframe.plan import physical as pp
+from inferframe.providers import secrets
+from inferframe.runners import spark_plan as sp
+from inferframe.runners.base import Runner
+from inferframe.runners.spark_service import JobService
+from inferframe.runtime.coordinator import LocalCoordinator
+
+ROW = "__ifr_row"  # a row id: monotonically increasing in the input's order
+# Sources Spark's tasks read themselves, one file per task.
+EXECUTOR_FORMATS = ("parquet", "csv", "json")
+
+
+def _pyspark():
+    try:
+        import pyspark  # noqa: F401
+        from pyspark.sql import functions as F
+    except ImportError as e:  # pragma: no cover - the install has it
+        raise ImportError("The Spark runner needs pyspark and Java 17+: pip install 'inferframe[spark]' "
+                          "('inferframe doctor' checks Java).") from e
+    return F
+
+
+def q(name: str):
+    """A column by its exact name (dots and spaces included)."""
+    F = _pyspark()
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+class SparkRunner(Runner):
+    """Run plans on Spark; results equal the local runner's, row for row where the plan defines an order.
+
+    Parameters:
+        spark: the SparkSession; None: the active one (``SparkSession.getActiveSession()``), else a new local one.
+    """
+
+    name = "spark"
+    writes_in_workers = True
+
+    def __init__(self, spark: Any = None) -> None:
+        self._spark = spark
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            _pyspark()
+            from pyspark.sql import SparkSession
+
+            self._spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        return self._spark
+
+    def execute(self, op: pp.PhysicalOp, counters: RunCounters | None = None) -> Iterator[pa.RecordBatch]:
+        counters = counters if counters is not None else RunCounters()
+        if not _mappable(op):
+            yield from _on_driver(op, counters)
+            return
+        with _Job(self.spark, counters) as job, _own_errors():
+            table = _collect(_Builder(job).build(op), op.schema)
+        yield from table.combine_chunks().to_batches()
+
+    def write_parts(self, plan: lp.LogicalPlan, pending: Any, counters: RunCounters | None = None) -> list[list[str]]:
+        """Each task writes its partition's rows as part files under ``pending``'s temporary directory; the names, in order."""
+        counters = counters if counters is not None else RunCounters()
+        op = pp.plan_physical(plan)
+        if not _mappable(op):
+            return [pending.write_parts(_on_driver(op, counters), keep_empty=False)]
+        with _Job(self.spark, counters) as job, _own_errors():
+            sdf = _Builder(job).build(op).mapInArrow(sp.WritePartitions(pending, plan.schema), sp.WRITE_RESULT)
+            names = sdf.toArrow()
+        order = sorted(range(names.num_rows), key=names.column("part").to_pylist().__getitem__)
+        return [names.column("names")[i].as_py() for i in order]
+
+    def to_spark(self, plan: lp.LogicalPlan):
+        """The plan as a lazy Spark DataFrame (``df.to_spark()``); its AI calls report to no progress line."""
+        op = pp.plan_physical(plan)
+        job = _Job(self.spark, RunCounters())
+        job.__enter__()  # lives as long as the process: the DataFrame may be run any time later
+        return _Builder(job).build(op)
+
+
+def _mappable(op: pp.PhysicalOp) -> bool:
+    """Whether every operator's schema has a Spark type."""
+    try:
+        sp.spark_schema(op.schema)
+    except Exception:
+        return False
+    return all(_mappable(i) for i in op.inputs)
+
+
+NOT_SPARK_TYPES = ("this plan has a column type Spark cannot hold (unsigned integers, dictionaries, extension "
+                   "types...): it runs on the driver with the local executor. Cast such columns (for example "
+                   "col('x').cast(ifr.DataType.int64())) to run it on Spark.")
+
+
+def _on_driver(op: pp.PhysicalOp, counters: RunCounters) -> Iterator[pa.RecordBatch]:
+    warn_user(NOT_SPARK_TYPES, RuntimeWarning)
+    return execute_local(op, services=RunServices(LocalCoordinator(), counters, secrets.worker_env))
+
+
+def _collect(sdf, schema: pa.Schema) -> pa.Table:
+    """A Spark DataFrame's rows on the driver, in its order, in the plan's Arrow types."""
+    table = sdf.toArrow()
+    return table.select(schema.names).cast(schema) if table.schema != schema else table
+
+
+_INFERFRAME_ERROR = re.compile(r"(?:inferframe\.errors\.)?([A-Z][A-Za-z]+(?:Error|Failed)): (.*)")
+
+
+@contextlib.contextmanager
+def _own_errors():
+    """A job that failed in a task raises the task's inferframe error (its type and message), as locally."""
+    try:
+        yield
+    except InferframeError:
+        raise
+    except Exception as e:
+        text = str(e)
+        found = None
+        for line in text.splitlines():
+            m = _INFERFRAME_ERROR.search(line)
+            cls = getattr(errors, m.group(1), None) if m else None
+            if isinstance(cls, type) and issubclass(cls, InferframeError):
+                found = (cls, m.group(2))
+        if found is None:
+            raise
+        cls, message = found
+        try:
+            error = cls(message)
+        except TypeError:
+            error = errors.ExecutionError(message)
+        raise error from None
+
+
+class _Job:
+    """One job's state on the driver: the service for its tasks, and the merge of their counters into ``counters``."""
+
+    def __init__(self, spark, counters: RunCounters) -> None:
+        self.spark, self.counters = spark, counters
+        self.id = uuid.uuid4().hex[:12]
+        self.stage_ids = (f"{self.id}-s{i}" for i in itertools.count())
+
+    def __enter__(self) -> "_Job":
+        # Spark's local master runs every task on this machine: the loopback suffices; a cluster reaches the driver's host.
+        on_this_machine = re.match(r"local(\[|$)", self.spark.sparkContext.master) is not None
+        host = "127.0.0.1" if on_this_machine else self.spark.conf.get("spark.driver.host")
+        self.service = JobService(secrets.worker_env(), host=host)
+        self.link = self.service.link()
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="inferframe-spark-counters", daemon=True)
+        self._poller.start()
+        return self
+
+    def _merge(self) -> None:
+        for source, snaps in self.service.counter_reports().items():
+            self.counters.merge(source, snaps)  # spending, per Python worker
+        rows = self.service.row_counts()
+        if rows:
+            self.counters.merge("spark:rows", [{**dict.fromkeys(sp.ROW_FIELDS, 0), **r} for r in rows])
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            self._merge()
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._poller.join(timeout=5)
+        self._merge()
+        self.service.close()
+
+
+class _Builder:
+    """Physical operators -> one lazy Spark DataFrame (see the module's table)."""
+
+    def __init__(self, job: _Job) -> None:
+        self.job = job
+        self.spark = job.spark
+
+    def build(self, op: pp.PhysicalOp):
+        return pp.dispatch(_RUN, op)(self, op)
+
+    # --- sources -------------------------------------------------------------------------------
+    def from_table(self, table: pa.Table, schema: pa.Schema):
+        arrow = sp.spark_arrow(schema)
+        table = table.select(schema.names).cast(arrow) if table.num_columns else arrow.empty_table()
+        return self.spark.createDataFrame(table, schema=sp.spark_schema(schema))
+
+    def read_table(self, op: pp.ReadTable):
+        return self.from_table(op.table, op.schema)
+
+    def read_files(self, op: pp.ReadFiles):
+        node = op.source
+        src = node.source
+        if isinstance(src, StreamSource) or node.limit is not None or getattr(src, "format", None) not in EXECUTOR_FORMATS:
+            # An Arrow stream lives in this process, and a limit is the first n rows: the driver reads them.
+            return self.gather(op)
+        if not src.paths:
+            return self.from_table(op.schema.empty_table(), op.schema)
+        n = len(src.paths)
+        ids = self.spark.range(0, n, 1, numPartitions=n)
+        return ids.mapInArrow(sp.ReadPaths(node), sp.spark_schema(op.schema))
+
+    # --- streaming -----------------------------------------------------------------------------
+    def map(self, op: pp.Map):
+        return self.build(op.input).mapInArrow(sp.MapPartitions(op), sp.spark_schema(op.schema))
+
+    def udf_stage(self, op: pp.UDFStage):
+        stage = sp.UDFPartitions(self.job.id, next(self.job.stage_ids), op, self.job.link)
+        return self.build(op.input).mapInArrow(stage, sp.spark_schema(op.schema))
+
+    def union(self, op: pp.Union):
+        parts = [self.build(pp.MapBatches(inputs=(i,), schema=op.schema, fn=sp.Conform(op.schema), name="conform"))
+                 for i in op.inputs]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.union(p)
+        return out
+
+    def limit(self, op: pp.Limit):
+        # The first n rows in order: Spark's collect-limit reads the partitions in order, on the driver.
+        table = _collect(self.build(op.input).limit(op.n), op.schema)
+        return self.from_table(table, op.schema)
+
+    def rebatch(self, op: pp.Rebatch):
+        sdf, rows = self.materialized(self.build(op.input))
+        return self.in_order(sdf, max(1, math.ceil(rows / op.size)))
+
+    # --- exchanges -----------------------------------------------------------------------------
+    def exchange(self, op: pp.Exchange):
+        kind = op.kind
+        if kind == "sort":
+            return self.sort(self.build(op.input), op.spec)
+        if kind == "aggregate" and op.spec.group_by and _groupable(op.input.schema, op.spec.group_by):
+            return self.aggregate(op)
+        if kind == "distinct" and _groupable(op.input.schema, op.spec.on or op.input.schema.names):
+            return self.distinct(op)
+        if kind == "join" and _spark_joinable(op.spec):
+            return self.join(op)
+        if kind == "repartition":
+            return self.repartition(op)
+        # GATHER (whole-table aggregation, right/full outer joins, joins on keys of differing types,
+        # nearest): the inputs go to the driver, which runs the operator with the local executor.
+        return self.gather(op)
+
+    def sort(self, sdf, node: lp.Sort):
+        """Spark's sort: a null (and NaN) flag per key placed as the local runner places nulls; ties in input order."""
+        F = _pyspark()
+        sdf = sdf.withColumn(ROW, F.monotonically_increasing_id())
+        schema = node.input.schema
+        orders = []
+        for k, d in zip(node.keys, node.descending):
+            c = q(k)
+            flags = [c.isNull()]
+            if pa.types.is_floating(schema.field(k).type):
+                flags.append(F.isnan(c))
+            orders += [f.desc() if node.nulls_first else f.asc() for f in flags]
+            orders.append(c.desc() if d else c.asc())
+        return sdf.orderBy(*orders, F.col(ROW).asc()).drop(ROW)
+
+    def aggregate(self, op: pp.Exchange):
+        node = op.spec
+        sdf = self.build(op.input).groupBy(*[q(k) for k in node.group_by]).applyInArrow(
+            sp.aggregate_groups(node), sp.spark_schema(node.schema))
+        # The local runner gives groups in key order, nulls last: so does this.
+        return self.sort(sdf, lp.Sort(node, tuple(node.group_by), (False,) * len(node.group_by), False))
+
+    def distinct(self, op: pp.Exchange):
+        """The first row of each key, in input order (as the local runner keeps them)."""
+        F = _pyspark()
+        from pyspark.sql import Window
+
+        keys = list(op.spec.on) if op.spec.on else list(op.input.schema.names)
+        sdf = self.build(op.input).withColumn(ROW, F.monotonically_increasing_id())
+        first = F.row_number().over(Window.partitionBy(*[q(k) for k in keys]).orderBy(ROW))
+        return (sdf.withColumn("__ifr_n", first).where(F.col("__ifr_n") == 1)
+                .orderBy(ROW).drop("__ifr_n", ROW))
+
+    def join(self, op: pp.Exchange):
+        """Spark's join; the right side's clashing names get the prefix, its keys are dropped as locally."""
+        node: lp.Join = op.spec
+        left, right = (self.build(i) for i in op.inputs)
+        left_names = set(node.left.schema.names)
+        keys = {rk: f"__ifr_rk{i}" for i, rk in enumerate(node.right_on)}
+        renames = {n: node.prefix + n for n in node.right.schema.names if n not in keys and n in left_names}
+        right = right.select(*[q(n).alias(keys.get(n) or renames.get(n, n)) for n in node.right.schema.names])
+        cond = [q(lk) == q(keys[rk]) for lk, rk in zip(node.left_on, node.right_on)]
+        how = {"inner": "inner", "left": "left", "semi": "left_semi", "anti": "left_anti"}[node.how]
+        return left.join(right, on=cond, how=how).select(*[q(n) for n in node.schema.names])
+
+    def repartition(self, op: pp.Exchange):
+        node: lp.Repartition = op.spec
+        n = node.num_partitions or max(2, self.spark.sparkContext.defaultParallelism)
+        if node.by:
+            return self.build(op.input).repartition(n, *[q(k) for k in node.by])
+        sdf, _ = self.materialized(self.build(op.input))
+        return self.in_order(sdf, n)
+
+    def gather(self, op: pp.PhysicalOp):
+        """Run ``op`` on the driver with the local executor, its inputs gathered from Spark (see the module's table)."""
+        inputs = tuple(pp.ReadTable(schema=i.schema, table=_collect(self.build(i), i.schema)) for i in op.inputs)
+        local = dataclasses.replace(op, inputs=inputs) if inputs else op
+        services = RunServices(LocalCoordinator(), self.job.counters, secrets.worker_env)
+        batches = list(execute_local(local, services=services))
+        return self.from_table(pa.Table.from_batches(batches, schema=op.schema), op.schema)
+
+    # --- helpers -------------------------------------------------------------------------------
+    def materialized(self, sdf):
+        """``sdf`` with a row id, computed once (so counting and sampling it run no AI call again); its row count."""
+        F = _pyspark()
+        sdf = sdf.withColumn(ROW, F.monotonically_increasing_id()).localCheckpoint(eager=True)
+        return sdf, sdf.count()
+
+    def in_order(self, sdf, n: int):
+        """``n`` partitions of contiguous ranges of the row id (``materialized``), rows in order; the id dropped."""
+        return sdf.repartitionByRange(n, ROW).sortWithinPartitions(ROW).drop(ROW)
+
+
+def _groupable(schema: pa.Schema, keys) -> bool:
+    return all(not pa.types.is_nested(schema.field(k).type) for k in keys)
+
+
+def _spark_joinable(node: lp.Join) -> bool:
+    """Spark's join gives the local result for inner/left/semi/anti joins on keys of one concrete type."""
+    if node.how not in ("inner", "left", "semi", "anti"):
+        return False
+    for lk, rk in zip(node.left_on, node.right_on):
+        lt, rt = node.left.schema.field(lk).type, node.right.schema.field(rk).type
+        if lt != rt or pa.types.is_null(lt) or pa.types.is_nested(lt) or pa.types.is_floating(lt):
+            return False
+    return True
+
+
+_RUN = MappingProxyType({
+    pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
+    pp.Limit: _Builder.limit, pp.Rebatch: _Builder.rebatch, pp.Union: _Builder.union,
+    pp.UDFStage: _Builder.udf_stage, pp.Exchange: _Builder.exchange,
+})

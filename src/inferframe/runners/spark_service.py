@@ -1,0 +1,180 @@
+"""A Spark job's service on the driver: key handles for the executors, and the counters they report back.
+
+Spark has no actors, so the job's shared state lives in a small network service the driver hosts
+for the job (``JobService``), reached by the executors' Python workers through a ``ServiceLink``:
+the driver's address and a per-job token. The token authenticates every connection (an HMAC
+challenge, ``multiprocessing.connection``), so the link is all a task closure carries: no key,
+no cache URL's password, nothing secret in the plan, the Spark conf or a closure. What it serves:
+
+- ``env()``: the secret channel's environment (``providers.secrets.worker_env``) for a worker;
+- ``report(source, snapshots)``: a worker's spending counters (cumulative per worker);
+- ``rows(key, delta)``: the row counters of one finished partition of one stage (a partition that
+  Spark runs again, after a failure or speculatively, replaces its first count).
+
+A service that cannot be reached within ``CALL_TIMEOUT_S`` stops the task with one
+``ServiceError``, never a hang.
+
+Example:
+    >>> with JobService({"INFERFRAME_SECRET_k1": "sk-x"}) as service:
+    ...     link = service.link()
+    ...     env = link.call("env")
+    ...     link.call("rows", "stage-0:part-0", {"prompt": {"rows_done": 2}})
+    ...     rows = service.row_counts()
+    >>> env, rows
+    ({'INFERFRAME_SECRET_k1': 'sk-x'}, [{'label': 'prompt', 'rows_done': 2}])
+"""
+
+from __future__ import annotations
+
+import secrets as _token
+import socket
+import threading
+from multiprocessing.connection import Client, Listener
+from typing import Any
+
+from inferframe.errors import ServiceError
+
+CALL_TIMEOUT_S = 30.0
+
+
+class JobService:
+    """The driver's per-job service (see the module's docstring); a context manager that stops it.
+
+    Parameters:
+        env: the environment a worker gets (the secret channel); None: none.
+        host: the address to listen on (the Spark driver's host); None: this machine's loopback.
+    """
+
+    def __init__(self, env: dict | None = None, host: str | None = None) -> None:
+        self._env = dict(env or {})
+        self._token = _token.token_bytes(32)
+        self._listener = Listener((host or "127.0.0.1", 0), authkey=self._token)
+        self._lock = threading.Lock()
+        self._reports: dict[str, list[dict]] = {}
+        self._rows: dict[str, dict] = {}
+        self._open = True
+        threading.Thread(target=self._accept, name="inferframe-spark-service", daemon=True).start()
+
+    def link(self) -> "ServiceLink":
+        """What a task closure carries to reach this service: its address and the job's token."""
+        host, port = self._listener.address
+        return ServiceLink((host, port), self._token)
+
+    # --- the methods workers call ---------------------------------------------------------------
+    def env(self) -> dict:
+        return dict(self._env)
+
+    def report(self, source: str, snapshots: list[dict]) -> None:
+        with self._lock:
+            self._reports[source] = list(snapshots)
+
+    def rows(self, key: str, delta: dict) -> None:
+        with self._lock:
+            self._rows[key] = delta  # a partition run again replaces its first count
+
+    _METHODS = ("env", "report", "rows")
+
+    # --- what the driver reads ------------------------------------------------------------------
+    def counter_reports(self) -> dict[str, list[dict]]:
+        with self._lock:
+            return dict(self._reports)
+
+    def row_counts(self) -> list[dict]:
+        """Row counters per call label, summed over the finished partitions."""
+        out: dict[str, dict] = {}
+        with self._lock:
+            parts = list(self._rows.values())
+        for part in parts:
+            for label, fields in part.items():
+                total = out.setdefault(label, {"label": label})
+                for k, v in fields.items():
+                    total[k] = total.get(k, 0) + v
+        return list(out.values())
+
+    # --- serving --------------------------------------------------------------------------------
+    def _accept(self) -> None:
+        while self._open:
+            try:
+                conn = self._listener.accept()
+            except Exception:  # closed, or a caller without the token (authentication failed)
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn) -> None:
+        with conn:
+            while True:
+                try:
+                    method, args = conn.recv()
+                except (EOFError, OSError):
+                    return
+                if method not in self._METHODS:
+                    conn.send(("error", f"no method {method!r}"))
+                    continue
+                try:
+                    conn.send(("ok", getattr(self, method)(*args)))
+                except Exception as e:  # the worker gets the reason; the service goes on
+                    conn.send(("error", f"{type(e).__name__}: {e}"))
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        self._open = False
+        host, port = self._listener.address
+        try:  # wake the accept loop so it sees the service is closed
+            socket.create_connection((host, port), timeout=1).close()
+        except OSError:
+            pass
+        self._listener.close()
+
+    def __enter__(self) -> "JobService":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class ServiceLink:
+    """A worker's connection to the job's service: picklable as (address, token), connected on first use.
+
+    Parameters:
+        address: the service's (host, port).
+        token: the job's token (authenticates the connection; never sent itself).
+        timeout_s: the bound on connecting and on each answer.
+    """
+
+    def __init__(self, address: tuple[str, int], token: bytes, timeout_s: float = CALL_TIMEOUT_S) -> None:
+        self.address, self.token, self.timeout_s = tuple(address), token, timeout_s
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {"address": self.address, "token": self.token, "timeout_s": self.timeout_s}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["address"], state["token"], state["timeout_s"])
+
+    def __repr__(self) -> str:  # never the token
+        return f"ServiceLink({self.address[0]}:{self.address[1]})"
+
+    def unreachable(self, why: str) -> ServiceError:
+        return ServiceError(f"The Spark job's service on the driver ({self.address[0]}:{self.address[1]}: key "
+                            f"handles, counters) cannot be reached: {why}. The task stops; run the job again: "
+                            f"answers already paid for are in the cache.")
+
+    def call(self, method: str, *args: Any) -> Any:
+        """``service.method(*args)`` on the driver, within ``timeout_s``, or one ``ServiceError``."""
+        with self._lock:
+            try:
+                if self._conn is None:
+                    socket.create_connection(self.address, timeout=self.timeout_s).close()  # fail fast, bounded
+                    self._conn = Client(self.address, authkey=self.token)
+                self._conn.send((method, args))
+                if not self._conn.poll(self.timeout_s):
+                    raise TimeoutError(f"no answer within {self.timeout_s:g} s")
+                status, value = self._conn.recv()
+            except (OSError, EOFError, TimeoutError) as e:
+                self._conn = None
+                raise self.unreachable(f"{type(e).__name__}: {e}") from None
+        if status != "ok":
+            raise ServiceError(f"The Spark job's service refused {method}: {value}")
+        return value
