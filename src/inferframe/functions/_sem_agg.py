@@ -24,7 +24,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from inferframe.errors import PlanError
-from inferframe.functions._sem_global import Calls, ask_prompts, check_columns, criterion, document, whole_table
+from inferframe.functions._sem_global import Calls, sealed, ask_prompts, check_columns, criterion, document, whole_table
 from inferframe.functions.templates import parse_template
 
 __all__ = ["context_budget", "expected_calls", "pack", "reduce_groups", "sem_agg"]
@@ -146,6 +146,7 @@ def sem_agg(df: Any, template: str, *, group_by: Any = None, max_chars: int | No
         >>> df.sem_agg("Summarise the complaints in {review}", group_by="film", model="gemma-3-270m").column_names
         ['film', 'sem_agg']
     """
+    options = sealed(options)
     t = parse_template(template, "sem_agg")
     keys = [group_by] if isinstance(group_by, str) else list(group_by) if isinstance(group_by, (list, tuple)) else []
     if (group_by is not None and not keys) or not all(isinstance(k, str) for k in keys):

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
-from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
+from inferframe.functions._sem_global import (Calls, sealed, ask_labels, check_columns, criterion, document, frame,
                                               model_name, whole_table)
 from inferframe.functions._vocabulary import take
 from inferframe.functions.embed import embed_text
@@ -134,6 +134,7 @@ def cluster_ids(n: int, answers: list[tuple[int, int, bool | None]], merge: str 
 def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_model: str | None, on_error: str,
               options: dict, fn: str, merge: str, finish: Callable[[pa.Table, list[int]], pa.Table]) -> Any:
     """The lazy operator: checks now; when it runs, ``finish(table, cluster ids)`` makes its rows."""
+    options = sealed(options)
     embed_model = take(fn, options, "embed_model", embed_model)
     t = parse_template(template, fn)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:

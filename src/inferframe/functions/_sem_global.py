@@ -122,6 +122,27 @@ def warn_failed(note: str, stats: dict) -> None:
                   SemanticFailuresWarning)
 
 
+def sealed(options: dict) -> dict:
+    """``options`` with an ``api_key`` turned into a provider spec holding only its handle: the key never enters a plan's pickle.
+
+    The operators' rounds capture their options in the plan; a key among them would travel in clear.
+
+    Example:
+        >>> out = sealed({"provider": "openai", "api_key": "sk-secret", "model": "gpt-5-mini"})
+        >>> "api_key" in out, "sk-secret" in repr(out), out["provider"].key_ref is not None
+        (False, False, True)
+    """
+    if not isinstance(options.get("api_key"), str):
+        return options
+    from inferframe.providers.registry import resolve
+    from inferframe.session import current
+
+    out = dict(options)
+    out["provider"] = resolve(out.get("provider"), default=current().provider, model=out.get("model"),
+                              api_key=out.pop("api_key"))
+    return out
+
+
 def model_name(options: dict) -> str:
     """The model an operator's calls use, for the quality guard's message (the embedded model when none is named)."""
     return str(options.get("model") or "gemma-3-270m")

@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col, lit
-from inferframe.functions._sem_global import (Calls, ask_labels, check_columns, criterion, document, frame,
+from inferframe.functions._sem_global import (Calls, sealed, ask_labels, check_columns, criterion, document, frame,
                                               model_name, run_job, whole_table)
 from inferframe.functions._vocabulary import take
 from inferframe.functions.ai import classify_text
@@ -188,6 +188,7 @@ def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: 
         >>> df.sem_topk("{review} is the most enthusiastic", k=1, model="gemma-3-270m").to_pydict()  # doctest: +SKIP
         {'review': ['Wow, loved it!']}
     """
+    options = sealed(options)
     t = parse_template(template, "sem_topk")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise PlanError(f"sem_topk(): k={k!r} must be a whole number >= 1, e.g. k=10.")
