@@ -27,7 +27,7 @@ ROOT_PACKAGE = "inferframe"
 # "cli" (the command line) and "__main__" (python -m inferframe) sit above everything: they use the public API.
 # "inferframe" is the root package (inferframe/__init__.py, the public API's names): only the command line sits
 # above it, so `import inferframe` or `from inferframe import X` inside any layer fails the layer test.
-LAYERS = ["__main__", "cli", "doctor", ROOT_PACKAGE, "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
+LAYERS = ["__main__", "cli", "doctor", ROOT_PACKAGE, "spark", "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
           "runtime", "providers", "structured", "media", "io", "observe"]
 # Modules every layer may use: errors, types and small value classes with no inferframe imports of a layer.
 BASE = {"errors", "datatype", "series", "file"}
@@ -82,7 +82,7 @@ def test_all_is_pinned():
         "LowInformationWarning", "SemanticFailuresWarning", "cls", "col", "last_run", "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions",
         "lit", "method", "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history",
         "set_prices", "set_provider", "set_runner_native", "set_runner_ray", "set_runner_spark",
-        "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql",
+        "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql", "from_spark",
     ])
     for name in ifr.__all__:
         assert getattr(ifr, name) is not None

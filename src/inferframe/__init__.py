@@ -13,6 +13,7 @@ from inferframe.dataframe import (
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,
 )
 from inferframe.dataframe import from_duckdb, from_huggingface, from_polars, read_lance, sql
+from inferframe.dataframe.constructors import from_spark
 from inferframe.observe import DriftWarning, last_run
 # Public so that warnings.filterwarnings(category=inferframe.PromptLayoutHint) can silence it; its message names it so.
 from inferframe.functions.layout_hint import PromptLayoutHint
@@ -39,5 +40,5 @@ __all__ = [
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
     "set_runner_ray", "set_runner_spark",
-    "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql",
+    "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql", "from_spark",
 ]

@@ -94,6 +94,34 @@ def from_ray_dataset(ds: Any) -> DataFrame:
     return in_memory(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0])
 
 
+def from_spark(sdf: Any) -> DataFrame:
+    """A DataFrame from a Spark DataFrame, through Arrow: Spark runs it once and its rows come to this process.
+
+    Example:
+        >>> from pyspark.sql import SparkSession                                 # doctest: +SKIP
+        >>> spark = SparkSession.builder.master("local[2]").getOrCreate()        # doctest: +SKIP
+        >>> from_spark(spark.range(3)).to_pydict()                               # doctest: +SKIP
+        {'id': [0, 1, 2]}
+    """
+    from inferframe.runners.spark_interop import spark_to_arrow
+
+    return from_arrow(spark_to_arrow(sdf))
+
+
+def spark_with_columns(sdf: Any, columns: dict) -> Any:
+    """``sdf`` with ``columns`` (name -> inferframe expression) added, as a lazy Spark DataFrame (``inferframe.spark``).
+
+    The columns are planned over an empty table of ``sdf``'s schema; the Spark runner's operators run that
+    plan with ``sdf`` in the table's place.
+    """
+    from inferframe.runners.spark_interop import arrow_schema_of, spark_with_columns as run_over
+
+    frame = in_memory(arrow_schema_of(sdf).empty_table())
+    for name, expr in columns.items():
+        frame = frame.with_column(name, expr)
+    return run_over(sdf, frame._runnable())
+
+
 def from_pandas(df: Any) -> DataFrame:
     """A DataFrame from a pandas DataFrame (the index is dropped)."""
     return in_memory(pa.Table.from_pandas(df, preserve_index=False))

@@ -137,6 +137,23 @@ class InteropMethods:
         """
         return to_polars(self, lazy)
 
+    def to_spark(self, spark: Any = None):
+        """This DataFrame as a Spark DataFrame: the plan itself, lazily, on the Spark runner; else the result through Arrow.
+
+        Parameters:
+            spark: the SparkSession; None: the active one.
+
+        Example:
+            >>> import inferframe as ifr
+            >>> ifr.from_pydict({"a": [1, 2]}).to_spark().count()   # doctest: +SKIP
+            2
+        """
+        from inferframe.runners import get_runner
+        from inferframe.runners.spark_interop import plan_to_spark
+
+        lazy = self._result is None and get_runner().name == "spark"
+        return plan_to_spark(self._runnable() if lazy else None, None if lazy else self.to_arrow(), spark)
+
     def to_huggingface(self, streaming: bool = False):
         """A Hugging Face ``datasets.Dataset`` of the result (``streaming=True``: an ``IterableDataset``).
 

@@ -107,8 +107,8 @@ class SparkRunner(Runner):
         if not _mappable(op):
             yield from _on_driver(op, counters)
             return
-        with _Job(self.spark, counters) as job, _own_errors():
-            table = _collect(_Builder(job).build(op), op.schema)
+        with Job(self.spark, counters) as job, _own_errors():
+            table = _collect(Builder(job).build(op), op.schema)
         yield from table.combine_chunks().to_batches()
 
     def write_parts(self, plan: lp.LogicalPlan, pending: Any, counters: RunCounters | None = None) -> list[list[str]]:
@@ -117,8 +117,8 @@ class SparkRunner(Runner):
         op = pp.plan_physical(plan)
         if not _mappable(op):
             return [pending.write_parts(_on_driver(op, counters), keep_empty=False)]
-        with _Job(self.spark, counters) as job, _own_errors():
-            sdf = _Builder(job).build(op).mapInArrow(sp.WritePartitions(pending, plan.schema), sp.WRITE_RESULT)
+        with Job(self.spark, counters) as job, _own_errors():
+            sdf = Builder(job).build(op).mapInArrow(sp.WritePartitions(pending, plan.schema), sp.WRITE_RESULT)
             names = sdf.toArrow()
         order = sorted(range(names.num_rows), key=names.column("part").to_pylist().__getitem__)
         return [names.column("names")[i].as_py() for i in order]
@@ -126,9 +126,9 @@ class SparkRunner(Runner):
     def to_spark(self, plan: lp.LogicalPlan):
         """The plan as a lazy Spark DataFrame (``df.to_spark()``); its AI calls report to no progress line."""
         op = pp.plan_physical(plan)
-        job = _Job(self.spark, RunCounters())
+        job = Job(self.spark, RunCounters())
         job.__enter__()  # lives as long as the process: the DataFrame may be run any time later
-        return _Builder(job).build(op)
+        return Builder(job).build(op)
 
 
 def _mappable(op: pp.PhysicalOp) -> bool:
@@ -184,7 +184,7 @@ def _own_errors():
         raise error from None
 
 
-class _Job:
+class Job:
     """One job's state on the driver: the service for its tasks, and the merge of their counters into ``counters``."""
 
     def __init__(self, spark, counters: RunCounters) -> None:
@@ -192,7 +192,7 @@ class _Job:
         self.id = uuid.uuid4().hex[:12]
         self.stage_ids = (f"{self.id}-s{i}" for i in itertools.count())
 
-    def __enter__(self) -> "_Job":
+    def __enter__(self) -> "Job":
         # Spark's local master runs every task on this machine: the loopback suffices; a cluster reaches the driver's host.
         on_this_machine = re.match(r"local(\[|$)", self.spark.sparkContext.master) is not None
         host = "127.0.0.1" if on_this_machine else self.spark.conf.get("spark.driver.host")
@@ -221,12 +221,17 @@ class _Job:
         self.service.close()
 
 
-class _Builder:
-    """Physical operators -> one lazy Spark DataFrame (see the module's table)."""
+class Builder:
+    """Physical operators -> one lazy Spark DataFrame (see the module's table).
 
-    def __init__(self, job: _Job) -> None:
+    ``source``: a Spark DataFrame that stands for the plan's in-memory table (``inferframe.spark.with_columns``
+    plans over an empty table of its schema).
+    """
+
+    def __init__(self, job: Job, source: Any = None) -> None:
         self.job = job
         self.spark = job.spark
+        self.source = source
 
     def build(self, op: pp.PhysicalOp):
         return pp.dispatch(_RUN, op)(self, op)
@@ -238,6 +243,8 @@ class _Builder:
         return self.spark.createDataFrame(table, schema=sp.spark_schema(schema))
 
     def read_table(self, op: pp.ReadTable):
+        if self.source is not None:
+            return self.source.select(*[q(n) for n in op.schema.names])
         return self.from_table(op.table, op.schema)
 
     def read_files(self, op: pp.ReadFiles):
@@ -383,7 +390,7 @@ def _spark_joinable(node: lp.Join) -> bool:
 
 
 _RUN = MappingProxyType({
-    pp.ReadTable: _Builder.read_table, pp.ReadFiles: _Builder.read_files, pp.Map: _Builder.map,
-    pp.Limit: _Builder.limit, pp.Rebatch: _Builder.rebatch, pp.Union: _Builder.union,
-    pp.UDFStage: _Builder.udf_stage, pp.Exchange: _Builder.exchange,
+    pp.ReadTable: Builder.read_table, pp.ReadFiles: Builder.read_files, pp.Map: Builder.map,
+    pp.Limit: Builder.limit, pp.Rebatch: Builder.rebatch, pp.Union: Builder.union,
+    pp.UDFStage: Builder.udf_stage, pp.Exchange: Builder.exchange,
 })
