@@ -152,8 +152,8 @@ def aggregate_groups(node: lp.Aggregate):
 class WorkerServices:
     """A Python worker's services for one job: keys from the driver's service, counters reported to it.
 
-    Made once per worker process and job (``for_job``). The coordinator is this worker's own
-    (``LocalCoordinator``): limits are per worker until the cluster budget (issue 34 item 3) lands.
+    Made once per worker process and job (``for_job``). Its coordinator leases the job's one budget
+    from the driver (``spark_limits``).
     """
 
     _current: dict[str, Any] = {}
@@ -161,12 +161,12 @@ class WorkerServices:
     def __init__(self, link: Any) -> None:
         from inferframe.ai.run import RunServices
         from inferframe.observe.stats import RunCounters
-        from inferframe.runtime.coordinator import LocalCoordinator
+        from inferframe.runners.spark_limits import SparkCoordinator
 
         for k, v in link.call("env").items():  # key handles, from the driver's memory: never in a closure
             os.environ.setdefault(k, v)
         self.link = link
-        self.services = RunServices(LocalCoordinator(), RunCounters(), None)
+        self.services = RunServices(SparkCoordinator(link), RunCounters(), None)
         self.source = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.stages: dict[str, Any] = {}
         self._stop = threading.Event()

@@ -9,7 +9,10 @@ no cache URL's password, nothing secret in the plan, the Spark conf or a closure
 - ``env()``: the secret channel's environment (``providers.secrets.worker_env``) for a worker;
 - ``report(source, snapshots)``: a worker's spending counters (cumulative per worker);
 - ``rows(key, delta)``: the row counters of one finished partition of one stage (a partition that
-  Spark runs again, after a failure or speculatively, replaces its first count).
+  Spark runs again, after a failure or speculatively, replaces its first count);
+- ``lease(...)``: the job's ONE budget per endpoint+model: the Ray runner's coordinator logic
+  (``ray_limits.LimitsActor``: RPM/TPM, the 429 pause, the in-flight bound, the breaker) on an event
+  loop of the driver; executors lease from it in chunks (``spark_limits``).
 
 A service that cannot be reached within ``CALL_TIMEOUT_S`` stops the task with one
 ``ServiceError``, never a hang.
@@ -26,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import secrets as _token
 import socket
 import threading
@@ -53,6 +57,7 @@ class JobService:
         self._reports: dict[str, list[dict]] = {}
         self._rows: dict[str, dict] = {}
         self._open = True
+        self._limits = None  # the job's LimitsActor and its event loop, made at the first lease
         threading.Thread(target=self._accept, name="inferframe-spark-service", daemon=True).start()
 
     def link(self) -> "ServiceLink":
@@ -72,7 +77,20 @@ class JobService:
         with self._lock:
             self._rows[key] = delta  # a partition run again replaces its first count
 
-    _METHODS = ("env", "report", "rows")
+    def lease(self, *args) -> dict:
+        """``LimitsActor.lease`` on the service's event loop (one loop: the actor's state is one asyncio world)."""
+        if self._limits is None:
+            with self._lock:
+                if self._limits is None:
+                    from inferframe.runners.ray_limits.actor import LimitsActor
+
+                    loop = asyncio.new_event_loop()
+                    threading.Thread(target=loop.run_forever, name="inferframe-spark-limits", daemon=True).start()
+                    self._limits = (LimitsActor(), loop)
+        actor, loop = self._limits
+        return asyncio.run_coroutine_threadsafe(actor.lease(*args), loop).result()
+
+    _METHODS = ("env", "report", "rows", "lease")
 
     # --- what the driver reads ------------------------------------------------------------------
     def counter_reports(self) -> dict[str, list[dict]]:
@@ -125,6 +143,9 @@ class JobService:
         except OSError:
             pass
         self._listener.close()
+        if self._limits is not None:
+            loop = self._limits[1]
+            loop.call_soon_threadsafe(loop.stop)
 
     def __enter__(self) -> "JobService":
         return self
@@ -144,7 +165,7 @@ class ServiceLink:
 
     def __init__(self, address: tuple[str, int], token: bytes, timeout_s: float = CALL_TIMEOUT_S) -> None:
         self.address, self.token, self.timeout_s = tuple(address), token, timeout_s
-        self._conn = None
+        self._free: list = []  # open connections not in use: concurrent calls (leases, reports) each take one
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
@@ -161,20 +182,41 @@ class ServiceLink:
                             f"handles, counters) cannot be reached: {why}. The task stops; run the job again: "
                             f"answers already paid for are in the cache.")
 
+    def _connect(self):
+        """A new authenticated connection within ``timeout_s`` (the handshake has no timeout of its own)."""
+        socket.create_connection(self.address, timeout=self.timeout_s).close()  # nobody listening: fail fast
+        box: dict = {}
+
+        def connect() -> None:
+            try:
+                box["conn"] = Client(self.address, authkey=self.token)
+            except Exception as e:  # handed to the caller
+                box["error"] = e
+
+        thread = threading.Thread(target=connect, name="inferframe-spark-connect", daemon=True)
+        thread.start()
+        thread.join(self.timeout_s)
+        if "conn" in box:
+            return box["conn"]
+        if "error" in box:
+            raise OSError(f"{type(box['error']).__name__}: {box['error']}")
+        raise TimeoutError(f"no handshake within {self.timeout_s:g} s")
+
     def call(self, method: str, *args: Any) -> Any:
         """``service.method(*args)`` on the driver, within ``timeout_s``, or one ``ServiceError``."""
         with self._lock:
-            try:
-                if self._conn is None:
-                    socket.create_connection(self.address, timeout=self.timeout_s).close()  # fail fast, bounded
-                    self._conn = Client(self.address, authkey=self.token)
-                self._conn.send((method, args))
-                if not self._conn.poll(self.timeout_s):
-                    raise TimeoutError(f"no answer within {self.timeout_s:g} s")
-                status, value = self._conn.recv()
-            except (OSError, EOFError, TimeoutError) as e:
-                self._conn = None
-                raise self.unreachable(f"{type(e).__name__}: {e}") from None
+            conn = self._free.pop() if self._free else None
+        try:
+            if conn is None:
+                conn = self._connect()
+            conn.send((method, args))
+            if not conn.poll(self.timeout_s):
+                raise TimeoutError(f"no answer within {self.timeout_s:g} s")
+            status, value = conn.recv()
+        except (OSError, EOFError, TimeoutError) as e:
+            raise self.unreachable(f"{type(e).__name__}: {e}") from None
+        with self._lock:
+            self._free.append(conn)
         if status != "ok":
             raise ServiceError(f"The Spark job's service refused {method}: {value}")
         return value

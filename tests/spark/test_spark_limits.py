@@ -1,0 +1,64 @@
+"""One budget for every Spark executor: leases from the driver's job service; a service that cannot be
+reached stops the task with one clear error, never a hang."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+
+import pytest
+
+import inferframe as ifr
+from inferframe import col
+from inferframe.errors import ServiceError
+from inferframe.functions import prompt
+from inferframe.runners.spark_service import JobService, ServiceLink
+from inferframe.simulator import Simulator, SimulatorConfig
+
+
+def test_a_service_that_is_gone_is_one_clear_error():
+    with JobService() as service:
+        link = service.link()
+        assert link.call("env") == {}
+    with pytest.raises(ServiceError, match="cannot be reached"):
+        ServiceLink(link.address, link.token, timeout_s=2).call("env")
+
+
+def test_a_service_that_never_answers_is_an_error_within_the_timeout_not_a_hang():
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    held = []
+    threading.Thread(target=lambda: held.append(silent.accept()), daemon=True).start()
+    try:
+        with pytest.raises(ServiceError, match="no handshake within 1 s"):
+            ServiceLink(silent.getsockname(), b"x" * 32, timeout_s=1).call("env")
+    finally:
+        silent.close()
+
+
+def test_a_wrong_token_is_refused():
+    with JobService() as service:
+        with pytest.raises(ServiceError, match="cannot be reached"):
+            ServiceLink(service.link().address, b"not-the-token", timeout_s=2).call("env")
+
+
+def test_the_executors_share_the_servers_limit(spark):
+    # 600 RPM with a one-second bucket, learned from the headers (not told to the client); four
+    # partitions on two Python workers at once. Unshared budgets each learn 10/s and send twice that.
+    run = uuid.uuid4().hex
+    sdf = spark.createDataFrame([(i, f"q {i} {run}") for i in range(120)], "id long, body string").repartition(4)
+    with Simulator.spawn(SimulatorConfig(rpm=600, ratelimit_burst_s=1.0, latency_ms=50)) as sim:
+        out = inferframe_with_columns(sdf, sim)
+        rows = out.collect()
+        stats = sim.stats()
+    assert len(rows) == 120 and all(r.a is not None for r in rows)
+    assert stats["by_status"].get("429", 0) <= 3, stats["by_status"]
+
+
+def inferframe_with_columns(sdf, sim):
+    import inferframe.spark
+
+    return inferframe.spark.with_columns(sdf, a=prompt(col("body"), provider="openai", base_url=sim.base_url,
+                                                       api_key="k", model="gpt-5-mini", use_chat_completions=True))
