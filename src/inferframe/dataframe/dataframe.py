@@ -227,8 +227,7 @@ class DataFrame(SemanticMethods, InteropMethods):
         return optimize(self._plan)
 
     def _runnable(self) -> lp.LogicalPlan:
-        """The plan a run executes: semantic operators planned and whole-table ones (sem_topk, sem_agg, sem_dedup)
-        computed first, once."""
+        """The plan a run executes: semantic operators planned, whole-table ones computed first, once."""
         return optimize(runnable(self._plan, DataFrame))
 
     def iter_batches(self, progress: bool | None = None, report: str | None = None) -> Iterator[pa.RecordBatch]:
