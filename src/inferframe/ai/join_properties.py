@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 import dataclasses
 import re
 
@@ -61,12 +62,12 @@ _ONE_OTHER = re.compile(r"\bone(?:\s+of\s+them)?\s+is\s+(?P<a>[a-z][a-z-]*)\s+an
 # "is the same company as", "are the same person": one entity, not a property (entity matching, not a split).
 _IDENTITY = re.compile(r"\b(?:is|are|be|were|was)\s+$")
 # Properties named by two values: the name each pair of values is the property of.
-_VALUE_NAMES = {frozenset({"positive", "negative"}): "sentiment", frozenset({"true", "false"}): "truth",
+_VALUE_NAMES = MappingProxyType({frozenset({"positive", "negative"}): "sentiment", frozenset({"true", "false"}): "truth",
                 frozenset({"formal", "informal"}): "formality", frozenset({"male", "female"}): "gender",
                 frozenset({"fiction", "non-fiction"}): "genre", frozenset({"old", "new"}): "age",
-                frozenset({"spam", "ham"}): "spam or ham"}
+                frozenset({"spam", "ham"}): "spam or ham"})
 # Nouns after "same" that name no property: "in the same way", "at the same time".
-_NOT_PROPERTIES = {"way", "time", "thing", "things", "one", "ones", "kind", "sort", "manner"}
+_NOT_PROPERTIES = frozenset({"way", "time", "thing", "things", "one", "ones", "kind", "sort", "manner"})
 
 
 @dataclasses.dataclass(frozen=True)

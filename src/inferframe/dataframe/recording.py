@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from inferframe.plan import logical as lp
-from inferframe.plan.inspect import ai_calls, whole_tables
+from inferframe.plan.inspect import ai_calls, row_steps, whole_tables
 
 
 def job_info(plan: lp.LogicalPlan) -> dict:
@@ -37,17 +37,9 @@ def job_info(plan: lp.LogicalPlan) -> dict:
     ident.append([[f.name, str(f.type)] for f in plan.schema])
     # What is done to the rows around the calls: a column stripped and lowercased after the model
     # (the demo) is another pipeline than the raw answers, whose shares must not be compared.
-    ident.append(list(_row_steps(plan)))
+    ident.append(list(row_steps(plan)))
     fingerprint = hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:16]
     return {"fingerprint": fingerprint, "calls": calls, "directory": current().history_dir(cache_dir=directory)}
-
-
-def _row_steps(plan: lp.LogicalPlan) -> Iterator[str]:
-    """Each projection, filter and aggregation of the plan as ``explain()`` names it (sources and limits left out)."""
-    if isinstance(plan, (lp.Project, lp.Filter, lp.Aggregate, lp.Explode)):
-        yield plan.describe()
-    for child in plan.children():
-        yield from _row_steps(child)
 
 
 def ai_columns(schema: pa.Schema) -> list[str]:

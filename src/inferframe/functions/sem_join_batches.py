@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 import collections
 import dataclasses
 import math
@@ -50,11 +51,11 @@ SPLIT_KINDS = ("length", "schema")
 # Output tokens of the answer's frame ``{"matches":[]}`` and of one number with its comma (two digits).
 FRAME_TOKENS, TOKENS_PER_PAIR = 10, 3
 ANSWER, CANDIDATES = "__sem_join_answer", "__sem_join_candidates"
-_FIXES = {
+_FIXES = MappingProxyType({
     "length": "the answers were cut off at max_tokens: raise max_tokens=..., or lower pairs_per_request=...",
     "schema": "the model's answers did not fit the format: use a stronger model (provider=..., model=...), or "
               "plan='nested' (one yes/no per pair)",
-}
+})
 
 
 def fit_pairs(pairs_per_request: int, max_tokens: int | None) -> int:

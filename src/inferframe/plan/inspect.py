@@ -226,3 +226,19 @@ def ai_notes(plan: lp.LogicalPlan, count_source: Callable[[Any], int | None] = l
                 label = call.label if call is not None else n.udf.name
                 out.append(f"{label}: " + ("calls unknown until run" if rows is None else f"up to {rows} calls (one per row)"))
     return out
+
+
+def row_steps(plan: lp.LogicalPlan) -> Iterator[str]:
+    """Each projection, filter, aggregation and explode of the plan as ``explain()`` names it (sources and limits left out).
+
+    What is done to the rows around a job's AI calls: the run history tells pipelines apart by it.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> list(row_steps(ifr.from_pydict({"a": [1]}).where(ifr.col("a") > 0).limit(1)._plan))
+        ['Filter gt(col(a), lit(0))']
+    """
+    if isinstance(plan, (lp.Project, lp.Filter, lp.Aggregate, lp.Explode)):
+        yield plan.describe()
+    for child in plan.children():
+        yield from row_steps(child)

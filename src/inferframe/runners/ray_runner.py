@@ -280,7 +280,8 @@ def _node_local_caches(op: pp.PhysicalOp) -> set[str]:
     """The cache directories of the plan's AI calls that read or write a SQLite file, not a shared store."""
     found: set[str] = set()
     nodes = [op.call] if isinstance(op, pp.UDFStage) else []
-    nodes += list(getattr(op, "exprs", ())) + ([op.predicate] if isinstance(op, pp.Filter) else [])
+    predicate = getattr(op, "predicate", None)  # a filter's (physical operators are matched by what they hold)
+    nodes += list(getattr(op, "exprs", ())) + ([predicate] if predicate is not None else [])
     for node in nodes:
         for n in node.walk():
             call = getattr(n.udf, "call", None) if is_ai_call(n) else None

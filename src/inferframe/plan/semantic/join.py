@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 import dataclasses
 import math
 from typing import Any, Protocol
@@ -48,7 +49,7 @@ KEY, ONE, CHECK = "__sem_join_key", "__sem_join_one", "__sem_join_check"
 LVEC, RVEC, SCORE, RANK = "__sem_join_lvec", "__sem_join_rvec", "__sem_join_score", "__sem_join_rank"
 ROW, RROW = "__sem_join_row", "__sem_join_rrow"
 CANDIDATES = "__sem_join_candidates"
-_FREE = {"tokens": 0, "cost": 0.0}
+_FREE = MappingProxyType({"tokens": 0, "cost": 0.0})
 _PEEK = 8  # rows of each side the token estimate reads
 
 
