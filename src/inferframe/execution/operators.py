@@ -237,6 +237,10 @@ def join_batches(left: pa.Table, right: pa.Table, node, schema: pa.Schema, max_r
     left, right, null_cols = _join_inputs(left, right, node)
     how = JOIN_TYPES[node.how]
     left_on, right_on = list(node.left_on), list(node.right_on)
+    # Acero's hash join carries no nested payload (a struct such as prompt()'s <name>_error aborted the
+    # process): such columns stay out of it, a row number travels instead, and they are taken back by it.
+    left, left_nested = _nested_out(left, left_on, _LEFT_ROW)
+    right, right_nested = _nested_out(right, right_on, _RIGHT_ROW)
     left_out = [c for c in left.column_names if not (how == "right outer" and c in left_on)]
     right_out = ([] if how in ("left semi", "left anti") else
                  [c for c in right.column_names if how in ("right outer", "full outer") or c not in right_on])
@@ -250,9 +254,41 @@ def join_batches(left: pa.Table, right: pa.Table, node, schema: pa.Schema, max_r
     try:
         for batch in reader:
             for start in range(0, batch.num_rows, max_rows):
-                yield _join_output(batch.slice(start, max_rows), node, schema, len(left_out), right_out, null_cols)
+                piece, n_left, piece_right = _nested_back(batch.slice(start, max_rows), len(left_out), right_out,
+                                                          left_nested, right_nested)
+                yield _join_output(piece, node, schema, n_left, piece_right, null_cols)
     finally:
         reader.close()
+
+
+_LEFT_ROW, _RIGHT_ROW = "__ifr_left_row", "__ifr_right_row"
+
+
+def _nested_out(table: pa.Table, keys: list[str], row: str) -> tuple[pa.Table, pa.Table | None]:
+    """(``table`` without its nested payload columns and with a row number instead, those columns); as is when it has none."""
+    nested = [f.name for f in table.schema if f.name not in keys and pa.types.is_nested(f.type)]
+    if not nested:
+        return table, None
+    rows = pa.array(range(table.num_rows), pa.int64())
+    return table.drop_columns(nested).append_column(row, rows), table.select(nested)
+
+
+def _nested_back(batch: pa.RecordBatch, n_left: int, right_out: list[str], left_nested: pa.Table | None,
+                 right_nested: pa.Table | None) -> tuple[pa.RecordBatch, int, list[str]]:
+    """A join output batch with the nested columns taken back by row number (null where a side did not match)."""
+    if left_nested is None and right_nested is None:
+        return batch, n_left, right_out
+    names = batch.schema.names
+    left = dict(zip(names[:n_left], batch.columns[:n_left]))
+    right = dict(zip(right_out, batch.columns[n_left:]))
+    for side, nested, row in ((left, left_nested, _LEFT_ROW), (right, right_nested, _RIGHT_ROW)):
+        if nested is not None and row in side:
+            rows = side.pop(row)
+            side.update((name, nested.column(name).take(rows)) for name in nested.column_names)
+    arrays = [*left.values(), *right.values()]
+    out = pa.RecordBatch.from_arrays([a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays],
+                                     names=[*left, *right])
+    return out, len(left), list(right)
 
 
 def _join_inputs(left: pa.Table, right: pa.Table, node) -> tuple[pa.Table, pa.Table, list[str]]:
