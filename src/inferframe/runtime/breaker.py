@@ -82,7 +82,7 @@ class Breaker:
             self.first_failures.append(str(kind))
             if len(self.first_failures) >= self.first_rows and len(set(self.first_failures)) == 1:
                 self.trip(f"The first {len(self.first_failures)} rows all failed the same way ({kind}) and none "
-                          f"succeeded; every row would. Last error: {message}")
+                          f"succeeded: the service looks down, and every row would fail. Last error: {message}")
         if not ok and kind == ErrorKind.UNSUPPORTED:
             self.unsupported += 1
             if self.unsupported >= self.unsupported_after:
