@@ -62,6 +62,20 @@ def test_an_answer_is_seen_from_the_moment_it_is_put(pg_url):
     store.close()
 
 
+def test_an_idle_writer_thread_leaves_and_a_later_answer_starts_another(pg_url):
+    # A store a job left open (the process keeps one per URL) must not hold a thread for the process's life.
+    store = PostgresStore(pg_url)
+    store.put("idle1", "one", 1, 1)
+    assert store.flush(timeout=30) == 0
+    first = store._writer
+    first.join(timeout=10)
+    assert not first.is_alive()
+    store.put("idle2", "two", 1, 1)
+    assert store.flush(timeout=30) == 0
+    assert PostgresStore(pg_url).get_many(["idle1", "idle2"]) == [("one", 1, 1, None), ("two", 1, 1, None)]
+    store.close()
+
+
 def _writer(url, start, n):
     store = PostgresStore(url)
     for i in range(start, start + n, 50):  # overlapping keys, many statements, every process at once

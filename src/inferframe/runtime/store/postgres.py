@@ -57,6 +57,7 @@ _UPSERT = (
     " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, input_tokens = EXCLUDED.input_tokens,"
     " output_tokens = EXCLUDED.output_tokens, finish_reason = EXCLUDED.finish_reason, created = EXCLUDED.created"
 )
+_WRITER_IDLE = 1.0  # seconds an idle writer thread waits for answers before it leaves
 _LOCK_ID = 0x1F3A_C0DE  # the advisory lock that serialises migrations
 _RECENT = 65536  # answers this process put, kept for ``recheck`` (bounded: a huge run stays flat)
 _WRITE_CHUNK = 5000  # answers per statement at most
@@ -244,9 +245,12 @@ class PostgresStore(CacheStore):
         delay = 0.05
         while True:
             with self._cond:
-                while not self._pending and not self._closing:
-                    self._cond.wait()
+                # An idle writer leaves (put_many starts another): a store a job left open holds no thread.
+                idle_until = time.monotonic() + _WRITER_IDLE
+                while not self._pending and not self._closing and time.monotonic() < idle_until:
+                    self._cond.wait(max(0.0, idle_until - time.monotonic()))
                 if not self._pending:
+                    self._writer = None
                     return
                 # In arrival order: a rerun reads on in the order stored (seq).
                 batch = list(itertools.islice(self._pending.values(), _WRITE_CHUNK))
