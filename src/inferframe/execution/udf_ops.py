@@ -369,6 +369,20 @@ class UDFOperator:
             state["queue"] = queue
             state["workers"] = [asyncio.ensure_future(worker(queue)) for _ in range(n_workers)]
 
+        async def end_workers() -> None:
+            workers = state.pop("workers", ())
+            for t in workers:
+                t.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+        def stop() -> None:
+            # The workers wait on the queue forever: the job ends them, or the collector would find them
+            # pending once the operator is dropped ("Task was destroyed but it is pending!").
+            if state.get("workers"):
+                loop.submit(end_workers()).result(timeout=5)
+
+        self.ctx.on_close(stop)
+
         def enqueue(job: "_RowJob") -> None:
             if "queue" not in state:
                 start()
