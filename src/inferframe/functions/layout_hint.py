@@ -18,14 +18,12 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import sys
 import threading
-import warnings
 from typing import Iterator, Sequence
 
 import pyarrow as pa
 
+from inferframe.errors import warn_user
 from inferframe.expressions.nodes import Alias, Call, Col, Lit, Node
 
 # 256 characters is about 64 tokens: four of vLLM's 16-token cache blocks. Below that, moving the
@@ -36,7 +34,6 @@ from inferframe.expressions.nodes import Alias, Call, Col, Lit, Node
 # static-first in all that matters and moving the footer would gain little.
 MIN_TAIL_CHARS = 256
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SEEN: set[int] = set()
 _LOCK = threading.Lock()
 
@@ -98,7 +95,7 @@ def warn_layout(parts: Sequence[Node], system_message: str | None = None) -> Non
         if key in _SEEN:
             return
         _SEEN.add(key)
-    warnings.warn(note, PromptLayoutHint, stacklevel=_user_stacklevel())
+    warn_user(note, PromptLayoutHint)
 
 
 def _note(segments: list, parts: Sequence[Node], system_message: str | None) -> str | None:
@@ -161,11 +158,3 @@ def _reordered(parts: Sequence[Node], value: Node) -> str:
         values = [p for p in parts if p.referenced_columns()]
         return f"prompt([lit(\"<your instructions>\"), {', '.join(_show(v) for v in values)}], ...)"
     return f"the constant text before {_show(value)}"
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first frame outside inferframe: the user's line that built the prompt."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level

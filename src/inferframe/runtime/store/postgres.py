@@ -36,11 +36,10 @@ import logging
 import threading
 import time
 import urllib.parse
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from inferframe.errors import PlanError, ServiceError
+from inferframe.errors import PlanError, ServiceError, warn_user
 from inferframe.runtime.store.base import CacheStore, Hit, _dumps, _load_one, decode_rows
 from inferframe.runtime.store.sqlite import CacheReader
 from inferframe.runtime.store.url import host_of, safe_name
@@ -407,9 +406,9 @@ class PostgresStore(CacheStore):
                 spill.put_many([(r[0], _load_one(r[1]), r[2], r[3], r[4]) for r in rows])
             finally:
                 spill.close()
-            warnings.warn(f"the cache store {self.name} stayed unreachable: {len(rows)} paid answers were saved to "
+            warn_user(f"the cache store {self.name} stayed unreachable: {len(rows)} paid answers were saved to "
                           f"{self._spill_path()} and are written to the store when a process with this cache "
-                          "directory next opens it.", RuntimeWarning, stacklevel=2)
+                          "directory next opens it.", RuntimeWarning)
         for db in (self._db, self._wdb):
             if db is not None and not db.closed:
                 try:
