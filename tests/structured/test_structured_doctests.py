@@ -5,10 +5,10 @@ import doctest
 import pytest
 
 import inferframe.structured as structured
-from inferframe.structured import _spec, arrow_types, json_schema, validate
+from inferframe.structured import _spec, arrow_types, from_python, from_schema, json_schema, nodes, validate
 
 
-@pytest.mark.parametrize("module", [structured, _spec, arrow_types, json_schema, validate],
+@pytest.mark.parametrize("module", [structured, _spec, nodes, from_python, from_schema, arrow_types, json_schema, validate],
                          ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
