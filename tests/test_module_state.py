@@ -70,6 +70,9 @@ ALLOWED = {
     "inferframe.execution.process_worker:_LIVE": "weak set of live worker processes, stopped at exit",
     "inferframe.runners.ray_limits.coordinator:_ACTOR_CLASS": "cache: the Ray actor class, made once per process",
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",
+    "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext: the one driver service of "
+                                                          "a session's lazy Spark DataFrames, ended with the context"),
+    "inferframe.runners.spark_runner:_SESSION_LOCK": "lock: one service per SparkContext",
     "inferframe.simulator.embeddings:_cache": "bounded cache keyed by word: the simulator's deterministic vectors",
     "inferframe.simulator.tokens:_ENCODINGS": "cache keyed by encoding name: tiktoken encodings loaded once",
     "inferframe.simulator.tokens:_FAILED": "cache keyed by encoding name: encodings that failed to load (not retried)",
