@@ -22,6 +22,7 @@ from inferframe.cli import jobs  # noqa: F401, I001  (prompt, estimate, embed)
 from inferframe.cli import cache  # noqa: F401, I001
 from inferframe.cli import history  # noqa: F401, I001  (runs, report)
 from inferframe.cli import doctor  # noqa: F401, I001
+from inferframe.cli import sql  # noqa: F401, I001
 from inferframe.cli.base import EXIT_CODES, CLIError, app, main
 
 __all__ = ["CLIError", "EXIT_CODES", "app", "main"]

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from inferframe.dataframe.sql_ai import has_ai, plan
 from inferframe.dataframe.sql_filters import pushable
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.io.arrow_stream import StreamSource, engine_schema
@@ -61,13 +62,67 @@ def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
     """
     if not isinstance(query, str) or not query.strip():
         raise ArgumentTypeError(f"sql() takes the query as a non-empty string, got {query!r}.")
-    if not frames:
-        raise PlanError("sql() needs at least one DataFrame to query, e.g. ifr.sql(query, reviews=df).")
-    for name, frame in frames.items():
-        if not all(callable(getattr(frame, m, None)) for m in ("iter_batches", "with_column", "select")):  # a DataFrame
-            raise ArgumentTypeError(f"sql(): {name}= must be an inferframe DataFrame, got {type(frame).__name__}; "
-                                    "wrap other data with ifr.from_arrow(...) first.")
+    frames = {name: _frame(name, frame) for name, frame in frames.items()}
     query = query.strip().rstrip(";").strip()
+    explain = _explained(query)
+    if explain is not None:
+        from inferframe.dataframe.sql_explain import explain_source
+
+        return explain_source(explain, frames)
+    if has_ai(query):
+        planned = plan(query, frames)
+        if planned is not None:
+            query, frames = planned.query, planned.frames
+    if not frames and not _reads_a_table(query):
+        raise PlanError("sql() needs at least one DataFrame or file to query, e.g. ifr.sql(query, reviews=df).")
+    return _source(query, frames)
+
+
+def table_source(text: str, frames: dict[str, Any]) -> StreamSource:
+    """The Arrow stream of every row of one FROM item's text (``'reviews.parquet'``, ``read_csv('x.csv')``).
+
+    Example:
+        >>> import inferframe as ifr
+        >>> table_source("t", {"t": ifr.from_pydict({"a": [1]})}).schema.names
+        ['a']
+    """
+    return _source(f"SELECT * FROM {text}", frames)
+
+
+def _frame(name: str, frame: Any) -> Any:
+    """A DataFrame of what was given: itself, or a Polars, Arrow or pandas object read as DuckDB would read it."""
+    if all(callable(getattr(frame, m, None)) for m in ("iter_batches", "with_column", "select")):  # a DataFrame
+        return frame
+    from inferframe.dataframe.interop import from_arrow_object
+
+    try:
+        return from_arrow_object(frame)
+    except (ArgumentTypeError, PlanError, TypeError) as e:
+        raise ArgumentTypeError(f"sql(): {name}= must be an inferframe DataFrame, a Polars, pandas or Arrow object; "
+                                f"got {type(frame).__name__} ({e}).") from None
+
+
+def _explained(query: str) -> str | None:
+    """The query after ``EXPLAIN`` (None: not an EXPLAIN)."""
+    head = query.split(None, 1)
+    if len(head) == 2 and head[0].upper() == "EXPLAIN" and not head[1].upper().startswith(("ANALYZE", "(")):
+        return head[1]
+    return None
+
+
+def _reads_a_table(query: str) -> bool:
+    """Whether the query has a FROM (a file or a table function: DuckDB reads it)."""
+    duckdb = optional("duckdb", "sql", "sql()")
+    con = duckdb.connect()
+    try:
+        out = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
+    finally:
+        con.close()
+    node = (out.get("statements") or [{}])[0].get("node", {})
+    return (node.get("from_table") or {}).get("type", "EMPTY_FROM") != "EMPTY_FROM"
+
+
+def _source(query: str, frames: dict[str, Any]) -> StreamSource:
     schemas = {name: frame.schema().to_arrow() for name, frame in frames.items()}
     duckdb = optional("duckdb", "sql", "sql()")
     con = duckdb.connect()
@@ -139,11 +194,14 @@ def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
             keep, scans, rows = reads[name]
             if rows is not None:  # before the AI columns: the optimizer moves a relational filter below them
                 frame = frame.where(rows)
+            # Every column keeps its name (the binder needs them all); the ones DuckDB does not read are nulls.
+            full = pa.schema(frame)
             frame = frame if keep is None else frame.select(*keep)
             if scans > 1:  # read more than once (a self-join): computed once, held in memory
-                con.register(name, frame.to_arrow())
+                con.register(name, pa.Table.from_batches([_filled(b, full) for b in frame.to_arrow().to_batches()],
+                                                         full))
             else:
-                streams.append(_Tracked(frame))
+                streams.append(_Tracked(frame, full))
                 con.register(name, streams[-1])
         try:
             for batch in pa.RecordBatchReader.from_stream(_run(con, text, "run")):
@@ -160,23 +218,33 @@ def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
 class _Tracked:
     """A DataFrame's Arrow stream for DuckDB, keeping the error its plan raised (DuckDB passes on only its text)."""
 
-    def __init__(self, frame: Any) -> None:
-        self.frame = frame
+    def __init__(self, frame: Any, schema: pa.Schema) -> None:
+        self.frame, self.schema = frame, schema
         self.error: BaseException | None = None
 
     def __arrow_c_schema__(self) -> Any:
-        return self.frame.__arrow_c_schema__()
+        return self.schema.__arrow_c_schema__()
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         def batches():
             try:
-                yield from self.frame.iter_batches()
+                for batch in self.frame.iter_batches():
+                    yield _filled(batch, self.schema)
             except BaseException as e:
                 self.error = e
                 raise
 
-        reader = pa.RecordBatchReader.from_batches(pa.schema(self.frame), batches())
+        reader = pa.RecordBatchReader.from_batches(self.schema, batches())
         return reader.__arrow_c_stream__(requested_schema)
+
+
+def _filled(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with ``schema``'s columns, nulls for the ones it lacks (columns DuckDB's plan does not read)."""
+    if batch.schema.names == schema.names:
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type) for f in schema],
+        schema=schema)
 
 
 def cheap_columns(frame: Any) -> list[str]:

@@ -1,0 +1,45 @@
+"""``inferframe sql "..."``: a DuckDB SQL query with AI functions over files, printed or written to Parquet.
+
+Example:
+    >>> from typer.testing import CliRunner
+    >>> from inferframe.cli.base import app
+    >>> "--explain" in CliRunner().invoke(app, ["sql", "--help"]).output
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+import inferframe as ifr
+from inferframe.cli.base import app, guard
+from inferframe.cli.output import show_rows
+
+
+@app.command(short_help="Run SQL with AI functions over files.", help=(
+    "Run one DuckDB SELECT over files ('reviews.parquet', read_csv('x.csv')) with the AI functions "
+    "ai_complete, ai_query, ai_classify, ai_extract, ai_filter, ai_score, ai_embed, ai_similarity, "
+    "ai_agg and ai_summarize_agg, planned by inferframe: only the rows the query needs are sent, through "
+    "the cache and the rate limits. --explain shows the AI calls and their estimated calls, tokens and "
+    "dollars, and sends nothing.\n\n\b\nExample:\n"
+    "  inferframe sql \"select ai_classify(review, ['pos','neg']) as label from 'reviews.parquet' limit 5\""))
+def sql(
+    query: Annotated[str, typer.Argument(help="The SELECT statement.")],
+    explain: Annotated[bool, typer.Option("--explain", help="Show the plan and the estimate; send nothing.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write every row to this Parquet directory.")] = None,
+    show: Annotated[int, typer.Option("--show", help="Rows to print.")] = 20,
+) -> None:
+    with guard():
+        if explain:
+            typer.echo("\n".join(ifr.sql("EXPLAIN " + query).to_pydict()["explain"]))
+            return
+        df = ifr.sql(query)
+        if out is not None:
+            df.write_parquet(str(out))
+            typer.echo(f"wrote {out}")
+            return
+        table = df.to_arrow()
+        show_rows(table, table.column_names, show, table.num_rows)

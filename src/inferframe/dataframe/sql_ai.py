@@ -1,0 +1,288 @@
+"""AI functions in SQL: a query's ``ai_*`` calls become AI columns of the DataFrames it reads, planned by inferframe.
+
+DuckDB parses the query (``sql_ai_parse``). Each AI call reads the columns of one of the query's
+sources (a DataFrame given by name, a file such as ``'reviews.parquet'``, a table function such as
+``read_csv(...)``). That source becomes a DataFrame with one more column per call, computed by the
+Python AI function of the same meaning (``sql_ai_functions``): the arguments that are not bare columns
+are computed by DuckDB first, as columns of their own. The query is then rewritten to read those
+columns in place of the calls and runs as any ``ifr.sql`` query: only the columns and rows the query
+needs are computed (cheap parts of the ``WHERE`` first, a ``LIMIT`` stops the stream), through the
+engine's batching, limits, retries, cache and cost. A failed row's value is NULL and its error is
+``ai_error(<the same call>)``; ``fail_on_error => true`` stops the query instead.
+
+``ai_filter`` in a ``JOIN ... ON`` is a semantic join (``sem_join``); ``ai_agg`` and
+``ai_summarize_agg`` are aggregates planned as ``sem_agg`` per group of the query's ``GROUP BY``.
+
+Example:
+    >>> import inferframe as ifr
+    >>> people = ifr.from_pydict({"name": ["Ada"]})
+    >>> planned = plan("select ai_complete('Greet ' || name, max_tokens => 4) as hi from people", {"people": people})
+    >>> planned.query
+    'select "people"."__ai0" as hi from people'
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferframe.dataframe.sql_ai_limit import chain_ok, limit_push
+from inferframe.dataframe.sql_ai_functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
+from inferframe.dataframe.sql_ai_parse import Arg, Call, Query, parse
+from inferframe.errors import PlanError
+from inferframe.io.interop import optional, quote_sql
+
+
+@dataclass
+class Source:
+    """One FROM item of the query: its name in the query, the DataFrame behind it, and the AI columns added."""
+
+    alias: str
+    register: str  # the name the rewritten query reads it by
+    frame: Any
+    span: tuple[int, int] | None  # the FROM item's text, replaced when the register name differs
+    exprs: list[tuple[str, str]] = field(default_factory=list)  # (column, SQL) computed by DuckDB before the AI
+    calls: list[tuple[str, Function, dict, dict]] = field(default_factory=list)  # (column, fn, inputs, options)
+    filters: list[tuple[str, Function, dict, dict]] = field(default_factory=list)  # ai_filter run as df.where
+    where: str | None = None  # the WHERE, its pushed ai_filters TRUE, run before them (with a pushed LIMIT)
+    limit: int | None = None  # rows kept after the pushed filters
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Planned:
+    """The rewritten query, the frames it reads, and what EXPLAIN shows of the AI calls."""
+
+    query: str
+    frames: dict[str, Any]
+    sources: list[Source]
+    notes: list[str]
+
+
+def has_ai(query: str) -> bool:
+    """Whether the query may call an AI function (a cheap look before DuckDB parses it)."""
+    return "ai_" in query.lower()
+
+
+def plan(query: str, frames: dict[str, Any], push: bool = True) -> Planned | None:
+    """The query with its AI calls planned as AI columns of its sources (None: it calls no AI function).
+
+    With ``push``, an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query runs in the source (``sql_ai_limit``).
+    """
+    from inferframe.dataframe.interop import source_frame
+
+    q = parse(query, FUNCTIONS)
+    if q.unknown:
+        raise PlanError(_unknown(q.unknown[0]))
+    if not q.calls and not q.ai_froms:
+        return None
+    sources = _sources(q, frames, source_frame)
+    pushed = limit_push(q, len(sources)) if push else None
+    edits: list[tuple[int, int, str]] = []
+    done: dict[str, str] = {}
+    notes: list[str] = []
+    for call in q.calls:
+        if call.clause not in ("select", "where", "order", "having", "join"):
+            raise PlanError(f"sql(): {call.name}() is used where inferframe cannot plan it ({call.text!r}); AI functions "
+                            "go in the top SELECT's list, its WHERE, ORDER BY, or a JOIN ... ON. Put the subquery's rows "
+                            "in a DataFrame first (ifr.sql(...)), then query it.")
+        if FUNCTIONS.get(call.name, None) is not None and FUNCTIONS[call.name].aggregate:
+            raise PlanError(f"sql(): {call.name}() is an aggregate; the aggregate AI functions are not planned yet in "
+                            "this version: use df.sem_agg(...) in Python.")
+        named = f" AS {quote_sql(call.text)}" if call.unnamed else ""
+        as_filter = pushed is not None and call.start in pushed.calls
+        edits.append((call.start, call.end, _column_sql(call, sources, done, as_filter) + named))
+    if pushed is not None:
+        start, end = pushed.where
+        inside = [(a - start, b - start, t) for a, b, t in edits if start <= a and b <= end]
+        sources[0].where = _apply(query[start:end], inside)
+        sources[0].limit = pushed.rows
+    for source in sources:
+        _attach(source, notes)
+    rewritten = _apply(query, edits + [(s.span[0], s.span[1], f"{quote_sql(s.register)} AS {quote_sql(s.alias)}")
+                                       for s in sources if s.span is not None])
+    out = dict(frames)
+    out.update({s.register: s.frame for s in sources})
+    if pushed is not None and not chain_ok(rewritten, {s.register: s.frame for s in sources}):
+        return plan(query, frames, push=False)  # something between the WHERE and the LIMIT: DuckDB applies them
+    return Planned(rewritten, out, sources, notes)
+
+
+def _unknown(name: str) -> str:
+    duckdb = optional("duckdb", "sql", "sql()")
+    con = duckdb.connect()
+    try:
+        con.execute(f"SELECT {name}()")
+        theirs = ""
+    except duckdb.Error as e:
+        theirs = f" (DuckDB: {str(e).splitlines()[0]})"
+    finally:
+        con.close()
+    close = difflib.get_close_matches(name, list(FUNCTIONS) + ["ai_error"], n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}()? " if close else ""
+    return (f"sql(): unknown AI function {name}(); {hint}The AI functions are "
+            f"{', '.join(sorted(FUNCTIONS))} and ai_error.{theirs}")
+
+
+def _sources(q: Query, frames: dict[str, Any], source_frame: Any) -> list[Source]:
+    from inferframe.dataframe.sql import sql_source, table_source
+    from inferframe.dataframe.sql_ai_parse import close
+
+    found: list[Source] = []
+
+    def visit(node: dict) -> None:
+        kind = node.get("type")
+        if kind == "JOIN":
+            visit(node["left"])
+            visit(node["right"])
+            return
+        if kind == "EMPTY_FROM" or kind is None:
+            return
+        start, length = node.get("query_location"), node.get("query_location_length")
+        if kind == "BASE_TABLE" and node.get("table_name") in frames and not node.get("schema_name"):
+            name = node["table_name"]
+            found.append(Source(node.get("alias") or name, name, frames[name], None))
+            return
+        i = len(found)
+        if kind == "BASE_TABLE":
+            text = "'" + str(node["table_name"]).replace("'", "''") + "'"
+        elif kind == "TABLE_FUNCTION" and start is not None:
+            text = q.text[start:close(q.text, start)]
+        elif kind == "SUBQUERY" and start is not None:
+            text = q.text[start:close(q.text, start)]
+            if start in q.ai_froms:  # its own AI calls: planned as a query of its own
+                frame = source_frame(sql_source(text[1:-1], frames))
+                found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame,
+                                    (start, start + length)))
+                return
+        else:
+            raise PlanError(f"sql(): a query with AI functions reads DataFrames, files ('reviews.parquet'), table "
+                            f"functions (read_csv(...)) and subqueries; its FROM has a {kind}: query it with "
+                            "ifr.sql(...) first and pass the result as a DataFrame.")
+        frame = source_frame(table_source(text, frames))
+        found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame, (start, start + length)))
+
+    visit(q.tree.get("from_table") or {})
+    if not found:
+        raise PlanError("sql(): AI functions read the rows of a FROM: name a DataFrame, a file or read_csv(...).")
+    return found
+
+
+def _column_sql(call: Call, sources: list[Source], done: dict[str, str], as_filter: bool = False) -> str:
+    """The SQL that reads the call's result column (planned now, once per distinct call text)."""
+    if call.name == "ai_error":
+        if call.inner is None or len(call.args) != 1:
+            raise PlanError(f"sql(): ai_error() takes one AI function call and gives its error per row, e.g. "
+                            f"ai_error(ai_complete(review)); got {call.text!r}.")
+        _column_sql(call.inner, sources, done)
+        return done[" ".join(call.inner.text.split())].split("\0")[1] + "_error\""
+    key = " ".join(call.text.split())
+    if key in done:
+        return done[key].split("\0")[0]
+    fn = FUNCTIONS[call.name]
+    if call.clause == "join":
+        raise PlanError(f"sql(): {call.name}() in a JOIN ... ON is not planned yet in this version; join in "
+                        "Python with df.sem_join(other, '{a:left} ... {b:right}').")
+    inputs = _bind(fn, call)
+    source = _source_of(call, sources)
+    column = f"__ai{sum(len(s.calls) + len(s.filters) for s in sources)}"
+    for name, kind in fn.params:
+        if kind == CONST or name not in inputs:
+            continue
+        arg: Arg = inputs[name]
+        bare = arg.column
+        if bare is not None and bare[-1] in source.frame.column_names:
+            inputs[name] = bare[-1]
+        else:
+            inputs[name] = f"{column}_{name}"
+            source.exprs.append((inputs[name], arg.text))
+    inputs = {k: (v.value if isinstance(v, Arg) else v) for k, v in inputs.items()}
+    options_of(fn, call.options)  # checked now, with the Python function's own errors when it is built
+    if as_filter:
+        source.filters.append((column, fn, inputs, call.options))
+        return "TRUE"
+    source.calls.append((column, fn, inputs, call.options))
+    qualified = f"{quote_sql(source.alias)}.\"{column}"
+    done[key] = fn.result.format(col=qualified + '"') + "\0" + qualified
+    return done[key].split("\0")[0]
+
+
+def _bind(fn: Function, call: Call) -> dict[str, Any]:
+    """The call's arguments by parameter name; PlanError for a wrong count or a column where a constant belongs."""
+    signature = f"{fn.name}({', '.join(n if i < fn.required else '[' + n + ']' for i, (n, _) in enumerate(fn.params))})"
+    if not fn.required <= len(call.args) <= len(fn.params):
+        raise PlanError(f"sql(): {fn.name}() takes {signature}, got {len(call.args)} arguments in {call.text!r}.")
+    out: dict[str, Any] = {}
+    for (name, kind), arg in zip(fn.params, call.args):
+        if kind == CONST and not arg.constant:
+            raise PlanError(f"sql(): {fn.name}()'s {name} must be a constant (a string or a list of strings, the "
+                            f"same for every row), got {arg.text!r}; wrong argument type in {signature}.")
+        out[name] = arg
+    for name, _ in fn.params:
+        if name in call.options and name not in out and name != "model":
+            out[name] = Arg(repr(call.options[name]), (), call.options.pop(name))
+    return out
+
+
+def _source_of(call: Call, sources: list[Source]) -> Source:
+    """The FROM item whose columns the call reads; PlanError when it reads two."""
+    hits = []
+    for arg in call.args:
+        for ref in arg.columns:
+            if len(ref) > 1:
+                hit = [s for s in sources if s.alias == ref[-2]]
+            else:
+                hit = [s for s in sources if ref[0] in s.frame.column_names]
+            hits += hit[:1]
+    mine = {id(s): s for s in hits}
+    if len(mine) > 1:
+        raise PlanError(f"sql(): {call.text!r} reads columns of {' and '.join(s.alias for s in mine.values())}; an AI "
+                        "function reads one FROM item's columns (a semantic join: ai_filter(...) in JOIN ... ON).")
+    return next(iter(mine.values()), sources[0])
+
+
+def _attach(source: Source, notes: list[str]) -> None:
+    """Add the source's AI columns (and the argument columns before them) to its DataFrame."""
+    from inferframe.dataframe.interop import source_frame
+    from inferframe.dataframe.sql import sql_source
+
+    frame = source.frame
+    if source.exprs or source.where is not None:
+        extra = "".join(f", {text} AS {quote_sql(name)}" for name, text in source.exprs)
+        where = f" WHERE {source.where}" if source.where is not None else ""
+        frame = source_frame(sql_source(f"SELECT *{extra} FROM __ifr_base AS {quote_sql(source.alias)}{where}",
+                                        {"__ifr_base": frame}))
+    schema = frame.schema().to_arrow()
+    for column, fn, inputs, options in source.filters + source.calls:
+        for name, kind in fn.params:
+            if kind != CONST and name in inputs:
+                _check_text(fn, name, inputs[name], schema, source)
+    for column, fn, inputs, options in source.filters:
+        ((_, expr),) = expressions(fn, inputs, options)
+        frame = frame.where(expr)
+        source.notes.append(f"WHERE {fn.name}(...) on {source.alias}: a sem_filter plan, run before the LIMIT")
+    if source.limit is not None:
+        frame = frame.limit(source.limit)
+        source.notes.append(f"LIMIT {source.limit}: the filter stops sending once {source.limit} rows passed")
+    for column, fn, inputs, options in source.calls:
+        for suffix, expr in expressions(fn, inputs, options):
+            frame = frame.with_column(column + suffix, similarity(column + "_a", column + "_b") if expr is None else expr)
+        source.notes.append(f"{column} = {fn.name}(...) on {source.alias}")
+    source.frame = frame
+
+
+def _check_text(fn: Function, param: str, column: str, schema: Any, source: Source) -> None:
+    import pyarrow as pa
+
+    t = schema.field(column).type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)):
+        shown = next((text for name, text in source.exprs if name == column), column)
+        raise PlanError(f"sql(): {fn.name}()'s {param} must be text (VARCHAR), got {t} from {shown!r}; wrong argument "
+                        f"type: cast it, e.g. CAST({shown} AS VARCHAR).")
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text

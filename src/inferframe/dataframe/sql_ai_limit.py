@@ -1,0 +1,99 @@
+"""When a SQL query's ``ai_filter`` and its ``LIMIT`` can run inside the DataFrame: the sem_filter plan that stops sending.
+
+DuckDB applies a ``LIMIT`` to the rows it reads; an AI column computed batch by batch ahead of it would
+be asked for far more rows than the query keeps. When the query is one source, a ``WHERE`` whose AI
+parts are ``ai_filter`` conjuncts, a constant ``LIMIT`` and nothing between them (no ORDER BY, GROUP BY,
+DISTINCT, window or aggregate: checked on DuckDB's own plan), the source becomes
+``df.where(<cheap part>).where(sem_predicate(...)).limit(n)``: the semantic filter's limit-aware plan,
+which stops sending once n rows have passed. DuckDB still applies its whole query to those rows.
+
+Example:
+    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> q = parse("select r from t where n > 1 and ai_filter(r, 'x') limit 5 offset 2", {"ai_filter"})
+    >>> push = limit_push(q, 1)
+    >>> push.rows, q.text[push.where[0]:push.where[1]]
+    (7, "n > 1 and ai_filter(r, 'x')")
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from inferframe.dataframe.sql_ai_parse import Query
+
+_CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER"})
+
+
+@dataclass(frozen=True)
+class Push:
+    """The rows to keep (LIMIT + OFFSET), the ai_filter calls run in the DataFrame (by start), the WHERE's span."""
+
+    rows: int
+    calls: frozenset[int]
+    where: tuple[int, int]
+
+
+def limit_push(q: Query, n_sources: int) -> Push | None:
+    """The push of the query's ai_filter conjuncts and LIMIT into its source, or None where it does not apply."""
+    tree = q.tree
+    modifiers = tree.get("modifiers") or []
+    if n_sources != 1 or len(modifiers) != 1 or modifiers[0].get("type") != "LIMIT_MODIFIER":
+        return None
+    if tree.get("group_expressions") or tree.get("having") or tree.get("qualify") or tree.get("group_sets"):
+        return None
+    rows = _int(modifiers[0].get("limit"))
+    offset = 0 if modifiers[0].get("offset") is None else _int(modifiers[0].get("offset"))
+    where = tree.get("where_clause")
+    if rows is None or offset is None or not where:
+        return None
+    conjuncts = where["children"] if where.get("type") == "CONJUNCTION_AND" else [where]
+    tops = {c.get("query_location") for c in conjuncts if c.get("class") == "FUNCTION"}
+    in_where = [c for c in q.calls if c.clause == "where"]
+    keys = [" ".join(c.text.split()) for c in q.calls] + [" ".join(c.inner.text.split()) for c in q.calls if c.inner]
+    pushed = [c for c in in_where if c.name == "ai_filter" and c.start in tops
+              and keys.count(" ".join(c.text.split())) == 1]
+    if not pushed or len(pushed) != len(in_where):
+        return None
+    start = where["query_location"]
+    return Push(rows + offset, frozenset(c.start for c in pushed), (start, start + where["query_location_length"]))
+
+
+def chain_ok(query: str, frames: dict[str, Any]) -> bool:
+    """Whether DuckDB's plan of ``query`` is only limits, projections and filters over one scan."""
+    from inferframe.dataframe.sql import _connect
+
+    schemas = {name: frame.schema().to_arrow() for name, frame in frames.items()}
+    con = None
+    try:
+        con = _connect(schemas, scanned="")
+        return _only_chain(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
+    except Exception:  # noqa: BLE001 - no plan to read: do not push, which is always right
+        return False
+    finally:
+        if con is not None:
+            con.close()
+
+
+def _only_chain(nodes: Any) -> bool:
+    nodes = nodes if isinstance(nodes, list) else [nodes]
+    if len(nodes) > 1:
+        return False
+    for node in nodes:
+        name = str(node.get("name", "")).upper()
+        if "SCAN" in name:
+            return not node.get("children")
+        if name not in _CHAIN:
+            return False
+        return _only_chain(node.get("children", []))
+    return False
+
+
+def _int(expr: Any) -> int | None:
+    if isinstance(expr, dict) and expr.get("class") == "CONSTANT":
+        try:
+            return int((expr.get("literal") or {}).get("text"))
+        except (TypeError, ValueError):
+            return None
+    return None

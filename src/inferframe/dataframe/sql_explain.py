@@ -1,0 +1,83 @@
+"""``EXPLAIN`` of a SQL query with AI functions: the AI calls, their plans, and the calls, tokens and dollars expected.
+
+Nothing is sent: the estimate reads the data and renders the prompts, as ``DataFrame.estimate()`` does.
+The rows counted are those that pass the query's cheap filters (the ones computed before the AI
+columns); a ``LIMIT`` may stop the stream sooner, so with one the figures are an upper bound.
+
+Example:
+    >>> import inferframe as ifr
+    >>> t = ifr.from_pydict({"q": ["hi"], "n": [1]})
+    >>> print(explain_text("select ai_complete(q, max_tokens => 3) from t where n > 0", {"t": t}).splitlines()[0])
+    == SQL, as DuckDB runs it ==
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from inferframe.io.arrow_stream import StreamSource
+
+
+def explain_text(query: str, frames: dict[str, Any]) -> str:
+    """The text of ``EXPLAIN query``: the rewritten query, and per FROM item its AI columns, plan and estimate."""
+    from inferframe.dataframe.estimates import estimate_lines
+    from inferframe.dataframe.sql import _reads, cheap_columns
+    from inferframe.dataframe.sql_ai import plan
+
+    planned = plan(query, frames)
+    if planned is None:
+        return "== SQL, as DuckDB runs it ==\n" + query + "\n\nNo AI function: no model call."
+    lines = ["== SQL, as DuckDB runs it ==", planned.query, ""]
+    reads = _reads(planned.query, {n: f.schema().to_arrow() for n, f in planned.frames.items()},
+                   {n: cheap_columns(f) for n, f in planned.frames.items()})
+    limit = _limit(planned.query)
+    for source in planned.sources:
+        if not source.calls:
+            continue
+        frame = source.frame
+        keep, _, rows = reads.get(source.register, (None, 1, None))
+        lines.append(f"== {source.alias}: AI calls ==")
+        lines += [f"  {note}" for note in source.notes]
+        lines.append(f"  cheap filter run first: {rows!r}" if rows is not None else "  cheap filter run first: none")
+        if rows is not None:
+            frame = frame.where(rows)
+        if keep is not None:
+            frame = frame.select(*keep)
+        ai = [c for c, *_ in source.calls if keep is None or c in keep]
+        lines.append(f"  AI columns the query reads: {', '.join(ai) or 'none (no call is sent)'}")
+        with contextlib.redirect_stdout(io.StringIO()):
+            lines += ["  " + line for line in frame.explain(show_all=True).splitlines()]
+        found = frame.estimate()
+        lines += ["  == estimate (nothing sent) =="] + ["  " + line for line in estimate_lines(found)]
+        if limit is not None:
+            lines.append(f"  LIMIT {limit}: the stream stops once DuckDB has its rows; the figures above count every "
+                         "row past the cheap filter (an upper bound).")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def explain_source(query: str, frames: dict[str, Any]) -> StreamSource:
+    """``explain_text`` as a one-column stream (``explain``), a line a row, for ``ifr.sql("EXPLAIN ...")``."""
+    text = explain_text(query, frames)
+    table = pa.table({"explain": text.splitlines()})
+    return StreamSource("sql explain", table.schema, lambda columns: table.to_batches())
+
+
+def _limit(query: str) -> int | None:
+    from inferframe.io.interop import optional
+
+    duckdb = optional("duckdb", "sql", "sql()")
+    con = duckdb.connect()
+    try:
+        out = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
+    finally:
+        con.close()
+    for modifier in (out.get("statements") or [{}])[0].get("node", {}).get("modifiers", []):
+        if modifier.get("type") == "LIMIT_MODIFIER" and (modifier.get("limit") or {}).get("class") == "CONSTANT":
+            return int(modifier["limit"]["literal"]["text"])
+    return None

@@ -1,0 +1,163 @@
+"""AI functions in SQL (ifr.sql / df.sql / inferframe sql): planned as AI columns, sent only for the rows the query needs."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+import inferframe as ifr
+from inferframe.errors import PlanError, RowFailed
+from inferframe.simulator import Simulator, SimulatorConfig
+
+
+def planted(body):
+    """yes for "good", "maybe" (no label) for "broken", no otherwise; a JSON record for extraction; else an echo."""
+    text = body["messages"][-1]["content"]
+    fmt = json.dumps(body.get("response_format") or {})
+    if '"age"' in fmt:
+        return "not json" if "broken" in text else json.dumps({"name": text.split()[0], "age": len(text)})
+    if '"label"' in fmt:
+        if "How well" in text:
+            return json.dumps({"label": "5" if "good" in text else "1"})
+        return json.dumps({"label": "maybe" if "broken" in text else "yes" if "good" in text else "no"})
+    return "echo: " + text
+
+
+@pytest.fixture
+def sim(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with Simulator(SimulatorConfig(responder=planted)) as s:
+        yield s
+
+
+def opts(sim):
+    return (f"provider => 'openai', base_url => '{sim.base_url}', model => 'gpt-5-mini', "
+            "use_chat_completions => true, cache => 'off'")
+
+
+def reviews(n, bad_every=3):
+    return ifr.from_pydict({"id": list(range(n)), "stars": [i % 5 + 1 for i in range(n)],
+                            "r": [("bad" if i % bad_every == 0 else "good") + f" film {i}" for i in range(n)]})
+
+
+def test_a_cheap_where_runs_first_and_only_its_rows_are_sent(sim):
+    out = ifr.sql(f"select id, ai_complete('Say: ' || r, {opts(sim)}) as a from t where stars = 5 order by id",
+                  t=reviews(20)).to_pydict()
+    assert out == {"id": [4, 9, 14, 19], "a": [f"echo: Say: {'bad' if i % 3 == 0 else 'good'} film {i}"
+                                                for i in (4, 9, 14, 19)]}
+    assert sim.stats()["total_requests"] == 4
+
+
+def test_an_ai_column_the_query_does_not_read_sends_nothing(sim):
+    df = reviews(10)
+    q = f"select count(*) as n from (select id, ai_complete(r, {opts(sim)}) as a from t) where id < 3"
+    assert ifr.sql(q, t=df).to_pydict() == {"n": [3]}
+    assert sim.stats()["total_requests"] == 0
+    out = df.sql(f"select id from self where stars > 4 or ai_filter(r, 'is positive', {opts(sim)}) is null")
+    assert out.count_rows() == 2
+    assert sim.stats()["total_requests"] == 10  # an OR with an AI part: every row asked, DuckDB decides
+
+
+def test_ai_filter_in_where_with_a_limit_stops_the_stream(sim):
+    n = 2000
+    df = ifr.from_pydict({"r": [("good" if i % 2 else "bad") + f" film {i}" for i in range(n)]}).into_batches(50)
+    out = df.sql(f"select r from self where ai_filter(r, 'The review is positive.', {opts(sim)}) limit 10").to_pydict()
+    assert len(out["r"]) == 10 and all(r.startswith("good") for r in out["r"])
+    sent = sim.stats()["total_requests"]
+    assert 20 <= sent < n / 4, sent  # the batches DuckDB read before it had 10 rows, not every row
+
+
+def test_classify_extract_score_are_typed_and_errors_are_data(sim):
+    df = ifr.from_pydict({"r": ["good Ada", "bad Bob", "broken Cy"]})
+    out = df.sql(f"""select ai_classify(r, ['yes', 'no'], {opts(sim)}) as label,
+                            ai_extract(r, 'name, age int', {opts(sim)}) as rec,
+                            ai_error(ai_extract(r, 'name, age int', {opts(sim)})).kind as why,
+                            ai_score(r, 'Is it fine?', {opts(sim)}) as score
+                     from self""")
+    schema = out.schema().to_arrow()
+    assert schema.field("rec").type == pa.struct([("name", pa.string()), ("age", pa.int64())])
+    assert schema.field("score").type == pa.int32()
+    got = out.to_pydict()
+    assert got["rec"] == [{"name": "good", "age": 8}, {"name": "bad", "age": 7}, None]
+    assert got["why"] == [None, None, "schema"]  # the broken row: NULL, its error readable
+    assert got["label"] == ["yes", "no", None]
+    assert got["score"] == [5, 1, 1]
+    with pytest.raises(RowFailed):
+        df.sql(f"select ai_extract(r, 'name, age int', fail_on_error => true, {opts(sim)}) from self").to_pydict()
+
+
+def test_the_same_call_twice_is_computed_once(sim):
+    out = reviews(4).sql(f"select ai_complete(r, {opts(sim)}) as a, ai_error(ai_complete(r, {opts(sim)})) as e "
+                         "from self").to_pydict()
+    assert out["e"] == [None] * 4 and len(out["a"]) == 4
+    assert sim.stats()["total_requests"] == 4
+
+
+def test_sources_files_read_csv_polars_and_arrow(sim, tmp_path):
+    table = pa.table({"r": ["good a", "bad b", "good c"], "stars": [5, 1, 4]})
+    pq.write_table(table, tmp_path / "reviews.parquet")
+    (tmp_path / "reviews.csv").write_text("r,stars\ngood a,5\nbad b,1\ngood c,4\n")
+    q = "select r from {src} where stars >= 4 and ai_filter(r, 'positive', " + opts(sim) + ") order by r"
+    expected = {"r": ["good a", "good c"]}
+    assert ifr.sql(q.format(src=f"'{tmp_path / 'reviews.parquet'}'")).to_pydict() == expected
+    assert ifr.sql(q.format(src=f"read_csv('{tmp_path / 'reviews.csv'}') as x")).to_pydict() == expected
+    assert ifr.sql(q.format(src="t"), t=table).to_pydict() == expected
+    pl = pytest.importorskip("polars")
+    assert ifr.sql(q.format(src="t"), t=pl.from_arrow(table)).to_pydict() == expected
+    assert sim.stats()["total_requests"] == 8  # 2 rows past stars >= 4, four times
+
+
+def test_explain_shows_the_calls_and_the_estimate_and_sends_nothing(sim):
+    lines = ifr.sql(f"explain select ai_complete(r, {opts(sim)}) from t where stars = 5 limit 3",
+                    t=reviews(20)).to_pydict()["explain"]
+    text = "\n".join(lines)
+    assert "cheap filter run first: eq(col(stars), lit(5))" in text
+    assert "prompt[gpt-5-mini]: 4 calls" in text and "LIMIT 3" in text
+    assert sim.stats()["total_requests"] == 0
+
+
+def test_mistakes_are_plan_errors_naming_the_fix(sim, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")  # the embedded model is the default: it serves no model named 'nope'
+    df = reviews(3)
+    with pytest.raises(PlanError, match=r"unknown AI function ai_complet\(\); did you mean ai_complete\(\)\?.*DuckDB"):
+        df.sql("select ai_complet(r) from self")
+    with pytest.raises(PlanError, match="labels must be a constant"):
+        df.sql("select ai_classify(r, r) from self")
+    with pytest.raises(PlanError, match=r"must be text \(VARCHAR\), got int64 from 'stars'"):
+        df.sql("select ai_complete(stars) from self")
+    with pytest.raises(PlanError, match="model 'nope' is not served here"):
+        df.sql("select ai_complete(r, model => 'nope') from self")
+    with pytest.raises(PlanError, match="temperature=5 is not accepted"):
+        df.sql("select ai_complete(r, temperature => 5) from self")
+    with pytest.raises(PlanError, match="takes ai_classify\\(text, labels\\)"):
+        df.sql("select ai_classify(r) from self")
+    with pytest.raises(PlanError, match="DuckDB cannot parse the query"):
+        df.sql("select ai_complete(r from self")
+    with pytest.raises(PlanError, match="key does not belong in the query"):
+        df.sql("select ai_complete(r, api_key => 'sk-secret') from self")
+    assert sim.stats()["total_requests"] == 0
+
+
+def test_cli_runs_a_query_over_a_file_and_explains_it(sim, tmp_path):
+    from inferframe.cli.base import app
+
+    pq.write_table(pa.table({"r": ["good a", "bad b"]}), tmp_path / "r.parquet")
+    q = f"select r, ai_filter(r, 'positive', {opts(sim)}) as ok from '{tmp_path / 'r.parquet'}' order by r"
+    shown = CliRunner().invoke(app, ["sql", "--explain", q])
+    assert shown.exit_code == 0, shown.output
+    assert "sem_filter" in shown.output and sim.stats()["total_requests"] == 0
+    ran = CliRunner().invoke(app, ["sql", q])
+    assert ran.exit_code == 0, ran.output
+    assert "good a" in ran.output and "true" in ran.output.lower() and sim.stats()["total_requests"] == 2
+
+
+def test_on_the_embedded_model_and_the_packaged_embedder():
+    df = ifr.from_pydict({"t": ["I love this film", "A cat sat on the mat"]})
+    out = df.sql("select ai_classify(t, ['positive', 'negative']) as label, "
+                 "ai_similarity(t, 'I really like this movie') as sim, len(ai_embed(t)) as dims from self").to_pydict()
+    assert set(out["label"]) <= {"positive", "negative"} and None not in out["label"]
+    assert out["dims"] == [384, 384] and out["sim"][0] > out["sim"][1]
