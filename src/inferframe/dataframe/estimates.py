@@ -8,10 +8,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from inferframe.plan import logical as lp
 from inferframe.plan.inspect import estimate_bounds, has_ai, whole_tables
+from inferframe.plan.whole_table import Planned, kept
 
 
 def estimate_plan(plan: lp.LogicalPlan, rows_of: Callable[[lp.LogicalPlan], Iterable[dict]]) -> dict:
@@ -38,6 +39,15 @@ def estimate_plan(plan: lp.LogicalPlan, rows_of: Callable[[lp.LogicalPlan], Iter
         n = None if has_ai(node.input) else sum(1 for _ in rows_of(node.input))
         calls.append({"call": node.note, "rows": None, "cost_usd": None,
                       "note": f"{node.calls(n)}; tokens and price known after the run"})
+    for node in _unplanned(plan):
+        # sem_join: the plan its rule chooses from what is known before the run, and that plan's estimate.
+        est = node.estimate()
+        if est["calls"] is None:
+            calls.append({"call": est["call"], "rows": None, "cost_usd": None,
+                          "note": f"{est['note']}; calls known when the job runs"})
+        else:
+            calls.append({"call": est["call"], "rows": est["calls"], "input_tokens": est["input_tokens"],
+                          "cost_usd": est["cost_usd"], "note": est["note"]})
     costs = [c.get("cost_usd") for c in calls]
     savings = [c.get("cache_saving_usd") for c in calls if c.get("rows") is not None]
     return {
@@ -47,6 +57,14 @@ def estimate_plan(plan: lp.LogicalPlan, rows_of: Callable[[lp.LogicalPlan], Iter
         "cached_tokens": sum(c.get("cached_tokens") or 0 for c in calls),
         "cache_saving_usd": None if any(s is None for s in savings) else sum(savings),
     }
+
+
+def _unplanned(plan: lp.LogicalPlan) -> Iterator[Planned]:
+    """Every semantic node of the plan not yet planned in this process (sem_join), outermost first."""
+    if isinstance(plan, Planned) and kept(plan) is None:
+        yield plan
+    for c in plan.children():
+        yield from _unplanned(c)
 
 
 def _dollars(cost: float | None) -> str:

@@ -1,8 +1,8 @@
-"""What the whole-table semantic operators (``sem_topk``, ``sem_agg``, ``sem_dedup``) share.
+"""What the whole-table semantic operators' API builders (``sem_topk``, ``sem_agg``, ``sem_dedup``) share.
 
-They need every row, so each is a lazy ``WholeTable`` plan node: when a run reaches it, it collects its
-input, runs its algorithm in Python, and asks the model through small inferframe DataFrames (one job
-per round of questions), so caching, rate limits, retries, errors as data and the current runner apply.
+Each checks its arguments, builds its AI steps and wraps its planner (``plan.semantic``: topk, agg,
+cluster) in a lazy ``WholeTable`` node (``operator``). ``ask_labels``/``ask_prompts``/``run_job`` ask
+the model through small DataFrames (sem_join's batches and bench/sem_global.py's naive plans use them);
 ``frame`` builds a DataFrame of the same class as the input without importing the dataframe layer.
 
 Example:
@@ -17,61 +17,25 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
-from inferframe.errors import LowInformationWarning, PlanError, SemanticFailuresWarning, warn_user
+from inferframe.errors import LowInformationWarning, PlanError, SemanticFailuresWarning
 from inferframe.expressions.expression import col
 from inferframe.expressions.nodes import column_not_found
 from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
-from inferframe.observe.progress import last_run, record_operator
+from inferframe.observe.progress import last_run
 from inferframe.observe.recorder import DriftWarning
 from inferframe.plan import logical as lp
-from inferframe.plan.whole_table import Compute, WholeTable
+from inferframe.plan.semantic import rounds
+from inferframe.plan.semantic.rounds import Calls, warn_failed
+from inferframe.plan.whole_table import Operator, WholeTable
 
 __all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "model_name",
-           "run_job", "warn_failed", "whole_table"]
-
-
-@dataclasses.dataclass
-class Calls:
-    """The model calls an operator made: ``calls`` questions asked in ``jobs`` DataFrame jobs, ``failed`` of them failed.
-
-    A question the response cache answers is counted too (``cache_hits`` of them); ``requests``, the
-    tokens and ``cost_usd`` are what the jobs' ``last_run()`` totals say was sent and billed.
-    """
-
-    calls: int = 0
-    jobs: int = 0
-    failed: int = 0
-    requests: int = 0
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def count(self, answers: list, usage: list[dict]) -> None:
-        """One job's answers (None: failed) and its ``last_run()`` totals."""
-        self.calls += len(answers)
-        self.jobs += 1
-        self.failed += sum(a is None for a in answers)
-        for u in usage:
-            self.requests += u.get("requests", 0)
-            self.cache_hits += u.get("cache_hits", 0)
-            self.input_tokens += u.get("input_tokens", 0)
-            self.output_tokens += u.get("output_tokens", 0)
-            self.cost_usd += u.get("cost", 0.0)
-
-    def add(self, other: "Calls") -> "Calls":
-        """The two counts summed (an operator's phases into its total)."""
-        return Calls(*(getattr(self, f.name) + getattr(other, f.name) for f in dataclasses.fields(self)))
-
-    def as_dict(self, **extra: Any) -> dict:
-        return {**dataclasses.asdict(self), **extra}
+           "operator", "run_job", "warn_failed"]
 
 
 def frame(df: Any, table: pa.Table) -> Any:
@@ -88,38 +52,9 @@ def check_columns(df: Any, t: Template, fn: str, extra: tuple = ()) -> None:
                         f"template. {found}")
 
 
-def whole_table(df: Any, schema: pa.Schema, note: str, compute: Compute, calls: Callable[[int | None], str]) -> Any:
-    """A lazy DataFrame (of ``df``'s class) of the rows ``compute`` makes of all of ``df``'s rows (``plan.whole_table``).
-
-    ``compute(source)`` gets ``df`` as it will run and collects it once: the operator builds its result
-    from that table (collecting again would run its plan again, its model calls too, and could give
-    other rows than the ones the model was asked about). It returns (table, ``sem_stats``); ``last_run()``
-    then shows the operator as one entry (its jobs' sums).
-    """
-    def run(source: Any) -> tuple[pa.Table, dict]:
-        table, stats = compute(source)
-        record_operator(note, stats)  # last_run(): the operator's rounds as one entry
-        warn_failed(note, stats)
-        return table, stats
-
-    return type(df)(WholeTable(df._plan, schema, note, run, calls))
-
-
-def warn_failed(note: str, stats: dict) -> None:
-    """One SemanticFailuresWarning when calls of the operator failed: how many, and how to stop at the first.
-
-    Example:
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True) as w:
-        ...     warnings.simplefilter("always")
-        ...     warn_failed("SemDedup '{a}' k=5", {"calls": 12, "failed": 3})
-        >>> print(w[0].message)
-        3 of 12 model calls failed in SemDedup '{a}' k=5 (a failed call counts as no answer; sem_stats has the counts). Pass on_error='raise' to stop at the first failure.
-    """
-    if stats.get("failed"):
-        warn_user(f"{stats['failed']} of {stats.get('calls', 0)} model calls failed in {note} (a failed call counts "
-                  "as no answer; sem_stats has the counts). Pass on_error='raise' to stop at the first failure.",
-                  SemanticFailuresWarning)
+def operator(df: Any, schema: pa.Schema, op: Operator) -> Any:
+    """A lazy DataFrame (of ``df``'s class) of the rows ``op`` (a planner of ``plan.semantic``) makes of all of ``df``'s rows."""
+    return type(df)(WholeTable(df._plan, schema, op.note, op=op))
 
 
 def sealed(options: dict) -> dict:
@@ -155,10 +90,7 @@ def criterion(t: Template) -> str:
 
 def document(t: Template, row: dict) -> str:
     """One row's values of the template's columns: the value alone for one column, ``"a: ...; b: ..."`` for several."""
-    columns = t.columns()
-    if len(columns) == 1:
-        return "" if row[columns[0]] is None else str(row[columns[0]])
-    return "; ".join(f"{c}: {'' if row[c] is None else row[c]}" for c in columns)
+    return rounds.document(tuple(t.columns()), row)
 
 
 def ask_labels(df: Any, questions: list[str], labels: list[str], calls: Calls, options: dict,

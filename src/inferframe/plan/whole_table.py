@@ -101,6 +101,22 @@ class Runtime(Protocol):
     def once(self, key: Key, make: Callable[[], None]) -> None: ...
 
 
+class Operator(Protocol):
+    """A whole-table operator's planner (``plan.semantic.topk``/``agg``/``cluster``): plain data that pickles.
+
+    ``run(runtime, input)``: its (table, stats) over its resolved input plan, the input collected and its
+    rounds asked through ``runtime``. ``calls(rows)``: the expected calls in words (rows None: unknown
+    before the run). ``line(input, stats)``: explain()'s line, with the plan chosen for the input's rows
+    where they are known without reading data (or the one that ran, ``stats`` after the run) and its estimate.
+    """
+
+    def run(self, runtime: "Runtime", input: LogicalPlan) -> "tuple[pa.Table, dict]": ...
+
+    def calls(self, rows: int | None) -> str: ...
+
+    def line(self, input: LogicalPlan, stats: dict | None) -> str: ...
+
+
 class Planned(LogicalPlan):
     """A node whose physical plan is chosen when the job runs (sem_join): ``choose(runtime)`` gathers the statistics
     and returns ``{"plan": the chosen logical plan, "line": explain()'s line}``; ``key`` is its identity."""
@@ -109,6 +125,10 @@ class Planned(LogicalPlan):
 
     def choose(self, runtime: "Runtime") -> dict:
         raise NotImplementedError
+
+    def estimate(self) -> dict:
+        """Before the run: {"call": its label, "calls", "input_tokens", "cost_usd" (None where unknown), "note"}."""
+        return {"call": self.describe(), "calls": None, "input_tokens": None, "cost_usd": None, "note": ""}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -119,22 +139,36 @@ class WholeTable(LogicalPlan):
         input: the plan whose rows the operator reads.
         out_schema: the result's columns (known before the run).
         note: one line for ``explain()``, e.g. ``'SemTopK "{review} is best" k=10 plan=auto'``.
-        compute: (input DataFrame) -> (result table, stats); it may run DataFrame jobs of its own.
-        calls: (input rows, None where unknown before the run) -> the expected model calls, in words.
+        compute: (input DataFrame) -> (result table, stats); it may run DataFrame jobs of its own (the
+            dataframe layer's ``Runtime.compute`` calls it). None where ``op`` is given.
+        calls: (input rows, None where unknown before the run) -> the expected model calls, in words
+            (``op.calls`` where ``op`` is given).
         key: the node's identity for its kept result; shared by the copies the optimizer makes.
+        op: the operator's planner (an ``Operator``: sem_topk's, sem_agg's, sem_dedup's), run in this layer.
     """
 
     input: LogicalPlan
     out_schema: pa.Schema
     note: str
-    compute: Compute = dataclasses.field(repr=False)
-    calls: Callable[[int | None], str] = dataclasses.field(repr=False)
+    compute: Compute | None = dataclasses.field(default=None, repr=False)
+    calls: Callable[[int | None], str] | None = dataclasses.field(default=None, repr=False)
     key: Key = dataclasses.field(default_factory=Key, repr=False)
+    op: Operator | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.note, str) or not self.note or "\n" in self.note:
             raise PlanError(f"internal: a whole-table operator's note is one non-empty line, got {self.note!r}.")
+        if (self.compute is None) == (self.op is None):
+            raise PlanError("internal: a whole-table operator has either compute= or op=.")
+        if self.calls is None:
+            if self.op is None:
+                raise PlanError("internal: a whole-table operator without op= needs calls=.")
+            object.__setattr__(self, "calls", self.op.calls)  # a bound method of plain data: it pickles
         self._set_schema(self.out_schema)
+
+    def run(self, runtime: "Runtime", input: LogicalPlan) -> "tuple[pa.Table, dict]":
+        """Its (result table, stats) over its resolved ``input``: the operator's planner, or ``compute`` via ``runtime``."""
+        return self.op.run(runtime, input) if self.op is not None else runtime.compute(self, input)
 
     def children(self):
         return (self.input,)
@@ -143,6 +177,9 @@ class WholeTable(LogicalPlan):
         return dataclasses.replace(self, input=children[0])
 
     def describe(self) -> str:
+        if self.op is not None:
+            done = kept(self)
+            return self.op.line(self.input, None if done is None else done["stats"]) + (" (computed)" if done else "")
         return self.note + (" (computed)" if self.computed else "")
 
     @property

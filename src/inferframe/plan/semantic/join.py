@@ -153,6 +153,14 @@ class SemJoin(Planned):
             return done["line"]
         return _line(self, _Known(self))[1]
 
+    def estimate(self) -> dict:
+        """What ``df.estimate()`` lists before the run: the plan chosen from what is known, its calls, tokens and cost
+        (None where unknown) and explain()'s line."""
+        chosen, line, estimates = _line(self, _Known(self), with_estimates=True)
+        e = estimates.get(chosen) or {"calls": None, "tokens": None, "cost": None}
+        return {"call": "SemJoin" + (f" plan={chosen}" if chosen else ""), "calls": e["calls"],
+                "input_tokens": e["tokens"], "cost_usd": e["cost"], "note": line.removeprefix("SemJoin ")}
+
     def choose(self, runtime: Runtime) -> dict:
         """The chosen plan ({"plan": logical plan, "line": explain()'s line}), its statistics gathered by ``runtime``."""
         node = self
@@ -215,8 +223,9 @@ class _Run(_Known):
 
 
 # --- estimates and choice ---------------------------------------------------------------------------------------
-def _line(node: SemJoin, stats: _Known) -> tuple[str | None, str]:
-    """The plan chosen with ``stats`` (None: chosen when the job runs) and explain()'s ``SemJoin ...`` line."""
+def _line(node: SemJoin, stats: _Known, with_estimates: bool = False) -> tuple:
+    """The plan chosen with ``stats`` (None: chosen when the job runs) and explain()'s ``SemJoin ...`` line (and each
+    plan's estimate, ``with_estimates``)."""
     s, steps = node.spec, node.steps
     n_left, n_right = stats.n_left, stats.n_right
     known = n_left is not None and n_right is not None
@@ -275,7 +284,7 @@ def _line(node: SemJoin, stats: _Known) -> tuple[str | None, str]:
              for name, e in others]
     if shown:
         line += " | " + " | ".join(shown)
-    return chosen, line
+    return (chosen, line, estimates) if with_estimates else (chosen, line)
 
 
 def _list(values) -> list | None:

@@ -46,7 +46,7 @@ def planned(node: Planned, runtime: Runtime) -> dict:
 def _compute(node: WholeTable, runtime: Runtime) -> None:
     if kept(node) is not None:  # another thread computed it while this one waited
         return
-    table, stats = runtime.compute(node, resolve(node.input, runtime))
+    table, stats = node.run(runtime, resolve(node.input, runtime))
     if table.schema != node.out_schema:
         table = table.cast(node.out_schema)
     keep(node, table=table, stats=stats)

@@ -1,0 +1,148 @@
+"""sem_topk, sem_agg, sem_dedup and sem_cluster_by are plan nodes whose planners live in ``plan/semantic`` (issue 32
+item 1): calling them reads no data and sends no request, the plan is chosen when the job runs and explain() shows
+it with its estimate, a plan holding them pickles with plain pickle (no closure) and runs the same, and
+``df.estimate()`` lists an unplanned sem_join with its estimated calls."""
+
+import ast
+import json
+import pathlib
+import pickle
+import re
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import inferframe as ifr
+from inferframe.plan.whole_table import WholeTable
+from inferframe.simulator import Simulator, SimulatorConfig
+
+
+def answer(body):
+    text = body["messages"][-1]["content"]
+    if "Answer A or B" in text:
+        a, b = (int(x) for x in re.findall(r"enthusiasm (\d+)", text))
+        return json.dumps({"label": "A" if a > b else "B"})
+    if "How true is the statement" in text:
+        return json.dumps({"label": str(1 + int(re.search(r"enthusiasm (\d+)", text).group(1)) // 10)})
+    if text.startswith("Record 1: "):
+        a, b = re.findall(r"\[(\d+)\]", text)
+        return json.dumps({"label": "yes" if a == b else "no"})
+    if "Decide whether the statement is true" in body["messages"][0]["content"]:
+        return json.dumps({"label": "yes" if "1" in text else "no"})
+    ids = re.findall(r"enthusiasm (\d+)", text)
+    return f"{ids[0]}-{ids[-1]}" if ids else "none"
+
+
+@pytest.fixture
+def sim():
+    with Simulator(SimulatorConfig(responder=answer)) as s:
+        yield s
+
+
+def api(sim):
+    return dict(provider="openai", base_url=sim.base_url, api_key="sk-plan", model="gpt-5-mini",
+                use_chat_completions=True, cache="off")
+
+
+def reviews(n):
+    order = [(i * 7) % n for i in range(n)]  # a permutation of 0..n-1: the top-k is known
+    return {"id": list(range(n)), "review": [f"review {i} enthusiasm {e} [{e % 3}]" for i, e in enumerate(order)]}, order
+
+
+def operators(df, sim):
+    return {
+        "topk": df.sem_topk("{review} is the most enthusiastic", k=3, **api(sim)),
+        "agg": df.sem_agg("Summarise {review}", max_chars=200, **api(sim)),
+        "dedup": df.sem_dedup("{review} are the same", k=2, **api(sim)),
+        "cluster": df.sem_cluster_by("{review} are the same", k=2, **api(sim)),
+    }
+
+
+def test_calling_them_reads_no_data_and_sends_no_request(sim, tmp_path):
+    data, _ = reviews(12)
+    path = tmp_path / "reviews.csv"
+    pacsv.write_csv(pa.table(data), path)
+    df = ifr.read_csv(str(path))
+    path.unlink()  # a call that read or counted its rows would fail now
+    for name, out in operators(df, sim).items():
+        line = next(l for l in out.explain(show_all=False).splitlines() if "* Sem" in l)
+        assert ("plan chosen when the job runs: rows unknown before the run" if name == "topk" else "est_calls=?") \
+            in line, line
+        assert out._plan.op is not None and out._plan.compute is None  # the planner, not a closure
+    assert sim.stats()["total_requests"] == 0
+
+
+def test_explain_shows_the_plan_chosen_for_the_rows_and_after_the_run_the_one_that_ran(sim):
+    data, order = reviews(50)
+    df = ifr.from_pydict(data)
+    top = df.sem_topk("{review} is the most enthusiastic", k=5, **api(sim))
+    before = top.explain(show_all=False)
+    # 50 rows > 3m (m = 10): the rule chooses rerank, 50 scores + 2 * 15 + 10 comparisons.
+    assert "SemTopK '{review} is the most enthusiastic' k=5 plan=auto -> rerank est_calls=90" in before
+    small = ifr.from_pydict(reviews(20)[0]).sem_topk("{review} is the most enthusiastic", k=5, **api(sim))
+    assert "plan=auto -> quick est_calls=50" in small.explain(show_all=False)
+    assert sim.stats()["total_requests"] == 0
+    got = top.to_pydict()
+    assert [order[i] for i in got["id"]] == [49, 48, 47, 46, 45]
+    after = top.explain(show_all=False)
+    calls = top.sem_stats["calls"]
+    assert f"plan=auto -> rerank for 50 rows: {calls} calls (computed)" in after and calls == sim.stats()["total_requests"]
+    agg = df.sem_agg("Summarise {review}", max_chars=200, **api(sim))
+    assert "max_chars=200 -> fold est_calls=99 (at most)" in agg.explain(show_all=False)
+    dedup = df.sem_dedup("{review} are the same", k=3, **api(sim))
+    assert "k=3 merge=evidence -> blocking est_calls=150 (at most)" in dedup.explain(show_all=False)
+
+
+def test_a_plan_holding_them_pickles_without_closures_and_the_copy_runs_the_same(sim):
+    data, order = reviews(12)
+    df = ifr.from_pydict(data)
+    outs = operators(df, sim)
+    copies = {name: ifr.DataFrame(pickle.loads(pickle.dumps(out._plan))) for name, out in outs.items()}  # plain pickle
+    assert b"sk-plan" not in pickle.dumps(outs["topk"]._plan)
+    assert sim.stats()["total_requests"] == 0
+    # the copies run first (their planners ask the model), then the originals read what the copies kept
+    got = {name: copy.to_pydict() for name, copy in copies.items()}
+    asked = sim.stats()["total_requests"]
+    assert [order[i] for i in got["topk"]["id"]] == [11, 10, 9] and asked > 0
+    tags = {}
+    for review, cid in zip(got["cluster"]["review"], got["cluster"]["cluster_id"]):
+        tags.setdefault(cid, set()).add(review[-3:])  # a cluster holds rows of one planted tag "[t]"
+    assert all(len(t) == 1 for t in tags.values()) and len(tags) < 12
+    assert len(got["dedup"]["id"]) == len(set(got["cluster"]["cluster_id"]))
+    assert {name: out.to_pydict() for name, out in outs.items()} == got
+    assert sim.stats()["total_requests"] == asked
+
+
+def test_the_planners_import_nothing_above_the_plan_layer():
+    root = pathlib.Path(ifr.__file__).parent / "plan" / "semantic"
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith(("inferframe.functions", "inferframe.dataframe", "inferframe.runners",
+                                                   "inferframe.udf", "inferframe.execution")), (path, node.module)
+
+
+def test_estimate_lists_an_unplanned_sem_join_with_its_estimated_calls(sim):
+    a = ifr.from_pydict({"review": [f"film {i}" for i in range(6)]})
+    b = ifr.from_pydict({"review": [f"film {i}" for i in range(4)]})
+    j = a.sem_join(b, "{review:left} and {review:right} name the same film", plan="nested", **api(sim))
+    found = j.estimate()
+    (entry,) = [c for c in found["calls"] if c["call"].startswith("SemJoin")]
+    assert entry["rows"] == 24 and entry["note"].startswith("plan=nested")  # 6 x 4 pair checks
+    assert found["input_tokens"] >= entry["input_tokens"] > 0 and found["cost_usd"] is not None
+    text = j.explain(estimate=True)
+    assert "SemJoin plan=nested: 24 calls" in text
+    assert sim.stats()["total_requests"] == 0
+    # a whole-table operator is listed as before: its calls in words
+    top = a.sem_topk("{review} is the best", k=2, plan="quick", **api(sim))
+    assert [c for c in top.estimate()["calls"] if c["call"].startswith("SemTopK")][0]["note"].startswith(
+        "plan=quick for 6 rows: about 13 calls")
+
+
+def test_whole_table_nodes_built_by_functions_are_still_accepted():
+    # sem_join's internal steps (its guard, its batches) build WholeTable nodes with a compute function.
+    src = ifr.from_pydict({"a": [3, 1, 2]})._plan
+    node = WholeTable(src, src.schema, "Largest k=1", lambda df: (df.to_arrow().slice(0, 1), {}), lambda n: "none")
+    assert node.calls(3) == "none" and node.describe() == "Largest k=1"
+    assert ifr.DataFrame(node).to_pydict() == {"a": [3]}
