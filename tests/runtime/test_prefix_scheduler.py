@@ -139,8 +139,6 @@ def test_a_cancelled_row_gives_its_lane_back():
 class _Chat(MockProvider):
     """A mock server of chat bodies that records the order and the hints it was sent."""
 
-    prompt_text = classmethod(lambda cls, endpoint, body: wire.prompt_text(body))
-
     def __init__(self, lanes=None):
         self.sent: list[dict] = []
         self.lanes = lanes
@@ -167,7 +165,9 @@ class _Chat(MockProvider):
 
 
 def _requests(rows):
-    return [Request("chat", {"messages": [{"role": "user", "content": t}]}, 10) for _, t in rows]
+    # The prompt is kept beside the body when a request is built (ai.requests): the scheduler reads it there.
+    bodies = [{"messages": [{"role": "user", "content": t}]} for _, t in rows]
+    return [Request("chat", body, 10, wire.prompt_text(body)) for body in bodies]
 
 
 def test_the_runtime_answers_each_row_in_its_place_while_sending_groups_together():

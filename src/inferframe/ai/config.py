@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from inferframe.providers.interface import MediaOptions
@@ -49,6 +50,20 @@ class AICallConfig:
     return_format: Any = None
     format_request: tuple = ()
     repair: bool = False
+
+    @functools.cached_property
+    def max_output_tokens(self) -> int | None:
+        """The answer's token bound every request of this call carries (``max_tokens``, folded once by ``parse_options``).
+
+        ``n_predict`` is llama.cpp's own name for it, passed through as the user wrote it.
+
+        Example:
+            >>> AICallConfig("chat", ProviderSpec("local"), "m", None, (("max_tokens", 7),), RuntimeConfig(), 1, "p").max_output_tokens
+            7
+        """
+        options = dict(self.options)
+        bound = options.get("max_tokens", options.get("n_predict"))
+        return bound if isinstance(bound, int) and bound > 0 else None
 
     @property
     def limits_key(self) -> str:

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE, result_type
 from inferframe.ai.config import AICallConfig
-from inferframe.ai.requests import BodyTemplate, EstimatedRequest, build_body, build_request, column_kind
+from inferframe.ai.requests import TextRequests, build_body, build_request, column_kind
 from inferframe.ai.operator import AIOperator
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
@@ -46,7 +46,7 @@ class PromptOperator(AIOperator):
         self.wire = config.provider.wire_format()  # builds every row's body: looked up once
         self.validator = None
         self._template: KeyTemplate | bool | None = None  # text rows' cache keys (False: not usable)
-        self._bodies: BodyTemplate | bool | None = None  # text rows' bodies (False: not usable)
+        self._bodies: TextRequests | bool | None = None  # text rows' bodies and prompts (False: not usable)
         self.value_type = pa.string()
         if config.return_format is not None:
             from inferframe.structured import Validator, arrow_type_for
@@ -122,18 +122,17 @@ class PromptOperator(AIOperator):
             return None
         if self._bodies is None:
             try:
-                self._bodies = BodyTemplate(build_body(self.config, [KeyTemplate.SLOT], ["text"], None, self.wire),
-                                            KeyTemplate.SLOT)
+                self._bodies = TextRequests(self.config, self.wire, KeyTemplate.SLOT)
             except (ValueError, TypeError):
                 self._bodies = False
                 return None
         texts = cols[0] if len(cols) == 1 else ["".join(vals) for vals in zip(*cols)]
         probe = build_request(self.config, [c[0] for c in cols], ["text"] * len(cols), None, self.wire)
-        if probe is None or self._bodies.fill(texts[0]) != probe.body:
+        first = self._bodies.request(texts[0]) if probe is not None else None
+        if first is None or first.body != probe.body or first.prompt != probe.prompt:
             self._bodies = False
             return None
-        fill, endpoint, wire, model = self._bodies.fill, self.config.endpoint, self.wire, self.config.model
-        return [EstimatedRequest(endpoint, fill(t), wire, model) for t in texts]
+        return [first] + [self._bodies.request(t) for t in texts[1:]]
 
     def _text_keys(self, cols: list[list]) -> list | None:
         """The cache keys of text rows from a template of the body, or None where it does not apply.
@@ -337,4 +336,4 @@ class PromptOperator(AIOperator):
 
         body = self.wire.follow_up_body(request.endpoint, request.body, raw,
                                                                    repair_message(raw, problem))
-        return Request(request.endpoint, body, request.est_tokens * 2)
+        return Request(request.endpoint, body, request.est_tokens * 2, request.prompt, request.max_output_tokens)

@@ -16,11 +16,14 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from inferframe.ai.config import AICallConfig
 from inferframe.datatype import DataType
-from inferframe.providers.interface import Provider, Request
+from inferframe.providers.interface import Request
+from inferframe.providers.tokens import count_text
 from inferframe.runtime.prefix import shared_prefix_chars
 from inferframe.runtime.pricing import cache_saving, cacheable_tokens, cost_of
 
@@ -40,7 +43,7 @@ def column_kind(t: pa.DataType) -> str:
 
 
 def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
-               cls: type[Provider] | None = None) -> dict | None:
+               cls: Any = None) -> dict | None:
     """The wire body for one row (None when an input is null); ``cls`` is the provider class when known."""
     for v in values:
         if v is None:
@@ -99,54 +102,105 @@ class BodyTemplate:
         return copy
 
 
+def prompt_of(wire: Any, endpoint: str, body: dict) -> str | None:
+    """The prompt of ``body`` as the server reads it (the wire format's ``prompt_text``): asked once per request, here."""
+    text = getattr(wire, "prompt_text", None)
+    return text(endpoint, body) if text is not None else None
+
+
 class EstimatedRequest(Request):
-    """A Request whose token estimate is made the first time ``est_tokens`` is read.
+    """A Request whose token estimate is made the first time ``est_tokens`` is read, from its prompt and bound.
 
     Only a request that is sent needs its estimate (the rate limiter reserves it); a rerun
-    answers most rows from the cache and so never pays for estimating them.
+    answers most rows from the cache and so never pays for estimating them. The estimate reads
+    the request's own ``prompt`` and ``max_output_tokens``, never the body.
 
     Example:
-        >>> from inferframe.providers.openai import OpenAIProvider
         >>> r = EstimatedRequest("chat", {"messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 5},
-        ...                      OpenAIProvider, None)
-        >>> r.est_tokens, Request("chat", r.body, 21) == r
+        ...                      "user\x1f" + "x" * 40, 5)
+        >>> r.est_tokens, Request("chat", r.body, 21, r.prompt, 5) == r
         (21, True)
     """
 
-    def __init__(self, endpoint: str, body: dict, cls: type[Provider] | None = None, model: str | None = None, *,
-                 est_tokens: int | None = None) -> None:
+    def __init__(self, endpoint: str, body: dict, prompt: str | None = None, max_output_tokens: int | None = None,
+                 model: str | None = None, *, est_tokens: int | None = None) -> None:
         # Frozen, as Request: fields are set once, here (one per row of every batch: kept cheap).
-        self.__dict__.update(endpoint=endpoint, body=body, _estimator=(cls, model), _est=est_tokens)
+        self.__dict__.update(endpoint=endpoint, body=body, prompt=prompt, max_output_tokens=max_output_tokens,
+                             _model=model, _est=est_tokens)
 
     @property
     def est_tokens(self) -> int:  # type: ignore[override]
         est = self._est
         if est is None:
-            cls, model = self._estimator
-            inp, out = cls.estimate_tokens(self.body, model)
-            est = inp + out
+            est = (count_text(self.prompt, self._model) + 4 if self.prompt else 4) + (self.max_output_tokens or 0)
             object.__setattr__(self, "_est", est)
         return est
+
+    def _fields(self) -> tuple:
+        return self.endpoint, self.body, self.est_tokens, self.prompt, self.max_output_tokens
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Request):
             return NotImplemented
-        return (self.endpoint, self.body, self.est_tokens) == (other.endpoint, other.body, other.est_tokens)
+        return self._fields() == (other.endpoint, other.body, other.est_tokens, other.prompt, other.max_output_tokens)
 
     __hash__ = None  # type: ignore[assignment]  # a body is a dict, as for Request
 
     def __reduce__(self):
-        return (Request, (self.endpoint, self.body, self.est_tokens))  # a plain Request in another process
+        return (Request, self._fields())  # a plain Request in another process
+
+
+class TextRequests:
+    """Requests of text rows from one body and one prompt built around a placeholder (see ``BodyTemplate``).
+
+    The prompt text of a row is the template's, split at the placeholder, around the row's text:
+    neither the body nor the prompt is built again per row.
+
+    Parameters:
+        c: the call.
+        wire: its wire format.
+        slot: the placeholder (a string no row holds).
+
+    Example:
+        >>> from inferframe.providers.spec import ProviderSpec
+        >>> from inferframe.runtime.config import RuntimeConfig
+        >>> c = AICallConfig("chat", ProviderSpec("lm_studio"), "m", "Be brief.", (("max_tokens", 5),), RuntimeConfig(), 1, "p")
+        >>> t = TextRequests(c, c.provider.wire_format(), "{slot}")
+        >>> r = t.request("Hi")
+        >>> r.prompt == build_request(c, ["Hi"]).prompt, r.max_output_tokens, r.body["messages"][1]["content"]
+        (True, 5, 'Hi')
+    """
+
+    def __init__(self, c: AICallConfig, wire: Any, slot: str) -> None:
+        body = build_body(c, [slot], ["text"], None, wire)
+        self.bodies = BodyTemplate(body, slot)
+        prompt = prompt_of(wire, c.endpoint, body)
+        self._around = prompt.split(slot) if prompt is not None and prompt.count(slot) == 1 else None
+        self._wire, self._endpoint, self._model, self._bound = wire, c.endpoint, c.model, c.max_output_tokens
+
+    def fill(self, text: str) -> dict:
+        """The body of a row of ``text``."""
+        return self.bodies.fill(text)
+
+    def request(self, text: str) -> EstimatedRequest:
+        """The request of a row of ``text``, its prompt beside its body."""
+        body = self.bodies.fill(text)
+        around = self._around
+        prompt = around[0] + text + around[1] if around is not None else prompt_of(self._wire, self._endpoint, body)
+        return EstimatedRequest(self._endpoint, body, prompt, self._bound, self._model)
 
 
 def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None, names: list | None = None,
-                  cls: type[Provider] | None = None) -> Request | None:
-    """The request for one row (None when an input is null); its token estimate is made when first read."""
+                  cls: Any = None) -> Request | None:
+    """The request for one row (None when an input is null): the body, and beside it its prompt and output bound.
+
+    The prompt text is asked of the wire format once, here; its token estimate is made when first read.
+    """
     cls = cls or c.provider.wire_format()
     body = build_body(c, values, kinds, names, cls)
     if body is None:
         return None
-    return EstimatedRequest(c.endpoint, body, cls, c.model)
+    return EstimatedRequest(c.endpoint, body, prompt_of(cls, c.endpoint, body), c.max_output_tokens, c.model)
 
 
 def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
@@ -175,15 +229,17 @@ def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
     tokens: list[int] = []
     for parts in rows:
         try:
-            body = build_body(config, list(parts))
+            request = build_request(config, list(parts), cls=cls)
         except (ValueError, TypeError):
             continue
-        if body is None:
+        if request is None:
             continue
-        i, o = cls.estimate_tokens(body, config.model)
+        # The prompt kept beside the body: an embedding's input is the row's text.
+        prompt = request.prompt if request.prompt is not None else "".join(map(str, parts))
+        i, o = count_text(prompt, config.model) + 4, request.max_output_tokens or 0
         n, inp, out = n + 1, inp + i, out + o
         if config.endpoint != "embeddings":  # embeddings have no prompt cache
-            texts.append(cls.prompt_text(config.endpoint, body) or "")
+            texts.append(request.prompt or "")
             tokens.append(i)
     cached = sum(estimate_cached_tokens(texts, tokens, config.provider.name))
     price = config.runtime.price
@@ -206,7 +262,7 @@ def estimate_cached_tokens(texts: list[str], tokens: list[int], provider: str | 
     shared tokens, in steps of 128) says how many of those a hit serves.
 
     Parameters:
-        texts: each prompt's text in the order the server reads it (``openai_format.prompt_text``).
+        texts: each prompt's text in the order the server reads it (``Request.prompt``).
         tokens: each prompt's estimated input tokens.
         provider: the provider's registered name (its caching rule), None: any shared prefix counts.
 

@@ -22,6 +22,7 @@ from inferframe.ai.embed import EmbeddingOperator
 from inferframe.ai.options import EMBEDDING, check, whole_number, parse_options
 from inferframe.ai.probe import probe_dimensions
 from inferframe.functions._calls import message_parts
+from inferframe.providers.interface import embedding_max_input_tokens, embedding_size
 from inferframe.session import current
 
 # OpenAI's limit on the estimated tokens of one /v1/embeddings request.
@@ -79,7 +80,7 @@ def api_embed_call(text: Any, ref: ModelRef, dimensions: int | None, options: di
     if parsed.timeout is not None:  # seconds per request: a packed request may need more than one row did
         spec = spec.with_option("timeout", parsed.timeout)
     limits = parsed.extra
-    max_input = limits.get("max_input_tokens") or caps.embedding_max_input_tokens or cls.embedding_max_input_tokens(model)
+    max_input = limits.get("max_input_tokens") or caps.embedding_max_input_tokens or embedding_max_input_tokens(cls, model)
     config = EmbedCallConfig(
         endpoint="embeddings", provider=spec, model=model, system_message=None,
         options=(("dimensions", dimensions),) if dimensions else (), runtime=parsed.runtime, n_parts=len(parts),
@@ -87,7 +88,7 @@ def api_embed_call(text: Any, ref: ModelRef, dimensions: int | None, options: di
         max_batch_tokens=limits.get("max_batch_tokens", DEFAULT_MAX_BATCH_TOKENS),
         max_batch_inputs=limits.get("max_batch_inputs", caps.embedding_max_batch_inputs),
     )
-    size = dimensions or cls.embedding_size(model) or probe_dimensions(config)
+    size = dimensions or embedding_size(cls, model) or probe_dimensions(config)
     config = dataclasses.replace(config, size=size)
     runtime = config.runtime
     return AICall(

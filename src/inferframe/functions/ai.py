@@ -28,6 +28,7 @@ from inferframe.functions._calls import ai_expression, message_parts
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.models.registry import image_refusal, resolve_model
 from inferframe.providers.gbnf import MAX_TOKEN_OPTIONS, fit_to_budget
+from inferframe.providers.interface import RepairFormat, default_max_tokens, format_fields, require
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
 from inferframe.session import current
@@ -117,10 +118,12 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
             schema = json_schema_for(return_format, lengths=True)[1]
             # Under the user's max_tokens, free text and open lists shrink so the model can close the JSON.
             schema = fit_to_budget(schema, next((parsed.request[k] for k in MAX_TOKEN_OPTIONS if k in parsed.request), None))
-        fields = wire.format_fields(caps, endpoint, name, schema, _choices_of(schema))
+        fields = format_fields(wire, caps, endpoint, name, schema, _choices_of(schema))
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
-    bound = wire.default_max_tokens(schema)
+    if parsed.extra.get("repair"):
+        require(wire, RepairFormat, spec.name, fn)
+    bound = default_max_tokens(wire, schema)
     if bound is not None and "max_tokens" not in parsed.request:
         parsed.request["max_tokens"] = bound
     runtime = dataclasses.replace(parsed.runtime, prefix_order=parsed.extra.get("prefix_order", True),

@@ -25,6 +25,7 @@ from inferframe.errors import PlanError
 from inferframe.models.image import _INSTALL, ClipImageEmbedder, image_dimensions
 from inferframe.models.loading import model_files, require, text_dimensions
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
+from inferframe.providers.interface import RequestFormat, embedding_size, reads_images, require as require_protocol
 from inferframe.providers.registry import REGISTRY, base_url_for, check_ready, resolve, resolved
 from inferframe.providers.spec import ProviderSpec
 from inferframe.session import current
@@ -83,6 +84,7 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         if url is not None:
             spec = dataclasses.replace(spec, base_url=url)
     spec = resolved(spec, info)
+    require_protocol(spec.wire, RequestFormat, spec.name, fn)  # what it lacks is a PlanError here, before any request
     caps = spec.caps
     if model is not None:
         _check_served(fn, spec, model, info)
@@ -125,7 +127,7 @@ def _default_text_provider(model: str | None) -> str:
     if default is not None:
         return default.name
     for info in REGISTRY.infos():
-        if info.cls is not None and model and info.cls.embedding_size(model):
+        if info.cls is not None and model and embedding_size(info.cls, model):
             return info.name  # a hosted model: without a key the user is told how to give one
     return "sentence_transformers"
 
@@ -137,6 +139,6 @@ def image_refusal(ref: ModelRef) -> str:
         >>> image_refusal(resolve_model("prompt", "local", "gemma-3-270m", kind="generate", options={}))
         "the model 'gemma-3-270m' of provider 'local'"
     """
-    if ref.spec.wire_format().reads_images(ref.model, ref.caps) is False:
+    if reads_images(ref.spec.wire_format(), ref.model, ref.caps) is False:
         return f"the model {ref.model!r} of provider {ref.provider!r}"
     return ""

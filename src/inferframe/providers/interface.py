@@ -1,25 +1,39 @@
-"""The provider interface: one small class that sends one request and says what happened.
+"""The provider interface: a transport that sends one request, plus small protocols for what a provider can do.
 
-The shape is httpx's transport: one ``send`` method, plus declared capabilities. A provider
-owns its wire format (request bodies, headers, rate-limit headers, the Batch API's files) and
-reports neutral records: an :class:`Outcome` with a value or an :class:`ErrorKind`, usage,
-a retry hint and :class:`LimitHints`. Everything about *when* and *how often* lives in
-``inferframe.runtime``, which sees only these records.
+A provider is two things. Its **wire format** (class methods: request bodies, the prompt as the
+server reads it, structured-output fields, the Batch API's files, model facts) is looked up once
+when the plan is built and travels with the call's ``ProviderSpec``. Its **transport** (``send``
+and ``aclose``, as httpx's ``BaseTransport`` is ``handle_request`` and ``close``) is built in the
+process that sends and reports neutral records: an :class:`Outcome` with a value or an
+:class:`ErrorKind`, usage, a retry hint and :class:`LimitHints`. Everything about *when* and *how
+often* lives in ``inferframe.runtime``, which sees only these records.
+
+Each capability is one small protocol, as Daft's ``Prompter``/``TextEmbedder``: a plugin implements
+only what it can do (:class:`RequestFormat` to be called at all; :class:`SchemaFormat`,
+:class:`RepairFormat`, :class:`ModelCatalog`, :class:`EmbeddingCatalog`, :class:`PrefixRouting`,
+:class:`LabelScoring`, :class:`Tokenizer`, :class:`BatchAPI` as it can). What it lacks is a
+:class:`PlanError` before any request (``require``) or the neutral answer of the helpers below
+(no schema fields, no known context size, ...). ``Provider``, the old base of 21 hooks, stays one
+release as a deprecated shim.
 
 Example:
     >>> import asyncio
     >>> p = MockProvider(lambda request: Outcome(value=request.body["q"].upper()))
     >>> asyncio.run(p.send(Request("chat", {"q": "hi"}))).value
     'HI'
+    >>> isinstance(p, Transport), supports(p, BatchAPI)
+    (True, False)
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any, Awaitable, Callable
+import warnings
+from types import MappingProxyType
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
-from inferframe.errors import ErrorKind
+from inferframe.errors import ErrorKind, PlanError
 
 
 @dataclasses.dataclass
@@ -46,11 +60,31 @@ class Usage:
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    """One request: which endpoint ("chat", "responses" or "embeddings"), its body, and an up-front token estimate."""
+    """One request: its endpoint, its wire body, and what the runtime needs to know of it without reading the body.
+
+    Parameters:
+        endpoint: "chat", "responses", "embeddings" (or a provider's own, e.g. "completion").
+        body: the JSON body the wire format built.
+        est_tokens: the tokens the rate limiter reserves for it (prompt and answer), estimated up front.
+        prompt: the prompt's text as the server reads it, kept when the body is built: the prefix
+            scheduler groups rows by it and the cost estimate finds shared prefixes in it (None: no order).
+        max_output_tokens: the answer's token bound as the call set it (None: the server's own).
+
+    Example:
+        >>> r = Request("chat", {"messages": []}, 12, prompt="Hi", max_output_tokens=5)
+        >>> r.with_body({"messages": [], "id_slot": 0}).prompt, r.with_body({}).max_output_tokens
+        ('Hi', 5)
+    """
 
     endpoint: str
     body: dict
     est_tokens: int = 0
+    prompt: str | None = None
+    max_output_tokens: int | None = None
+
+    def with_body(self, body: dict) -> "Request":
+        """The same request with another body (the server's cache hints added): a plain Request, estimate kept."""
+        return Request(self.endpoint, body, self.est_tokens, self.prompt, self.max_output_tokens)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,94 +234,41 @@ class MediaOptions:
     pdf_mode: str = "file"
 
 
-class Provider(abc.ABC):
-    """One kind of model server behind one method: ``send`` a request, get an :class:`Outcome`.
+# --- the transport: what every provider is --------------------------------------------------------
 
-    Subclasses set ``name``, ``service`` (how errors name the server, never with a key) and
-    ``cache_identity`` (what answers depend on: kind and endpoint, never the key or a port that
-    changes per run). The Batch API methods are needed only with ``capabilities.batch_api``.
+
+@runtime_checkable
+class Transport(Protocol):
+    """Sends one request and says what happened; closes its connections. Every provider is one.
+
+    ``send`` never raises for a failed request: it reports it as an :class:`Outcome`. A transport
+    also has ``name``, ``service`` (how errors name the server, never with a key),
+    ``cache_identity`` (what answers depend on, never the key) and ``capabilities``.
+    """
+
+    async def send(self, request: Request) -> Outcome: ...
+
+    async def aclose(self) -> None: ...
+
+
+class BaseTransport(abc.ABC):
+    """A convenient base for a transport: the attributes with defaults, ``send`` to write, ``aclose`` a no-op.
+
+    A plugin subclasses it and adds the protocols' methods for what it can do.
+
+    Example:
+        >>> import asyncio
+        >>> class Echo(BaseTransport):
+        ...     async def send(self, request):
+        ...         return Outcome(value=request.prompt)
+        >>> asyncio.run(Echo().send(Request("chat", {}, prompt="hi"))).value, repr(Echo())
+        ('hi', 'Echo(the provider)')
     """
 
     name: str = "provider"
     service: str = "the provider"
     cache_identity: str = "provider"
     capabilities: Capabilities = Capabilities()
-
-    # --- what planning asks of a provider kind, without building one (no server starts) ---
-    @classmethod
-    def capabilities_for(cls, spec: Any, declared: Capabilities) -> Capabilities:
-        """The capabilities for one spec (e.g. an OpenAI-compatible URL that is a vLLM server)."""
-        return declared
-
-    @classmethod
-    def knows_model(cls, model: str) -> bool:
-        """This provider serves ``model`` by name (used to pick a provider when none is named)."""
-        return False
-
-    @classmethod
-    def embedding_size(cls, model: str) -> int | None:
-        """The vector size of an embedding model this provider knows, else None (probed)."""
-        return None
-
-    @classmethod
-    def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
-        """The tokens one request to ``model`` may hold (prompt and answer), else None (not known)."""
-        return caps.context_tokens
-
-    @classmethod
-    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:
-        """Whether ``model`` reads image inputs: True, False, or None when not known (the server decides)."""
-        return caps.vision
-
-    @classmethod
-    def embedding_max_input_tokens(cls, model: str) -> int | None:
-        """The most tokens one embedding input may have, when known."""
-        return None
-
-    @classmethod
-    def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
-                     format_fields: dict, media: Any = None) -> dict:
-        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
-        raise NotImplementedError(f"{cls.__name__} builds no request bodies")
-
-    @classmethod
-    def follow_up_body(cls, endpoint: str, body: dict, answer: str, message: str) -> dict:
-        """``body`` continued: the model's ``answer``, then a new user ``message`` (used to ask for a repair)."""
-        raise NotImplementedError(f"{cls.__name__} cannot continue a conversation")
-
-    @classmethod
-    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict,
-                      choices: list[str] | None) -> dict:
-        """Body fields that ask the server to enforce ``schema`` ({} when it cannot)."""
-        return {}
-
-    @classmethod
-    def default_max_tokens(cls, schema: dict | None) -> int | None:
-        """The max_tokens an answer gets when the user sets none: of ``schema``, or free text (None); None: the server's."""
-        return None
-
-    @classmethod
-    def estimate_tokens(cls, body: dict, model: str | None) -> tuple[int, int]:
-        """(input tokens, most output tokens) of a body, before sending it."""
-        return 0, 0
-
-    # --- prompt caches: what the runtime's prefix scheduler asks (runtime.scheduler) ---
-    @classmethod
-    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
-        """The prompt as the server reads it, to send rows sharing a prefix together (None: no order)."""
-        return None
-
-    async def prefix_lanes(self) -> int | None:
-        """Server slots that each keep their own prompt cache (llama.cpp); None: one shared cache."""
-        return None
-
-    def routed(self, body: dict, lane: int | None, group: str) -> dict:
-        """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints; default as is)."""
-        return body
-
-    async def label_scorer(self, labels: tuple) -> Any:
-        """How this server scores ``labels`` by log-probability (``providers.label_scores``); None: it cannot."""
-        return None
 
     @abc.abstractmethod
     async def send(self, request: Request) -> Outcome:
@@ -296,11 +277,311 @@ class Provider(abc.ABC):
     async def aclose(self) -> None:
         """Release connections."""
 
+    def __repr__(self) -> str:  # never show a key
+        return f"{type(self).__name__}({self.service})"
+
+
+# --- the wire format: class methods, looked up once when the plan is built --------------------------
+
+
+@runtime_checkable
+class RequestFormat(Protocol):
+    """Builds request bodies and says what the server reads of them: needed by every AI function that sends requests."""
+
+    @classmethod
+    def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
+                     format_fields: dict, media: Any = None) -> dict:
+        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
+
+    @classmethod
+    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
+        """The prompt as the server reads it (asked once, when the request is built); None: no prefix order."""
+
+
+@runtime_checkable
+class SchemaFormat(Protocol):
+    """Asks the server to enforce a return format; without it answers are only validated."""
+
+    @classmethod
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict,
+                      choices: list[str] | None) -> dict:
+        """Body fields that ask the server to enforce ``schema`` ({} when it cannot)."""
+
+
+@runtime_checkable
+class AnswerBudget(Protocol):
+    """Gives an answer an output bound when the user sets none (a base model may not stop on its own)."""
+
+    @classmethod
+    def default_max_tokens(cls, schema: dict | None) -> int | None:
+        """The max_tokens of an answer of ``schema`` (None: free text) when the user sets none; None: the server's."""
+
+
+@runtime_checkable
+class RepairFormat(Protocol):
+    """Continues a conversation: needed by ``repair=True`` (the answer and the validation error sent back)."""
+
+    @classmethod
+    def follow_up_body(cls, endpoint: str, body: dict, answer: str, message: str) -> dict:
+        """``body`` continued: the model's ``answer``, then a new user ``message``."""
+
+
+@runtime_checkable
+class ModelCatalog(Protocol):
+    """Knows its models by name: picks the provider when none is named, and what a model can read."""
+
+    @classmethod
+    def knows_model(cls, model: str) -> bool: ...
+
+    @classmethod
+    def context_size(cls, model: str | None, caps: Capabilities) -> int | None: ...
+
+    @classmethod
+    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None: ...
+
+
+@runtime_checkable
+class EmbeddingCatalog(Protocol):
+    """Knows its embedding models: the vector size and the longest input, so nothing is probed."""
+
+    @classmethod
+    def embedding_size(cls, model: str) -> int | None: ...
+
+    @classmethod
+    def embedding_max_input_tokens(cls, model: str) -> int | None: ...
+
+
+@runtime_checkable
+class SpecCapabilities(Protocol):
+    """Refines the declared capabilities per spec (e.g. an OpenAI-compatible URL that is a vLLM server)."""
+
+    @classmethod
+    def capabilities_for(cls, spec: Any, declared: Capabilities) -> Capabilities: ...
+
+
+# --- what a live transport can do besides sending ------------------------------------------------------
+
+
+@runtime_checkable
+class PrefixRouting(Protocol):
+    """Prompt caches: server slots that each keep their own cache, and the hints that route a row to one."""
+
+    async def prefix_lanes(self) -> int | None:
+        """Server slots that each keep their own prompt cache (llama.cpp); None: one shared cache."""
+
+    def routed(self, body: dict, lane: int | None, group: str) -> dict:
+        """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints)."""
+
+
+@runtime_checkable
+class LabelScoring(Protocol):
+    """Scores labels by log-probability (``providers.label_scores``): classification without generation."""
+
+    async def label_scorer(self, labels: tuple) -> Any: ...
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """The model's own tokens (exact chunking)."""
+
+    async def tokenize(self, text: str) -> list[bytes]: ...
+
+
+@runtime_checkable
+class BatchAPI(Protocol):
+    """The Batch API in neutral terms: the runtime submits lines, polls, and reads (key, Outcome) pairs."""
+
+    def batch_lines(self, endpoint: str, items: list[tuple[str, dict]]) -> list[bytes]: ...
+
+    async def submit_batch(self, endpoint: str, name: str, data: bytes) -> str: ...
+
+    async def poll_batch(self, batch_id: str) -> BatchState: ...
+
+    async def batch_results(self, endpoint: str, state: BatchState) -> list[tuple[str, Outcome]]: ...
+
+
+# What each capability lets a call do, for the PlanError of a provider that lacks it.
+_NEEDED_FOR = MappingProxyType({RequestFormat: "send requests (prompt, classify, embeddings, semantic operators)",
+               RepairFormat: "repair an answer (repair=True)", BatchAPI: "use a Batch API (batch=True)",
+               LabelScoring: "score labels by log-probability", Tokenizer: "tokenize text"})
+
+
+def supports(provider: Any, protocol: type) -> bool:
+    """Whether ``provider`` (a transport or its wire-format class) implements every method of ``protocol``.
+
+    Example:
+        >>> supports(MockProvider(lambda r: Outcome()), Transport), supports(MockProvider, RequestFormat)
+        (True, False)
+    """
+    return isinstance(provider, protocol)
+
+
+def require(provider: Any, protocol: type, name: str, fn: str) -> Any:
+    """``provider`` when it implements ``protocol``; else a PlanError naming what is missing (before any request).
+
+    Example:
+        >>> require(MockProvider, RepairFormat, "mock", "prompt")
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: prompt(): provider 'mock' cannot repair an answer (repair=True): it implements no RepairFormat (follow_up_body). Use a provider that does, or leave the option out.
+    """
+    if supports(provider, protocol):
+        return provider
+    methods = ", ".join(m for m in protocol.__dict__ if not m.startswith("_") and callable(getattr(protocol, m)))
+    raise PlanError(f"{fn}(): provider {name!r} cannot {_NEEDED_FOR.get(protocol, protocol.__name__)}: it implements "
+                    f"no {protocol.__name__} ({methods}). Use a provider that does, or leave the option out.")
+
+
+def _ask(wire: Any, method: str, default: Any, *args: Any) -> Any:
+    fn = getattr(wire, method, None)
+    return default if fn is None else fn(*args)
+
+
+def knows_model(wire: Any, model: str | None) -> bool:
+    """The provider serves ``model`` by name (``ModelCatalog``); False when it keeps no catalog."""
+    return bool(model) and bool(_ask(wire, "knows_model", False, model))
+
+
+def context_size(wire: Any, model: str | None, caps: Capabilities) -> int | None:
+    """The tokens one request to ``model`` may hold (``ModelCatalog``), else the declared ``context_tokens``."""
+    return _ask(wire, "context_size", caps.context_tokens, model, caps)
+
+
+def reads_images(wire: Any, model: str | None, caps: Capabilities) -> bool | None:
+    """Whether ``model`` reads images (``ModelCatalog``), else the declared ``vision`` (None: the server decides)."""
+    return _ask(wire, "reads_images", caps.vision, model, caps)
+
+
+def embedding_size(wire: Any, model: str) -> int | None:
+    """The vector size of an embedding model (``EmbeddingCatalog``); None: probed."""
+    return _ask(wire, "embedding_size", None, model)
+
+
+def embedding_max_input_tokens(wire: Any, model: str) -> int | None:
+    """The most tokens one embedding input may have (``EmbeddingCatalog``); None: not known."""
+    return _ask(wire, "embedding_max_input_tokens", None, model)
+
+
+def format_fields(wire: Any, caps: Capabilities, endpoint: str, name: str, schema: dict,
+                  choices: list[str] | None) -> dict:
+    """The body fields that enforce ``schema`` (``SchemaFormat``); {}: the answer is only validated."""
+    return _ask(wire, "format_fields", {}, caps, endpoint, name, schema, choices)
+
+
+def default_max_tokens(wire: Any, schema: dict | None) -> int | None:
+    """An answer's bound when the user sets none (``AnswerBudget``); None: the server's."""
+    return _ask(wire, "default_max_tokens", None, schema)
+
+
+def capabilities_for(wire: Any, spec: Any, declared: Capabilities) -> Capabilities:
+    """The capabilities of ``spec``: refined by the wire format (``SpecCapabilities``), and only those it implements.
+
+    A Batch API, label scoring or a tokenizer declared by a provider that lacks the protocol is
+    not offered, so asking for it is the usual PlanError before any request.
+
+    Example:
+        >>> capabilities_for(MockProvider, None, Capabilities(batch_api=True, logprobs="top")).batch_api
+        False
+    """
+    caps = _ask(wire, "capabilities_for", declared, spec, declared)
+    lacks = {}
+    if caps.batch_api and not supports(wire, BatchAPI):
+        lacks["batch_api"] = False
+    if caps.logprobs != "none" and not supports(wire, LabelScoring):
+        lacks["logprobs"] = "none"
+    if caps.tokenizer and not supports(wire, Tokenizer):
+        lacks["tokenizer"] = False
+    return dataclasses.replace(caps, **lacks) if lacks else caps
+
+
+async def prefix_lanes(provider: Any) -> int | None:
+    """The provider's prefix lanes (``PrefixRouting``); None: one shared cache, or none."""
+    fn = getattr(provider, "prefix_lanes", None)
+    return None if fn is None else await fn()
+
+
+def routed(provider: Any, body: dict, lane: int | None, group: str) -> dict:
+    """The body with the provider's prompt-cache hints (``PrefixRouting``); as is without them."""
+    fn = getattr(provider, "routed", None)
+    return body if fn is None else fn(body, lane, group)
+
+
+# --- the old base, one release longer -------------------------------------------------------------------
+
+
+class Provider(BaseTransport):
+    """Deprecated: the old base with every hook and its default; subclass ``BaseTransport`` and implement the protocols.
+
+    A subclass still works as before (its hooks are the protocols' methods); defining one warns.
+    """
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        warnings.warn(f"{cls.__name__}: inferframe.providers.interface.Provider is deprecated and goes in the next "
+                      "release; subclass BaseTransport and implement the protocols your provider supports "
+                      "(RequestFormat, SchemaFormat, BatchAPI, ...).", DeprecationWarning, stacklevel=3)
+
+    @classmethod
+    def capabilities_for(cls, spec: Any, declared: Capabilities) -> Capabilities:
+        return declared
+
+    @classmethod
+    def knows_model(cls, model: str) -> bool:
+        return False
+
+    @classmethod
+    def embedding_size(cls, model: str) -> int | None:
+        return None
+
+    @classmethod
+    def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
+        return caps.context_tokens
+
+    @classmethod
+    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:
+        return caps.vision
+
+    @classmethod
+    def embedding_max_input_tokens(cls, model: str) -> int | None:
+        return None
+
+    @classmethod
+    def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
+                     format_fields: dict, media: Any = None) -> dict:
+        raise NotImplementedError(f"{cls.__name__} builds no request bodies")
+
+    @classmethod
+    def follow_up_body(cls, endpoint: str, body: dict, answer: str, message: str) -> dict:
+        raise NotImplementedError(f"{cls.__name__} cannot continue a conversation")
+
+    @classmethod
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
+        return {}
+
+    @classmethod
+    def default_max_tokens(cls, schema: dict | None) -> int | None:
+        return None
+
+    @classmethod
+    def estimate_tokens(cls, body: dict, model: str | None) -> tuple[int, int]:
+        return 0, 0
+
+    @classmethod
+    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
+        return None
+
+    async def prefix_lanes(self) -> int | None:
+        return None
+
+    def routed(self, body: dict, lane: int | None, group: str) -> dict:
+        return body
+
+    async def label_scorer(self, labels: tuple) -> Any:
+        return None
+
     async def tokenize(self, text: str) -> list[bytes]:
-        """The model's tokens of ``text``, each as its bytes (only with ``capabilities.tokenizer``)."""
         raise NotImplementedError(f"{self.service} has no tokenizer")
 
-    # The Batch API, in neutral terms: the runtime submits lines, polls, and reads (key, Outcome) pairs.
     def batch_lines(self, endpoint: str, items: list[tuple[str, dict]]) -> list[bytes]:
         raise NotImplementedError(f"{self.service} has no Batch API")
 
@@ -313,15 +594,12 @@ class Provider(abc.ABC):
     async def batch_results(self, endpoint: str, state: BatchState) -> list[tuple[str, Outcome]]:
         raise NotImplementedError(f"{self.service} has no Batch API")
 
-    def __repr__(self) -> str:  # never show a key
-        return f"{type(self).__name__}({self.service})"
-
 
 Handler = Callable[[Request], "Outcome | Awaitable[Outcome]"]
 
 
-class MockProvider(Provider):
-    """A provider built from a handler function, for tests of the runtime without HTTP.
+class MockProvider(BaseTransport):
+    """A transport built from a handler function, for tests of the runtime without HTTP.
 
     Parameters:
         handler: takes a Request, returns an Outcome (or awaits one).

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from inferframe.providers import openai_format as wire
 from inferframe.providers.interface import Request
 
 # A raised logit that makes greedy sampling pick the label's own token among those the grammar allows,
@@ -57,7 +58,7 @@ class LlamaCppScorer:
         return [Request(self.endpoint, {
             "prompt": prompt, "n_predict": len(ids), "n_probs": 1, "temperature": 0, "post_sampling_probs": False,
             "grammar": "root ::= " + _gbnf_literal(" " + label), "logit_bias": [[i, _FORCE] for i in ids],
-        }, est) for label, ids in zip(self.labels, self.token_ids)]
+        }, est, prompt, len(ids)) for label, ids in zip(self.labels, self.token_ids)]
 
     def label_logprobs(self, values: list) -> list[float]:
         """Each label's log-probability from the answers of ``requests`` ([[token id, logprob], ...] each).
@@ -99,7 +100,8 @@ class TopLogprobsScorer:
                 "top_logprobs": TOP_LOGPROBS}
         if model is None:
             body.pop("model")
-        return [Request(self.endpoint, body, len(raw_prompt(system, user)) // 4 + 8)]
+        text = wire.prompt_text(body)  # the prompt as the server reads it: rows sharing a start go out together
+        return [Request(self.endpoint, body, len(raw_prompt(system, user)) // 4 + 8, text, 1)]
 
     def label_logprobs(self, values: list) -> list[float]:
         """Each label's log-probability: the summed probability of the top tokens that begin it."""

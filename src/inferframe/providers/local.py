@@ -116,10 +116,17 @@ class LocalProvider(LlamaCppProvider):
         return max(64, min(2048, int(1.5 * answer_token_bound(schema))))
 
     async def send(self, request: Request) -> Outcome:
-        """Send ``request``; a chat request with no output cap gets ``free_text_cap`` of its prompt first."""
-        if request.endpoint in ("chat", "responses") and not _CAPS & request.body.keys():
-            prompt = self.prompt_text(request.endpoint, request.body) or ""
-            request = dataclasses.replace(request, body={**request.body, "max_tokens": free_text_cap(len(prompt))})
+        """Send ``request``; a chat request with no output cap gets ``free_text_cap`` of its prompt first.
+
+        The bound and the prompt are the request's own fields; the body is looked at only for a cap
+        given in ``extra_body=``.
+        """
+        if (request.max_output_tokens is None and request.endpoint in ("chat", "responses")
+                and not _CAPS & request.body.keys()):
+            prompt = request.prompt if request.prompt is not None else self.prompt_text(request.endpoint, request.body)
+            cap = free_text_cap(len(prompt or ""))
+            request = Request(request.endpoint, {**request.body, "max_tokens": cap}, request.est_tokens,
+                              request.prompt, cap)
         return await super().send(request)
 
     async def tokenize(self, text: str) -> list[bytes]:

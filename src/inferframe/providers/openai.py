@@ -22,7 +22,7 @@ from typing import Any
 from inferframe.errors import BatchAPIError, ErrorKind
 from inferframe.providers import openai_format as wire
 from inferframe.providers.interface import (
-    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BatchState, Capabilities, Outcome, Provider, Request,
+    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, Request,
 )
 from inferframe.providers.spec import ProviderSpec
 
@@ -57,8 +57,11 @@ _OPENAI_VISION = (("gpt-3.5", False), ("o1-mini", False), ("o3-mini", False), ("
                   ("o3", True), ("o4", True), ("chatgpt-4o", True))
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(BaseTransport):
     """Send one request to an OpenAI-compatible endpoint and say what happened.
+
+    Its wire format implements ``RequestFormat``, ``SchemaFormat``, ``RepairFormat`` and
+    ``SpecCapabilities``; its transport ``LabelScoring`` (top log-probabilities) and ``BatchAPI``.
 
     Parameters:
         spec: provider name, base URL and options (``timeout`` seconds, ``headers``, ``server``:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import json
 import re
 from types import MappingProxyType
@@ -157,8 +158,10 @@ def prompt_text(body: dict) -> str:
     r"""The prompt's text in the order the server reads it (instructions, then each message); images as their bytes' place.
 
     What a prompt cache can reuse is a prefix of this text, so rows are grouped by it. A media
-    part stands in by its own data, so two rows share a prefix through an image only when the
-    image is the same.
+    part stands in by a digest of its data, so two rows share a prefix through an image only when
+    the image is the same, and its bytes are not counted as prompt tokens. The request keeps this
+    text beside its body (``Request.prompt``): the token estimate, the prefix scheduler and the
+    cost estimate read it there.
 
     Example:
         >>> prompt_text({"instructions": "Be brief.", "input": "Hi"})
@@ -189,8 +192,11 @@ def _parts_text(value: Any):
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from _parts_text(v)
+        for k, v in value.items():
+            if k in _MEDIA_KEYS:  # the same image gives the same stand-in
+                yield "\x1c" + hashlib.blake2b(json.dumps(v, sort_keys=True).encode(), digest_size=10).hexdigest()
+            else:
+                yield from _parts_text(v)
     elif isinstance(value, list):
         for v in value:
             yield from _parts_text(v)

@@ -19,7 +19,8 @@ from typing import Any
 
 from inferframe.errors import PlanError
 from inferframe.providers import secrets
-from inferframe.providers.interface import Capabilities, Provider
+from inferframe.providers import interface
+from inferframe.providers.interface import Capabilities, Transport
 from inferframe.providers.spec import ProviderSpec, _lookups as spec_lookups
 
 
@@ -29,7 +30,9 @@ class ProviderInfo:
 
     Parameters:
         name: the registered name.
-        cls: a Provider subclass, built as ``cls(spec, base_url=..., api_key=...)``; None for
+        cls: the provider's class: its class methods are its wire format (the protocols of
+            ``providers.interface`` it implements), built as ``cls(spec, base_url=..., api_key=...)`` it is
+            the transport; None for
             in-process model families, which the AI functions run without HTTP.
         key_env / base_url_env: environment variables read for the key and the URL.
         default_base_url: the URL when neither the call nor the environment gives one.
@@ -40,7 +43,7 @@ class ProviderInfo:
     """
 
     name: str
-    cls: type[Provider] | None
+    cls: type[Transport] | None
     key_env: str | None = None
     base_url_env: str | None = None
     default_base_url: str | None = None
@@ -51,7 +54,7 @@ class ProviderInfo:
 
     def knows_model(self, model: str | None) -> bool:
         """This provider serves ``model`` by name (a hosted model table, the packaged local model)."""
-        return bool(model) and self.cls is not None and self.cls.knows_model(model)
+        return self.cls is not None and interface.knows_model(self.cls, model)
 
 
 class Registry:
@@ -63,7 +66,7 @@ class Registry:
         self._loading = False  # the loading thread's own calls while it registers (others wait on the lock)
         self._lock = threading.RLock()
 
-    def register(self, name: str, cls: type[Provider] | None, **info: Any) -> None:
+    def register(self, name: str, cls: type[Transport] | None, **info: Any) -> None:
         if cls is not None and "capabilities" not in info:
             info["capabilities"] = cls.capabilities
         self._providers[name] = ProviderInfo(name, cls, **info)
@@ -174,8 +177,8 @@ def check_ready(spec: ProviderSpec, info: ProviderInfo | None = None) -> None:
         )
 
 
-def provider_class(spec: ProviderSpec) -> type[Provider]:
-    """The Provider subclass behind ``spec`` (its wire format and capabilities, without building it)."""
+def provider_class(spec: ProviderSpec) -> type[Transport]:
+    """The provider class behind ``spec`` (its wire format and capabilities, without building it)."""
     info = REGISTRY.get(spec.name)
     if info.cls is None:
         raise PlanError(f"Provider {spec.name!r} runs models in this process; it serves embed_text/embed_image, "
@@ -186,7 +189,7 @@ def provider_class(spec: ProviderSpec) -> type[Provider]:
 def capabilities(spec: ProviderSpec, info: ProviderInfo | None = None) -> Capabilities:
     """What the provider behind ``spec`` declares (a plugin may refine it per spec)."""
     info = info or REGISTRY.get(spec.name)
-    return info.cls.capabilities_for(spec, info.capabilities) if info.cls is not None else info.capabilities
+    return interface.capabilities_for(info.cls, spec, info.capabilities) if info.cls is not None else info.capabilities
 
 
 def resolved(spec: ProviderSpec, info: ProviderInfo | None = None) -> ProviderSpec:
@@ -203,7 +206,7 @@ def resolved(spec: ProviderSpec, info: ProviderInfo | None = None) -> ProviderSp
     return dataclasses.replace(spec, wire=info.cls, caps=capabilities(spec, info))
 
 
-def build(spec: ProviderSpec) -> Provider:
+def build(spec: ProviderSpec) -> Transport:
     """A live provider for ``spec``, with its URL and key resolved in this process."""
     return provider_class(spec)(spec, base_url=base_url_for(spec), api_key=api_key_for(spec),
                                 capabilities=capabilities(spec))
