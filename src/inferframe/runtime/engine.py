@@ -19,7 +19,7 @@ import random
 
 from inferframe.errors import ErrorKind, RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
-from inferframe.providers.interface import Outcome, Provider, Request, Usage
+from inferframe.providers.interface import Outcome, Provider, Request, Usage, prefix_lanes, routed
 from inferframe.runtime.batch import BatchRunner
 from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
@@ -230,13 +230,13 @@ class InferenceRuntime:
             sched = self._scheduler
         if sched is False:
             return request, None
-        text = self.provider.prompt_text(request.endpoint, request.body)
+        text = request.prompt  # kept beside the body when the request was built: the body is not read
         if text is None:
             return request, None
         turn = await sched.turn(text)
-        body = self.provider.routed(request.body, turn.lane if sched.pinned else None, turn.group)
+        body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
         if body is not request.body:
-            request = Request(request.endpoint, body, request.est_tokens)
+            request = request.with_body(body)
         return request, turn.lane
 
     async def _send(self, request: Request, key: str | None, rows: bool = True) -> Result:
@@ -403,7 +403,7 @@ class InferenceRuntime:
     def _lanes_known(self) -> asyncio.Future:
         """The provider's prefix lanes, asked once (a task made before the rows' tasks, so it runs first)."""
         if self._scheduler_made is None:
-            self._scheduler_made = asyncio.ensure_future(self.provider.prefix_lanes())
+            self._scheduler_made = asyncio.ensure_future(prefix_lanes(self.provider))
         return self._scheduler_made
 
     async def send_many(self, requests: list[Request], keys: list[str]) -> list[Result]:
