@@ -47,11 +47,11 @@ def context_budget(options: dict) -> tuple[int, str]:
         (4008, 'gemma-3-270m: context of 2,048 tokens less 512 for the answer and 200 for the prompt')
     """
     from inferframe.models.registry import resolve_model
-    from inferframe.providers.registry import provider_class
+    from inferframe.providers.interface import context_size
 
     ref = resolve_model("sem_agg", options.get("provider"), options.get("model"), kind="generate",
                         options=dict(options))
-    ctx = provider_class(ref.spec).context_size(ref.model, ref.caps) if ref.spec is not None else None
+    ctx = context_size(ref.spec.wire_format(), ref.model, ref.caps) if ref.spec is not None else None
     if not ctx:
         return DEFAULT_MAX_CHARS, f"{ref.model}: context not known, {DEFAULT_MAX_CHARS:,} characters"
     answer = options.get("max_tokens") or DEFAULT_ANSWER_TOKENS
