@@ -184,4 +184,4 @@ def sql(query: str, **frames: DataFrame) -> DataFrame:
     """
     from inferframe.dataframe.sql import sql_source
 
-    return source_frame(sql_source(query, frames))
+    return source_frame(sql_source(query, frames, to_frame=source_frame))
