@@ -27,7 +27,7 @@ from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.functions._calls import ai_expression, message_parts
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.models.registry import image_refusal, resolve_model
-from inferframe.providers.gbnf import MAX_TOKEN_OPTIONS, fit_to_budget
+from inferframe.providers.gbnf import fit_to_budget
 from inferframe.providers.interface import RepairFormat, default_max_tokens, format_fields, require
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
@@ -117,7 +117,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         if caps.structured_outputs == "grammar":  # a grammar enforces string lengths; OpenAI's strict mode rejects them
             schema = json_schema_for(return_format, lengths=True)[1]
             # Under the user's max_tokens, free text and open lists shrink so the model can close the JSON.
-            schema = fit_to_budget(schema, next((parsed.request[k] for k in MAX_TOKEN_OPTIONS if k in parsed.request), None))
+            schema = fit_to_budget(schema, parsed.request.get("max_tokens"))  # its aliases folded by parse_options
         fields = format_fields(wire, caps, endpoint, name, schema, _choices_of(schema))
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)

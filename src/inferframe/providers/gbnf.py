@@ -231,8 +231,6 @@ def answer_token_bound(schema: Any, root: dict | None = None, depth: int = 0,
     return {"integer": 6, "number": 10, "boolean": 2, "null": 2}.get(kind, _STRING_TOKENS)
 
 
-# The request options that cap an answer's tokens, as each API names them.
-MAX_TOKEN_OPTIONS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 # Under a user's max_tokens a free-text string is first cut down to this many characters; only then do
 # lists lose items, then strings go below it: a note of a few words still says something.
 FIT_MIN_CHARS = 16
