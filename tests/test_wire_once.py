@@ -81,3 +81,28 @@ def test_a_return_format_is_parsed_once_per_call(monkeypatch):
     from inferframe.plan.ai_nodes import ai_call_of
 
     assert isinstance(ai_call_of(expr._node).udf.call.config.return_format, Spec)
+
+
+RUNTIME = AI.parent / "runtime"
+# What a request carries beside its body (issue 32 item 3): nobody after the wire format reads them back out of it.
+_BODY_READERS = {"prompt_text", "estimate_tokens"}
+_BOUND_NAMES = {"max_tokens", "max_output_tokens", "max_completion_tokens", "n_predict"}
+
+
+def test_the_runtime_reads_no_prompt_or_bound_out_of_a_body():
+    """Before: the limiter's estimate read max_tokens under four names, the prompt text was pulled back out 3 times."""
+    bad = []
+    for p in RUNTIME.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in _BODY_READERS:
+                bad.append(f"{p.name}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.Constant) and node.value in _BOUND_NAMES:
+                bad.append(f"{p.name}:{node.lineno} {node.value!r}")
+    assert not bad, bad
+
+
+def test_ai_asks_the_wire_format_for_a_prompt_once_per_request():
+    """Only ai/requests.py asks for the prompt text (when a request is built); the operators read ``Request.prompt``."""
+    askers = {p.name for p in AI.glob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+              if isinstance(node, ast.Attribute) and node.attr in _BODY_READERS}
+    assert askers <= {"requests.py"}, askers
