@@ -145,8 +145,8 @@ def test_mistakes_are_plan_errors_before_anything_runs(reviews):
         reviews.sql("selec label from self")
     with pytest.raises(PlanError, match="nope"):
         reviews.sql("select * from nope")
-    with pytest.raises(ArgumentTypeError, match="must be an inferframe DataFrame"):
-        ifr.sql("select * from t", t=pa.table({"a": [1]}))
+    with pytest.raises(ArgumentTypeError, match="must be an inferframe DataFrame, or a Polars or Arrow object"):
+        ifr.sql("select * from t", t=[1, 2])  # Arrow and Polars objects are read (issue 35); a list is not
     with pytest.raises(ArgumentTypeError, match="non-empty string"):
         ifr.sql(None, t=reviews)
     with pytest.raises(PlanError, match="at least one DataFrame"):

@@ -28,32 +28,33 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import json
-import operator
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from inferframe.dataframe.sql_ai import has_ai, plan
-from inferframe.dataframe.sql_filters import pushable
+from inferframe.dataframe.sql_duckdb import parsed, run
+from inferframe.dataframe.sql_reads import cheap_columns, columns_read, reads
 from inferframe.errors import ArgumentTypeError, PlanError
-from inferframe.io.arrow_stream import StreamSource, engine_schema
+from inferframe.io.arrow_stream import StreamSource, engine_schema, stream_source
 from inferframe.io.interop import optional, quote_sql
-from inferframe.plan.inspect import calls_udf
-from inferframe.plan.optimizer import optimize
+from inferframe.plan import logical as lp
+
+__all__ = ["cheap_columns", "columns_read", "sql_source"]
 
 
-def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
+def sql_source(query: str, frames: dict[str, Any], to_frame: Callable[[StreamSource], Any] | None = None) -> StreamSource:
     """The Arrow stream of a DuckDB SQL query over DataFrames, each named in the query by its key in ``frames``.
 
     The query is checked and its result's columns known now, against empty stand-ins of the
     DataFrames; it runs each time the stream is opened. ``ifr.sql`` and ``df.sql`` make a DataFrame of it.
+    A query calling AI functions is planned by ``sql_ai``; ``EXPLAIN <query>`` gives ``sql_explain``'s lines.
 
     Parameters:
         query: one SELECT statement in DuckDB's SQL.
-        frames: the DataFrames the query reads, by name.
+        frames: the DataFrames the query reads, by name (Polars and Arrow objects are read as DataFrames).
+        to_frame: makes a DataFrame of a stream (default: the class of the DataFrames given).
 
     Example:
         >>> import inferframe as ifr
@@ -62,15 +63,20 @@ def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
     """
     if not isinstance(query, str) or not query.strip():
         raise ArgumentTypeError(f"sql() takes the query as a non-empty string, got {query!r}.")
-    frames = {name: _frame(name, frame) for name, frame in frames.items()}
+    to_frame = to_frame or _class_of(frames)
+    frames = {name: _frame(name, frame, to_frame) for name, frame in frames.items()}
     query = query.strip().rstrip(";").strip()
+
+    def frame_of(text: str, over: dict[str, Any]) -> Any:
+        return to_frame(sql_source(text, over, to_frame))
+
     explain = _explained(query)
     if explain is not None:
         from inferframe.dataframe.sql_explain import explain_source
 
-        return explain_source(explain, frames)
+        return explain_source(explain, frames, frame_of)
     if has_ai(query):
-        planned = plan(query, frames)
+        planned = plan(query, frames, frame_of)
         if planned is not None:
             query, frames = planned.query, planned.frames
     if not frames and not _reads_a_table(query):
@@ -78,28 +84,30 @@ def sql_source(query: str, frames: dict[str, Any]) -> StreamSource:
     return _source(query, frames)
 
 
-def table_source(text: str, frames: dict[str, Any]) -> StreamSource:
-    """The Arrow stream of every row of one FROM item's text (``'reviews.parquet'``, ``read_csv('x.csv')``).
-
-    Example:
-        >>> import inferframe as ifr
-        >>> table_source("t", {"t": ifr.from_pydict({"a": [1]})}).schema.names
-        ['a']
-    """
-    return _source(f"SELECT * FROM {text}", frames)
+def _is_frame(frame: Any) -> bool:
+    return all(callable(getattr(frame, m, None)) for m in ("iter_batches", "with_column", "select"))
 
 
-def _frame(name: str, frame: Any) -> Any:
-    """A DataFrame of what was given: itself, or a Polars, Arrow or pandas object read as DuckDB would read it."""
-    if all(callable(getattr(frame, m, None)) for m in ("iter_batches", "with_column", "select")):  # a DataFrame
+def _class_of(frames: dict[str, Any]) -> Callable[[StreamSource], Any]:
+    cls = next((type(f) for f in frames.values() if _is_frame(f)), None)
+
+    def to_frame(source: StreamSource) -> Any:
+        if cls is None:
+            raise PlanError("sql(): pass at least one DataFrame (or use ifr.sql) to query files with AI functions.")
+        return cls(lp.Source(source, source.schema))
+
+    return to_frame
+
+
+def _frame(name: str, frame: Any, to_frame: Callable[[StreamSource], Any]) -> Any:
+    """A DataFrame of what was given: itself, or a Polars, Arrow or pandas object's Arrow stream."""
+    if _is_frame(frame):
         return frame
-    from inferframe.dataframe.interop import from_arrow_object
-
     try:
-        return from_arrow_object(frame)
-    except (ArgumentTypeError, PlanError, TypeError) as e:
-        raise ArgumentTypeError(f"sql(): {name}= must be an inferframe DataFrame, a Polars, pandas or Arrow object; "
-                                f"got {type(frame).__name__} ({e}).") from None
+        return to_frame(stream_source(frame))
+    except (ArgumentTypeError, PlanError, TypeError, pa.ArrowInvalid) as e:
+        raise ArgumentTypeError(f"sql(): {name}= must be an inferframe DataFrame, or a Polars or Arrow object (an "
+                                f"Arrow stream); got {type(frame).__name__} ({e}).") from None
 
 
 def _explained(query: str) -> str | None:
@@ -112,14 +120,8 @@ def _explained(query: str) -> str | None:
 
 def _reads_a_table(query: str) -> bool:
     """Whether the query has a FROM (a file or a table function: DuckDB reads it)."""
-    duckdb = optional("duckdb", "sql", "sql()")
-    con = duckdb.connect()
-    try:
-        out = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
-    finally:
-        con.close()
-    node = (out.get("statements") or [{}])[0].get("node", {})
-    return (node.get("from_table") or {}).get("type", "EMPTY_FROM") != "EMPTY_FROM"
+    node = (parsed(query).get("statements") or [{}])[0].get("node", {})
+    return (node.get("from_table") or {}).get("type", "EMPTY") not in ("EMPTY", "EMPTY_FROM")
 
 
 def _source(query: str, frames: dict[str, Any]) -> StreamSource:
@@ -130,7 +132,7 @@ def _source(query: str, frames: dict[str, Any]) -> StreamSource:
         con.execute("SET python_enable_replacements = false")
         for name, schema in schemas.items():
             con.register(name, schema.empty_table())
-        schema = pa.table(_run(con, query, "check").limit(0)).schema
+        schema = pa.table(run(con, query, "check").limit(0)).schema
     except duckdb.Error as e:
         raise PlanError(f"sql(): DuckDB cannot read these DataFrames: {e}") from None
     finally:
@@ -152,30 +154,6 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _connect(schemas: dict[str, pa.Schema], scanned: str) -> Any:
-    """A DuckDB connection with an empty stand-in for each DataFrame, ``scanned``'s the only Arrow scan."""
-    duckdb = optional("duckdb", "sql", "sql()")
-    con = duckdb.connect()
-    con.execute("SET python_enable_replacements = false")
-    for name, schema in schemas.items():
-        empty = schema.empty_table()
-        if name == scanned:
-            con.register(name, empty)
-        else:  # a DuckDB table: its scans are not Arrow scans, so EXPLAIN's Arrow scans are `scanned`'s alone
-            con.register("__inferframe_empty", empty)
-            con.execute(f"CREATE TEMP TABLE {quote_sql(name)} AS SELECT * FROM __inferframe_empty")
-            con.unregister("__inferframe_empty")
-    return con
-
-
-def _run(con: Any, query: str, why: str) -> Any:
-    duckdb = optional("duckdb", "sql", "sql()")
-    try:
-        return con.sql(query)
-    except duckdb.Error as e:
-        raise PlanError(f"sql(): DuckDB cannot {why} the query: {e}") from None
-
-
 def _wrapped(query: str, columns: Sequence[str]) -> str:
     return f"SELECT {', '.join(quote_sql(c) for c in columns)} FROM ({query}) AS __inferframe_query"
 
@@ -183,7 +161,7 @@ def _wrapped(query: str, columns: Sequence[str]) -> str:
 def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
     """The query's rows as record batches with ``columns``, DuckDB reading each DataFrame with only the columns it needs."""
     text = _wrapped(query, columns)
-    reads = _reads(text, {name: frame.schema().to_arrow() for name, frame in frames.items()},
+    found = reads(text, {name: frame.schema().to_arrow() for name, frame in frames.items()},
                    {name: cheap_columns(frame) for name, frame in frames.items()})
     duckdb = optional("duckdb", "sql", "sql()")
     con = duckdb.connect()
@@ -191,7 +169,7 @@ def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
     try:
         con.execute("SET python_enable_replacements = false")
         for name, frame in frames.items():
-            keep, scans, rows = reads[name]
+            keep, scans, rows = found[name]
             if rows is not None:  # before the AI columns: the optimizer moves a relational filter below them
                 frame = frame.where(rows)
             # Every column keeps its name (the binder needs them all); the ones DuckDB does not read are nulls.
@@ -204,7 +182,7 @@ def _stream(query: str, frames: dict[str, Any], columns: Sequence[str]):
                 streams.append(_Tracked(frame, full))
                 con.register(name, streams[-1])
         try:
-            for batch in pa.RecordBatchReader.from_stream(_run(con, text, "run")):
+            for batch in pa.RecordBatchReader.from_stream(run(con, text, "run")):
                 yield pa.RecordBatch.from_arrays(batch.columns, names=list(columns))
         except Exception:
             for stream in streams:
@@ -245,101 +223,3 @@ def _filled(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type) for f in schema],
         schema=schema)
-
-
-def cheap_columns(frame: Any) -> list[str]:
-    """The columns of ``frame`` that no UDF or AI call computes.
-
-    Example:
-        >>> import inferframe as ifr
-        >>> double = ifr.func(lambda x: x * 2, return_dtype=ifr.DataType.int64())
-        >>> cheap_columns(ifr.from_pydict({"a": [1]}).with_column("b", double(ifr.col("a"))))
-        ['a']
-    """
-    return [name for name in frame.column_names if not calls_udf(optimize(frame.select(name)._plan))]
-
-
-def columns_read(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, list[str] | None]:
-    """For each DataFrame, the columns DuckDB's plan of ``query`` scans (None: all of them, or unknown).
-
-    Parameters:
-        query: the query.
-        schemas: each DataFrame's schema, by its name in the query.
-        cheap: each DataFrame's columns that cost nothing to compute; put first in the stand-in, so that a
-            query needing rows but no column (``count(*)``) makes DuckDB scan one of them.
-
-    Example:
-        >>> s = pa.schema([("a", pa.int64()), ("b", pa.string()), ("c", pa.struct([("x", pa.int64())]))])
-        >>> columns_read("select b, c.x from t where a > 1", {"t": s}, {"t": ["a"]})
-        {'t': ['a', 'b', 'c']}
-        >>> columns_read("select count(*) from t", {"t": s}, {"t": ["b"]})
-        {'t': ['b']}
-    """
-    return {name: read.columns for name, read in _reads(query, schemas, cheap).items()}
-
-
-def _reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, _Read]:
-    """For each DataFrame: the columns DuckDB's plan scans (None: all), how many times, and the rows it keeps."""
-    out: dict[str, _Read] = {}
-    for name, schema in schemas.items():
-        first = [f for f in schema if f.name in cheap.get(name, [])]
-        ordered = pa.schema(first + [f for f in schema if f.name not in cheap.get(name, [])])
-        con = None
-        try:
-            con = _connect({**schemas, name: ordered}, scanned=name)
-            scans = _arrow_scans(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
-            infos = [info for info, _ in scans]
-            rows = None
-            if len(scans) == 1:  # read once: the rows DuckDB's filter right above the scan drops need no computing
-                parts = [p for p in (scans[0][0].get("Filters"), scans[0][1]) if p]
-                pushed = [e for e in (pushable(str(p), cheap.get(name, [])) for p in parts) if e is not None]
-                rows = functools.reduce(operator.and_, pushed) if pushed else None
-            out[name] = _Read(_columns(infos, schema.names, ordered.names[0]), len(scans), rows)
-        except Exception:  # noqa: BLE001 - no plan to read: read every column and row, once, which is always right
-            out[name] = _Read(None, 1, None)
-        finally:
-            if con is not None:
-                con.close()
-    return out
-
-
-class _Read(NamedTuple):
-    columns: list[str] | None  # the columns DuckDB scans (None: every column)
-    scans: int  # how many times the query reads the DataFrame
-    rows: Any  # a predicate for the rows DuckDB keeps of it, made of cheap columns (None: every row)
-
-
-def _arrow_scans(nodes: Any, above: Any = None) -> list[tuple[dict, str | None]]:
-    """Each Arrow scan's details, with the filter right above it (DuckDB's text of it; None: no filter there)."""
-    found = []
-    for node in nodes if isinstance(nodes, list) else [nodes]:
-        info = node.get("extra_info", {})
-        if "ARROW" in str(node.get("name", "")).upper():
-            found.append((info, above))
-        here = info.get("Expression") if str(node.get("name", "")).upper() == "FILTER" else None
-        found += _arrow_scans(node.get("children", []), here)
-    return found
-
-
-def _columns(scans: list[dict], names: list[str], cheapest: str) -> list[str] | None:
-    """The columns the scans read, in the DataFrame's order; None when a scan says nothing readable.
-
-    A query that needs rows but no column (``count(*)``) reads ``cheapest``.
-    """
-    wanted: set[str] = set()
-    for info in scans:
-        projections = info.get("Projections")
-        if projections is None:
-            return None
-        for text in [projections] if isinstance(projections, str) else projections:
-            if not text:  # DuckDB 1.x shows no column for a scan that only counts rows
-                continue
-            # "s.x" is field x of struct column s, or a column named "s.x": keep every column it may be
-            match = {n for n in names if text == n or text.startswith(n + ".")}
-            if not match:
-                return None
-            wanted |= match
-        filters = info.get("Filters")
-        if filters:  # a filter DuckDB pushed into the scan reads its columns too
-            wanted |= {n for n in names if n in str(filters)}
-    return [n for n in names if n in wanted] or [cheapest]

@@ -16,7 +16,9 @@ engine's batching, limits, retries, cache and cost. A failed row's value is NULL
 Example:
     >>> import inferframe as ifr
     >>> people = ifr.from_pydict({"name": ["Ada"]})
-    >>> planned = plan("select ai_complete('Greet ' || name, max_tokens => 4) as hi from people", {"people": people})
+    >>> frame_of = lambda query, frames: ifr.sql(query, **frames)
+    >>> planned = plan("select ai_complete('Greet ' || name, max_tokens => 4) as hi from people", {"people": people},
+    ...                frame_of)
     >>> planned.query
     'select "people"."__ai0" as hi from people'
 """
@@ -25,13 +27,17 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from inferframe.dataframe.sql_ai_limit import chain_ok, limit_push
 from inferframe.dataframe.sql_ai_functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
-from inferframe.dataframe.sql_ai_parse import Arg, Call, Query, parse
+from inferframe.dataframe.sql_ai_parse import Arg, Call, Query, close, parse
 from inferframe.errors import PlanError
 from inferframe.io.interop import optional, quote_sql
+
+
+FrameOf = Callable[[str, dict], Any]
 
 
 @dataclass
@@ -65,19 +71,21 @@ def has_ai(query: str) -> bool:
     return "ai_" in query.lower()
 
 
-def plan(query: str, frames: dict[str, Any], push: bool = True) -> Planned | None:
+def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = True) -> Planned | None:
     """The query with its AI calls planned as AI columns of its sources (None: it calls no AI function).
 
-    With ``push``, an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query runs in the source (``sql_ai_limit``).
+    Parameters:
+        query: the SELECT.
+        frames: the DataFrames it names.
+        frame_of: ``frame_of(query, frames)``: the DataFrame of a query without AI calls (``ifr.sql``).
+        push: an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query may run in the source (``sql_ai_limit``).
     """
-    from inferframe.dataframe.interop import source_frame
-
     q = parse(query, FUNCTIONS)
     if q.unknown:
         raise PlanError(_unknown(q.unknown[0]))
     if not q.calls and not q.ai_froms:
         return None
-    sources = _sources(q, frames, source_frame)
+    sources = _sources(q, frames, frame_of)
     pushed = limit_push(q, len(sources)) if push else None
     edits: list[tuple[int, int, str]] = []
     done: dict[str, str] = {}
@@ -99,13 +107,13 @@ def plan(query: str, frames: dict[str, Any], push: bool = True) -> Planned | Non
         sources[0].where = _apply(query[start:end], inside)
         sources[0].limit = pushed.rows
     for source in sources:
-        _attach(source, notes)
+        _attach(source, frame_of)
     rewritten = _apply(query, edits + [(s.span[0], s.span[1], f"{quote_sql(s.register)} AS {quote_sql(s.alias)}")
                                        for s in sources if s.span is not None])
     out = dict(frames)
     out.update({s.register: s.frame for s in sources})
     if pushed is not None and not chain_ok(rewritten, {s.register: s.frame for s in sources}):
-        return plan(query, frames, push=False)  # something between the WHERE and the LIMIT: DuckDB applies them
+        return plan(query, frames, frame_of, push=False)  # something between the WHERE and the LIMIT: DuckDB applies them
     return Planned(rewritten, out, sources, notes)
 
 
@@ -119,15 +127,13 @@ def _unknown(name: str) -> str:
         theirs = f" (DuckDB: {str(e).splitlines()[0]})"
     finally:
         con.close()
-    close = difflib.get_close_matches(name, list(FUNCTIONS) + ["ai_error"], n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]}()? " if close else ""
+    near = difflib.get_close_matches(name, list(FUNCTIONS) + ["ai_error"], n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}()? " if near else ""
     return (f"sql(): unknown AI function {name}(); {hint}The AI functions are "
             f"{', '.join(sorted(FUNCTIONS))} and ai_error.{theirs}")
 
 
-def _sources(q: Query, frames: dict[str, Any], source_frame: Any) -> list[Source]:
-    from inferframe.dataframe.sql import sql_source, table_source
-    from inferframe.dataframe.sql_ai_parse import close
+def _sources(q: Query, frames: dict[str, Any], frame_of: FrameOf) -> list[Source]:
 
     found: list[Source] = []
 
@@ -137,7 +143,7 @@ def _sources(q: Query, frames: dict[str, Any], source_frame: Any) -> list[Source
             visit(node["left"])
             visit(node["right"])
             return
-        if kind == "EMPTY_FROM" or kind is None:
+        if kind in ("EMPTY", "EMPTY_FROM") or kind is None:
             return
         start, length = node.get("query_location"), node.get("query_location_length")
         if kind == "BASE_TABLE" and node.get("table_name") in frames and not node.get("schema_name"):
@@ -152,7 +158,7 @@ def _sources(q: Query, frames: dict[str, Any], source_frame: Any) -> list[Source
         elif kind == "SUBQUERY" and start is not None:
             text = q.text[start:close(q.text, start)]
             if start in q.ai_froms:  # its own AI calls: planned as a query of its own
-                frame = source_frame(sql_source(text[1:-1], frames))
+                frame = frame_of(text[1:-1], frames)
                 found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame,
                                     (start, start + length)))
                 return
@@ -160,7 +166,7 @@ def _sources(q: Query, frames: dict[str, Any], source_frame: Any) -> list[Source
             raise PlanError(f"sql(): a query with AI functions reads DataFrames, files ('reviews.parquet'), table "
                             f"functions (read_csv(...)) and subqueries; its FROM has a {kind}: query it with "
                             "ifr.sql(...) first and pass the result as a DataFrame.")
-        frame = source_frame(table_source(text, frames))
+        frame = frame_of(f"SELECT * FROM {text}", frames)
         found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame, (start, start + length)))
 
     visit(q.tree.get("from_table") or {})
@@ -242,17 +248,13 @@ def _source_of(call: Call, sources: list[Source]) -> Source:
     return next(iter(mine.values()), sources[0])
 
 
-def _attach(source: Source, notes: list[str]) -> None:
+def _attach(source: Source, frame_of: FrameOf) -> None:
     """Add the source's AI columns (and the argument columns before them) to its DataFrame."""
-    from inferframe.dataframe.interop import source_frame
-    from inferframe.dataframe.sql import sql_source
-
     frame = source.frame
     if source.exprs or source.where is not None:
         extra = "".join(f", {text} AS {quote_sql(name)}" for name, text in source.exprs)
         where = f" WHERE {source.where}" if source.where is not None else ""
-        frame = source_frame(sql_source(f"SELECT *{extra} FROM __ifr_base AS {quote_sql(source.alias)}{where}",
-                                        {"__ifr_base": frame}))
+        frame = frame_of(f"SELECT *{extra} FROM __ifr_base AS {quote_sql(source.alias)}{where}", {"__ifr_base": frame})
     schema = frame.schema().to_arrow()
     for column, fn, inputs, options in source.filters + source.calls:
         for name, kind in fn.params:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferframe.dataframe.sql_ai_parse import Query
+from inferframe.dataframe.sql_duckdb import connect
 
 _CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER"})
 
@@ -62,12 +63,10 @@ def limit_push(q: Query, n_sources: int) -> Push | None:
 
 def chain_ok(query: str, frames: dict[str, Any]) -> bool:
     """Whether DuckDB's plan of ``query`` is only limits, projections and filters over one scan."""
-    from inferframe.dataframe.sql import _connect
-
     schemas = {name: frame.schema().to_arrow() for name, frame in frames.items()}
     con = None
     try:
-        con = _connect(schemas, scanned="")
+        con = connect(schemas, scanned="")
         return _only_chain(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
     except Exception:  # noqa: BLE001 - no plan to read: do not push, which is always right
         return False

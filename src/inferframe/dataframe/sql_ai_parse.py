@@ -14,12 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Collection
 
+from inferframe.dataframe.sql_duckdb import parsed
 from inferframe.errors import PlanError
-from inferframe.io.interop import optional
 
 _NO_VALUE = object()
 
@@ -75,12 +75,7 @@ class Query:
 
 def parse(query: str, names: Collection[str]) -> Query:
     """The query's AI calls (functions in ``names``, and ``ai_error``), as DuckDB parses it; PlanError on a syntax error."""
-    duckdb = optional("duckdb", "sql", "sql()")
-    con = duckdb.connect()
-    try:
-        out = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
-    finally:
-        con.close()
+    out = parsed(query)
     if out.get("error"):
         raise PlanError(f"sql(): DuckDB cannot parse the query: {out.get('error_message', out)}")
     statements = out.get("statements") or []
@@ -99,8 +94,8 @@ def parse(query: str, names: Collection[str]) -> Query:
     return Query(query, calls, tree, sorted(set(unknown)), froms)
 
 
-_CLAUSES = {"select_list": "select", "where_clause": "where", "condition": "join", "group_expressions": "group",
-            "having": "having", "orders": "order", "qualify": "other"}
+_CLAUSES = MappingProxyType({"select_list": "select", "where_clause": "where", "condition": "join",
+                             "group_expressions": "group", "having": "having", "orders": "order", "qualify": "other"})
 
 
 def _walk(node: Any, text: str, names: set[str], calls: list[Call], unknown: list[str], clause: str,

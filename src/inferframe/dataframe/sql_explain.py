@@ -7,7 +7,8 @@ columns); a ``LIMIT`` may stop the stream sooner, so with one the figures are an
 Example:
     >>> import inferframe as ifr
     >>> t = ifr.from_pydict({"q": ["hi"], "n": [1]})
-    >>> print(explain_text("select ai_complete(q, max_tokens => 3) from t where n > 0", {"t": t}).splitlines()[0])
+    >>> frame_of = lambda query, frames: ifr.sql(query, **frames)
+    >>> print(explain_text("select ai_complete(q, max_tokens => 3) from t where n > 0", {"t": t}, frame_of).splitlines()[0])
     == SQL, as DuckDB runs it ==
 """
 
@@ -15,32 +16,31 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from typing import Any
 
 import pyarrow as pa
 
+from inferframe.dataframe.estimates import estimate_lines
+from inferframe.dataframe.sql_ai import plan
+from inferframe.dataframe.sql_duckdb import parsed
+from inferframe.dataframe.sql_reads import cheap_columns, reads
 from inferframe.io.arrow_stream import StreamSource
 
 
-def explain_text(query: str, frames: dict[str, Any]) -> str:
+def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
     """The text of ``EXPLAIN query``: the rewritten query, and per FROM item its AI columns, plan and estimate."""
-    from inferframe.dataframe.estimates import estimate_lines
-    from inferframe.dataframe.sql import _reads, cheap_columns
-    from inferframe.dataframe.sql_ai import plan
-
-    planned = plan(query, frames)
+    planned = plan(query, frames, frame_of)
     if planned is None:
         return "== SQL, as DuckDB runs it ==\n" + query + "\n\nNo AI function: no model call."
     lines = ["== SQL, as DuckDB runs it ==", planned.query, ""]
-    reads = _reads(planned.query, {n: f.schema().to_arrow() for n, f in planned.frames.items()},
+    found = reads(planned.query, {n: f.schema().to_arrow() for n, f in planned.frames.items()},
                    {n: cheap_columns(f) for n, f in planned.frames.items()})
     limit = _limit(planned.query)
     for source in planned.sources:
         if not source.calls:
             continue
         frame = source.frame
-        keep, _, rows = reads.get(source.register, (None, 1, None))
+        keep, _, rows = found.get(source.register, (None, 1, None))
         lines.append(f"== {source.alias}: AI calls ==")
         lines += [f"  {note}" for note in source.notes]
         lines.append(f"  cheap filter run first: {rows!r}" if rows is not None else "  cheap filter run first: none")
@@ -61,23 +61,15 @@ def explain_text(query: str, frames: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip()
 
 
-def explain_source(query: str, frames: dict[str, Any]) -> StreamSource:
+def explain_source(query: str, frames: dict[str, Any], frame_of: Any) -> StreamSource:
     """``explain_text`` as a one-column stream (``explain``), a line a row, for ``ifr.sql("EXPLAIN ...")``."""
-    text = explain_text(query, frames)
+    text = explain_text(query, frames, frame_of)
     table = pa.table({"explain": text.splitlines()})
     return StreamSource("sql explain", table.schema, lambda columns: table.to_batches())
 
 
 def _limit(query: str) -> int | None:
-    from inferframe.io.interop import optional
-
-    duckdb = optional("duckdb", "sql", "sql()")
-    con = duckdb.connect()
-    try:
-        out = json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
-    finally:
-        con.close()
-    for modifier in (out.get("statements") or [{}])[0].get("node", {}).get("modifiers", []):
+    for modifier in (parsed(query).get("statements") or [{}])[0].get("node", {}).get("modifiers", []):
         if modifier.get("type") == "LIMIT_MODIFIER" and (modifier.get("limit") or {}).get("class") == "CONSTANT":
             return int(modifier["limit"]["literal"]["text"])
     return None
