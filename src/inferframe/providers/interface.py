@@ -8,13 +8,12 @@ process that sends and reports neutral records: an :class:`Outcome` with a value
 :class:`ErrorKind`, usage, a retry hint and :class:`LimitHints`. Everything about *when* and *how
 often* lives in ``inferframe.runtime``, which sees only these records.
 
-Each capability is one small protocol, as Daft's ``Prompter``/``TextEmbedder``: a plugin implements
-only what it can do (:class:`RequestFormat` to be called at all; :class:`SchemaFormat`,
-:class:`RepairFormat`, :class:`ModelCatalog`, :class:`EmbeddingCatalog`, :class:`PrefixRouting`,
-:class:`LabelScoring`, :class:`Tokenizer`, :class:`BatchAPI` as it can). What it lacks is a
-:class:`PlanError` before any request (``require``) or the neutral answer of the helpers below
-(no schema fields, no known context size, ...). ``Provider``, the old base of 21 hooks, stays one
-release as a deprecated shim.
+Each capability is one small protocol (``providers.protocols``, re-exported here), as Daft's
+``Prompter``/``TextEmbedder``: a plugin implements only what it can do (:class:`RequestFormat` to
+be called at all; :class:`SchemaFormat`, :class:`RepairFormat`, :class:`ModelCatalog`,
+:class:`BatchAPI`, ... as it can). What it lacks is a ``PlanError`` before any request
+(``require``) or the neutral answer of the helpers (no schema fields, no known context size).
+``Provider``, the old base of 21 hooks, stays one release as a deprecated shim.
 
 Example:
     >>> import asyncio
@@ -30,10 +29,24 @@ from __future__ import annotations
 import abc
 import dataclasses
 import warnings
-from types import MappingProxyType
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
-from inferframe.errors import ErrorKind, PlanError
+from inferframe.errors import ErrorKind
+# The capability protocols and how a call asks for them, re-exported: the interface is one import.
+from inferframe.providers.protocols import (
+    AnswerBudget, BatchAPI, EmbeddingCatalog, LabelScoring, ModelCatalog, PrefixRouting, RepairFormat,
+    RequestFormat, SchemaFormat, SpecCapabilities, Tokenizer, capabilities_for, context_size,
+    default_max_tokens, embedding_max_input_tokens, embedding_size, format_fields, knows_model, prefix_lanes,
+    reads_images, require, routed, supports,
+)
+
+__all__ = ["AnswerBudget", "BaseTransport", "BatchAPI", "BatchState", "Capabilities", "EmbeddingCatalog",
+    "LLAMA_CPP_BODY_OPTIONS", "LabelScoring", "LimitHints", "MediaOptions", "MockProvider", "ModelCatalog",
+    "OPENAI_BODY_OPTIONS", "Outcome", "PrefixRouting", "Provider", "RepairFormat", "Request",
+    "RequestFormat", "SchemaFormat", "SpecCapabilities", "Tokenizer", "Transport", "Usage",
+    "VLLM_BODY_OPTIONS", "capabilities_for", "context_size", "default_max_tokens",
+    "embedding_max_input_tokens", "embedding_size", "format_fields", "knows_model", "prefix_lanes",
+    "reads_images", "require", "routed", "supports"]
 
 
 @dataclasses.dataclass
@@ -164,9 +177,9 @@ class Capabilities:
             llama.cpp: labels scored in full), "top" (the first token's top log-probabilities,
             OpenAI chat), or "none" (classification falls back to constrained generation).
         vision: its models read images: True, False (image inputs are a PlanError before any
-            request), or None: not known (the server's answer decides; see ``Provider.reads_images``).
+            request), or None: not known (the server's answer decides; see ``ModelCatalog.reads_images``).
         context_tokens: the tokens one request may hold, prompt and answer (None: not known; see
-            ``Provider.context_size`` for a size per model).
+            ``ModelCatalog.context_size`` for a size per model).
         body_options: request options this server takes beyond the OpenAI API's (``OPENAI_BODY_OPTIONS``),
             e.g. llama.cpp's sampling options; any other option is a PlanError unless sent in ``extra_body=``.
     """
@@ -279,231 +292,6 @@ class BaseTransport(abc.ABC):
 
     def __repr__(self) -> str:  # never show a key
         return f"{type(self).__name__}({self.service})"
-
-
-# --- the wire format: class methods, looked up once when the plan is built --------------------------
-
-
-@runtime_checkable
-class RequestFormat(Protocol):
-    """Builds request bodies and says what the server reads of them: needed by every AI function that sends requests."""
-
-    @classmethod
-    def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
-                     format_fields: dict, media: Any = None) -> dict:
-        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
-
-    @classmethod
-    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
-        """The prompt as the server reads it (asked once, when the request is built); None: no prefix order."""
-
-
-@runtime_checkable
-class SchemaFormat(Protocol):
-    """Asks the server to enforce a return format; without it answers are only validated."""
-
-    @classmethod
-    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict,
-                      choices: list[str] | None) -> dict:
-        """Body fields that ask the server to enforce ``schema`` ({} when it cannot)."""
-
-
-@runtime_checkable
-class AnswerBudget(Protocol):
-    """Gives an answer an output bound when the user sets none (a base model may not stop on its own)."""
-
-    @classmethod
-    def default_max_tokens(cls, schema: dict | None) -> int | None:
-        """The max_tokens of an answer of ``schema`` (None: free text) when the user sets none; None: the server's."""
-
-
-@runtime_checkable
-class RepairFormat(Protocol):
-    """Continues a conversation: needed by ``repair=True`` (the answer and the validation error sent back)."""
-
-    @classmethod
-    def follow_up_body(cls, endpoint: str, body: dict, answer: str, message: str) -> dict:
-        """``body`` continued: the model's ``answer``, then a new user ``message``."""
-
-
-@runtime_checkable
-class ModelCatalog(Protocol):
-    """Knows its models by name: picks the provider when none is named, and what a model can read."""
-
-    @classmethod
-    def knows_model(cls, model: str) -> bool: ...
-
-    @classmethod
-    def context_size(cls, model: str | None, caps: Capabilities) -> int | None: ...
-
-    @classmethod
-    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None: ...
-
-
-@runtime_checkable
-class EmbeddingCatalog(Protocol):
-    """Knows its embedding models: the vector size and the longest input, so nothing is probed."""
-
-    @classmethod
-    def embedding_size(cls, model: str) -> int | None: ...
-
-    @classmethod
-    def embedding_max_input_tokens(cls, model: str) -> int | None: ...
-
-
-@runtime_checkable
-class SpecCapabilities(Protocol):
-    """Refines the declared capabilities per spec (e.g. an OpenAI-compatible URL that is a vLLM server)."""
-
-    @classmethod
-    def capabilities_for(cls, spec: Any, declared: Capabilities) -> Capabilities: ...
-
-
-# --- what a live transport can do besides sending ------------------------------------------------------
-
-
-@runtime_checkable
-class PrefixRouting(Protocol):
-    """Prompt caches: server slots that each keep their own cache, and the hints that route a row to one."""
-
-    async def prefix_lanes(self) -> int | None:
-        """Server slots that each keep their own prompt cache (llama.cpp); None: one shared cache."""
-
-    def routed(self, body: dict, lane: int | None, group: str) -> dict:
-        """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints)."""
-
-
-@runtime_checkable
-class LabelScoring(Protocol):
-    """Scores labels by log-probability (``providers.label_scores``): classification without generation."""
-
-    async def label_scorer(self, labels: tuple) -> Any: ...
-
-
-@runtime_checkable
-class Tokenizer(Protocol):
-    """The model's own tokens (exact chunking)."""
-
-    async def tokenize(self, text: str) -> list[bytes]: ...
-
-
-@runtime_checkable
-class BatchAPI(Protocol):
-    """The Batch API in neutral terms: the runtime submits lines, polls, and reads (key, Outcome) pairs."""
-
-    def batch_lines(self, endpoint: str, items: list[tuple[str, dict]]) -> list[bytes]: ...
-
-    async def submit_batch(self, endpoint: str, name: str, data: bytes) -> str: ...
-
-    async def poll_batch(self, batch_id: str) -> BatchState: ...
-
-    async def batch_results(self, endpoint: str, state: BatchState) -> list[tuple[str, Outcome]]: ...
-
-
-# What each capability lets a call do, for the PlanError of a provider that lacks it.
-_NEEDED_FOR = MappingProxyType({RequestFormat: "send requests (prompt, classify, embeddings, semantic operators)",
-               RepairFormat: "repair an answer (repair=True)", BatchAPI: "use a Batch API (batch=True)",
-               LabelScoring: "score labels by log-probability", Tokenizer: "tokenize text"})
-
-
-def supports(provider: Any, protocol: type) -> bool:
-    """Whether ``provider`` (a transport or its wire-format class) implements every method of ``protocol``.
-
-    Example:
-        >>> supports(MockProvider(lambda r: Outcome()), Transport), supports(MockProvider, RequestFormat)
-        (True, False)
-    """
-    return isinstance(provider, protocol)
-
-
-def require(provider: Any, protocol: type, name: str, fn: str) -> Any:
-    """``provider`` when it implements ``protocol``; else a PlanError naming what is missing (before any request).
-
-    Example:
-        >>> require(MockProvider, RepairFormat, "mock", "prompt")
-        Traceback (most recent call last):
-        ...
-        inferframe.errors.PlanError: prompt(): provider 'mock' cannot repair an answer (repair=True): it implements no RepairFormat (follow_up_body). Use a provider that does, or leave the option out.
-    """
-    if supports(provider, protocol):
-        return provider
-    methods = ", ".join(m for m in protocol.__dict__ if not m.startswith("_") and callable(getattr(protocol, m)))
-    raise PlanError(f"{fn}(): provider {name!r} cannot {_NEEDED_FOR.get(protocol, protocol.__name__)}: it implements "
-                    f"no {protocol.__name__} ({methods}). Use a provider that does, or leave the option out.")
-
-
-def _ask(wire: Any, method: str, default: Any, *args: Any) -> Any:
-    fn = getattr(wire, method, None)
-    return default if fn is None else fn(*args)
-
-
-def knows_model(wire: Any, model: str | None) -> bool:
-    """The provider serves ``model`` by name (``ModelCatalog``); False when it keeps no catalog."""
-    return bool(model) and bool(_ask(wire, "knows_model", False, model))
-
-
-def context_size(wire: Any, model: str | None, caps: Capabilities) -> int | None:
-    """The tokens one request to ``model`` may hold (``ModelCatalog``), else the declared ``context_tokens``."""
-    return _ask(wire, "context_size", caps.context_tokens, model, caps)
-
-
-def reads_images(wire: Any, model: str | None, caps: Capabilities) -> bool | None:
-    """Whether ``model`` reads images (``ModelCatalog``), else the declared ``vision`` (None: the server decides)."""
-    return _ask(wire, "reads_images", caps.vision, model, caps)
-
-
-def embedding_size(wire: Any, model: str) -> int | None:
-    """The vector size of an embedding model (``EmbeddingCatalog``); None: probed."""
-    return _ask(wire, "embedding_size", None, model)
-
-
-def embedding_max_input_tokens(wire: Any, model: str) -> int | None:
-    """The most tokens one embedding input may have (``EmbeddingCatalog``); None: not known."""
-    return _ask(wire, "embedding_max_input_tokens", None, model)
-
-
-def format_fields(wire: Any, caps: Capabilities, endpoint: str, name: str, schema: dict,
-                  choices: list[str] | None) -> dict:
-    """The body fields that enforce ``schema`` (``SchemaFormat``); {}: the answer is only validated."""
-    return _ask(wire, "format_fields", {}, caps, endpoint, name, schema, choices)
-
-
-def default_max_tokens(wire: Any, schema: dict | None) -> int | None:
-    """An answer's bound when the user sets none (``AnswerBudget``); None: the server's."""
-    return _ask(wire, "default_max_tokens", None, schema)
-
-
-def capabilities_for(wire: Any, spec: Any, declared: Capabilities) -> Capabilities:
-    """The capabilities of ``spec``: refined by the wire format (``SpecCapabilities``), and only those it implements.
-
-    A Batch API, label scoring or a tokenizer declared by a provider that lacks the protocol is
-    not offered, so asking for it is the usual PlanError before any request.
-
-    Example:
-        >>> capabilities_for(MockProvider, None, Capabilities(batch_api=True, logprobs="top")).batch_api
-        False
-    """
-    caps = _ask(wire, "capabilities_for", declared, spec, declared)
-    lacks = {}
-    if caps.batch_api and not supports(wire, BatchAPI):
-        lacks["batch_api"] = False
-    if caps.logprobs != "none" and not supports(wire, LabelScoring):
-        lacks["logprobs"] = "none"
-    if caps.tokenizer and not supports(wire, Tokenizer):
-        lacks["tokenizer"] = False
-    return dataclasses.replace(caps, **lacks) if lacks else caps
-
-
-async def prefix_lanes(provider: Any) -> int | None:
-    """The provider's prefix lanes (``PrefixRouting``); None: one shared cache, or none."""
-    fn = getattr(provider, "prefix_lanes", None)
-    return None if fn is None else await fn()
-
-
-def routed(provider: Any, body: dict, lane: int | None, group: str) -> dict:
-    """The body with the provider's prompt-cache hints (``PrefixRouting``); as is without them."""
-    fn = getattr(provider, "routed", None)
-    return body if fn is None else fn(body, lane, group)
 
 
 # --- the old base, one release longer -------------------------------------------------------------------
