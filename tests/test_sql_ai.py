@@ -161,3 +161,47 @@ def test_on_the_embedded_model_and_the_packaged_embedder():
                  "ai_similarity(t, 'I really like this movie') as sim, len(ai_embed(t)) as dims from self").to_pydict()
     assert set(out["label"]) <= {"positive", "negative"} and None not in out["label"]
     assert out["dims"] == [384, 384] and out["sim"][0] > out["sim"][1]
+
+
+def judge(body):
+    """Pairs: the same sentiment iff both or neither say "good"; groups: the number of texts listed."""
+    system, text = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if "Decide" in system:
+        a, b = text.split(" and ", 1)
+        return json.dumps({"label": "yes" if ("good" in a) == ("good" in b.rsplit(" express", 1)[0]) else "no"})
+    if "sentiment of the text" in system:
+        return json.dumps({"value": "positive" if "good" in text else "negative"})
+    if "Texts:" in text:
+        listed = text.rsplit("Texts:", 1)[1].split("\nTask:")[0]
+        return f"{sum(1 for line in listed.splitlines() if line[:1].isdigit())} texts"
+    return planted(body)
+
+
+def test_a_semantic_join_in_sql_sends_what_sem_join_sends(sim):
+    sim.configure(responder=judge)
+    a = ifr.from_pydict({"review": [f"{'good' if i % 3 else 'bad'} film {i}" for i in range(5)]})
+    b = ifr.from_pydict({"review": [f"{'good' if i % 2 else 'bad'} show {i}" for i in range(4)], "id": list(range(4))})
+    python = a.sem_join(b, "{review:left} and {review:right} express the same sentiment", provider="openai",
+                        base_url=sim.base_url, model="gpt-5-mini", use_chat_completions=True, cache="off").to_pydict()
+    in_python = sim.stats()["total_requests"]
+    out = ifr.sql(f"select a.review as l, b.review as r, id from a join b on "
+                  f"ai_filter(a.review || ' and ' || b.review || ' express the same sentiment', {opts(sim)}) "
+                  "order by l, r", a=a, b=b).to_pydict()
+    assert sim.stats()["total_requests"] - in_python == in_python > 0
+    assert sorted(zip(python["review"], python["right.review"])) == list(zip(out["l"], out["r"]))
+    assert all(("good" in x) == ("good" in y) for x, y in zip(out["l"], out["r"])) and len(out["l"]) == 10
+
+
+def test_an_ai_aggregate_per_group_with_where_and_order(sim):
+    sim.configure(responder=judge)
+    df = ifr.from_pydict({"film": ["A", "A", "B", "A", "C"], "stars": [1, 2, 1, 5, 1],
+                          "review": ["too long", "too loud", "dull", "great", "slow"]})
+    out = df.sql(f"select film, count(*) as n, ai_agg(review, 'Sum up the complaints', {opts(sim)}) as complaints "
+                 "from self where stars < 3 group by film order by film desc").to_pydict()
+    assert out == {"film": ["C", "B", "A"], "n": [1, 1, 2], "complaints": ["1 texts", "1 texts", "2 texts"]}
+    assert sim.stats()["total_requests"] == 3  # one prompt per group: the 5-star row never sent
+    total = df.sql(f"select ai_summarize_agg(review, {opts(sim)}) from self").to_pydict()
+    assert total == {f"ai_summarize_agg(review, {opts(sim)})": ["5 texts"]}
+    lines = "\n".join(df.sql(f"explain select film, ai_agg(review, 'x', {opts(sim)}) from self group by film")
+                      .to_pydict()["explain"])
+    assert "sem_agg per group" in lines and "SemAgg" in lines

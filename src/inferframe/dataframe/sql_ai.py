@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
+from inferframe.dataframe.sql_ai_agg import agg_plan
+from inferframe.dataframe.sql_ai_join import join_plan
 from inferframe.dataframe.sql_ai_limit import chain_ok, limit_push
 from inferframe.dataframe.sql_ai_functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
 from inferframe.dataframe.sql_ai_parse import Arg, Call, Query, close, parse
@@ -64,6 +66,7 @@ class Planned:
     frames: dict[str, Any]
     sources: list[Source]
     notes: list[str]
+    extra: list[tuple[str, Any]] = field(default_factory=list)  # whole-table AI steps (sem_join, sem_agg) to explain
 
 
 def has_ai(query: str) -> bool:
@@ -85,7 +88,19 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
         raise PlanError(_unknown(q.unknown[0]))
     if not q.calls and not q.ai_froms:
         return None
+    if any(FUNCTIONS.get(c.name) is not None and FUNCTIONS[c.name].aggregate for c in q.calls):
+        text, more, answers = agg_plan(q, frames, frame_of)
+        return Planned(text, {**frames, **more}, [], [], [("sem_agg per group", answers)])
     sources = _sources(q, frames, frame_of)
+    joins = [c for c in q.calls if c.clause == "join"]
+    if joins:
+        if len(q.calls) != 1:
+            raise PlanError("sql(): a semantic join (ai_filter in JOIN ... ON) has no other AI function in this "
+                            "version; compute them over its result in an outer query.")
+        edits: list[tuple[int, int, str]] = []
+        joined, template = join_plan(q, joins[0], sources, edits)
+        return Planned(_apply(query, edits), {**frames, "__ifr_join": joined}, [], [],
+                       [(f"sem_join {template!r}", joined)])
     pushed = limit_push(q, len(sources)) if push else None
     edits: list[tuple[int, int, str]] = []
     done: dict[str, str] = {}
@@ -95,9 +110,6 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
             raise PlanError(f"sql(): {call.name}() is used where inferframe cannot plan it ({call.text!r}); AI functions "
                             "go in the top SELECT's list, its WHERE, ORDER BY, or a JOIN ... ON. Put the subquery's rows "
                             "in a DataFrame first (ifr.sql(...)), then query it.")
-        if FUNCTIONS.get(call.name, None) is not None and FUNCTIONS[call.name].aggregate:
-            raise PlanError(f"sql(): {call.name}() is an aggregate; the aggregate AI functions are not planned yet in "
-                            "this version: use df.sem_agg(...) in Python.")
         named = f" AS {quote_sql(call.text)}" if call.unnamed else ""
         as_filter = pushed is not None and call.start in pushed.calls
         edits.append((call.start, call.end, _column_sql(call, sources, done, as_filter) + named))
@@ -187,9 +199,6 @@ def _column_sql(call: Call, sources: list[Source], done: dict[str, str], as_filt
     if key in done:
         return done[key].split("\0")[0]
     fn = FUNCTIONS[call.name]
-    if call.clause == "join":
-        raise PlanError(f"sql(): {call.name}() in a JOIN ... ON is not planned yet in this version; join in "
-                        "Python with df.sem_join(other, '{a:left} ... {b:right}').")
     inputs = _bind(fn, call)
     source = _source_of(call, sources)
     column = f"__ai{sum(len(s.calls) + len(s.filters) for s in sources)}"

@@ -36,6 +36,11 @@ def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
     found = reads(planned.query, {n: f.schema().to_arrow() for n, f in planned.frames.items()},
                    {n: cheap_columns(f) for n, f in planned.frames.items()})
     limit = _limit(planned.query)
+    for label, frame in planned.extra:
+        lines.append(f"== {label} ==")
+        with contextlib.redirect_stdout(io.StringIO()):
+            lines += ["  " + line for line in frame.explain(show_all=True).splitlines()]
+        lines.append("")
     for source in planned.sources:
         if not source.calls:
             continue

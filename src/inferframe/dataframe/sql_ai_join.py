@@ -1,0 +1,119 @@
+"""``FROM a JOIN b ON ai_filter(...)``: a semantic join, planned by ``sem_join`` (projection, blocking, batched pairs).
+
+The ``ON`` text is built with ``||`` (or ``concat``) from constants and columns of both sides; it
+becomes ``sem_join``'s template (``a.review || ' and ' || b.review || ' agree'`` is
+``"{review:left} and {review:right} agree"``). The join's result is a DataFrame read by the rest of
+the query: every column reference is rewritten to its column there (right columns whose name the left
+side has are ``"right.<name>"``, as in ``sem_join``).
+
+Example:
+    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> q = parse("select * from a join b on ai_filter(a.x || ' is like ' || b.y)", {"ai_filter"})
+    >>> template(q.calls[0].node["arguments"][0]["expression"], lambda ref: "left" if ref[0] == "a" else "right")
+    '{x:left} is like {y:right}'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from inferframe.dataframe.sql_ai_functions import FUNCTIONS, options_of
+from inferframe.dataframe.sql_ai_parse import Call, Query
+from inferframe.errors import PlanError
+from inferframe.io.interop import quote_sql
+
+_FIX = ("ai_filter in JOIN ... ON takes text built with || from constants and columns of both sides, e.g. "
+        "ON ai_filter(a.review || ' and ' || b.review || ' say the same')")
+
+
+def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, str]:
+    """The semantic join's DataFrame and the query reading it (``sources``: the two sides, from ``sql_ai``)."""
+    from inferframe.functions import sem_join
+
+    ft = q.tree["from_table"]
+    if ft.get("type") != "JOIN" or ft.get("join_type") != "INNER" or ft.get("ref_type") != "REGULAR" \
+            or len(sources) != 2 or {ft["left"].get("type"), ft["right"].get("type")} & {"JOIN"}:
+        raise PlanError("sql(): ai_filter in JOIN ... ON is planned for one inner join of two sources "
+                        "(FROM a JOIN b ON ai_filter(...)); join the others first with ifr.sql(...).")
+    condition = ft.get("condition") or {}
+    if condition.get("query_location") != call.start or call.name != "ai_filter":
+        raise PlanError(f"sql(): the ON condition must be the ai_filter(...) alone, got {call.text!r}; put the other "
+                        "conditions in WHERE.")
+    left, right = sources
+    if len(call.args) != 1:
+        raise PlanError(f"sql(): {_FIX}.")
+    lcols, rcols = set(left.frame.column_names), set(right.frame.column_names)
+
+    def side(ref: tuple) -> str:
+        if len(ref) > 1:
+            hit = [s for s, src in (("left", left), ("right", right)) if src.alias == ref[-2]]
+        else:
+            hit = [s for s, cols in (("left", lcols), ("right", rcols)) if ref[0] in cols]
+        if len(hit) != 1:
+            raise PlanError(f"sql(): the column {'.'.join(ref)} in ON ai_filter(...) is "
+                            f"{'on both sides: qualify it' if hit else 'on neither side'} (e.g. a.{ref[-1]}).")
+        return hit[0]
+
+    text = template(call.node["arguments"][0]["expression"], side)
+    options = options_of(FUNCTIONS["ai_filter"], call.options)
+    joined = sem_join(left.frame, right.frame, text, **options)
+
+    def out_name(ref: tuple) -> str:
+        where = side(ref)
+        return ref[-1] if where == "left" or ref[-1] not in lcols else f"right.{ref[-1]}"
+
+    refs = []
+    _refs(q.tree, refs, skip=id(ft))
+    aliases = {item.get("alias") for item in q.tree.get("select_list") or [] if item.get("alias")}
+    for node in refs:
+        name = tuple(node["column_names"])
+        if len(name) == 1 and name[0] in aliases and name[0] not in lcols | rcols:
+            continue  # ORDER BY an alias of the SELECT list
+        start = node["query_location"]
+        edits.append((start, start + node["query_location_length"], quote_sql(out_name(tuple(node["column_names"])))))
+    start = ft["left"]["query_location"]
+    edits.append((start, call.end, "__ifr_join"))
+    return joined, text
+
+
+def template(expr: dict, side: Callable[[tuple], str]) -> str:
+    """``sem_join``'s template of the ON text: constants as they are, columns as ``{name:side}``."""
+    parts: list[str] = []
+
+    def walk(e: dict) -> None:
+        name = str(e.get("function_name", "")).lower()
+        if e.get("class") == "FUNCTION" and name in ("||", "concat"):
+            for a in e.get("arguments", []):
+                walk(a["expression"])
+        elif e.get("class") == "CONSTANT":
+            value = (e.get("literal") or e.get("value") or {}).get("text")
+            if not isinstance(value, str):
+                raise PlanError(f"sql(): {_FIX}.")
+            parts.append(value.replace("{", "{{").replace("}", "}}"))
+        elif e.get("class") == "COLUMN_REF":
+            ref = tuple(e["column_names"])
+            parts.append("{" + ref[-1] + ":" + side(ref) + "}")
+        elif e.get("class") == "CAST" and e.get("child"):
+            walk(e["child"])
+        else:
+            raise PlanError(f"sql(): {_FIX}.")
+
+    walk(expr)
+    return "".join(parts)
+
+
+def _refs(node: Any, out: list, skip: int) -> None:
+    """Every column reference and qualified star outside the FROM."""
+    if isinstance(node, list):
+        for item in node:
+            _refs(item, out, skip)
+        return
+    if not isinstance(node, dict) or id(node) == skip:
+        return
+    if node.get("class") == "COLUMN_REF":
+        out.append(node)
+        return
+    if node.get("class") == "STAR" and node.get("relation_name"):
+        raise PlanError(f"sql(): {node['relation_name']}.* over a semantic join: name the columns, or use *.")
+    for value in node.values():
+        _refs(value, out, skip)
