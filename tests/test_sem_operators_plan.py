@@ -146,3 +146,45 @@ def test_whole_table_nodes_built_by_functions_are_still_accepted():
     node = WholeTable(src, src.schema, "Largest k=1", lambda df: (df.to_arrow().slice(0, 1), {}), lambda n: "none")
     assert node.calls(3) == "none" and node.describe() == "Largest k=1"
     assert ifr.DataFrame(node).to_pydict() == {"a": [3]}
+
+
+def film_answer(body):
+    text = body["messages"][-1]["content"]
+    return json.dumps({"label": "maybe" if "broken" in text else "yes" if "good" in text else "no"})
+
+
+@pytest.fixture
+def films():
+    with Simulator(SimulatorConfig(responder=film_answer)) as s:
+        yield s
+
+
+def test_sem_filter_keeps_failed_rows_by_default_and_limit_still_stops_sending(films):
+    # issue 32 item 5: error_column=True by default; before the rules saw through the kept-errors plan, .limit(5)
+    # sent one request per row (239 of 500 here) instead of stopping.
+    df = ifr.from_pydict({"r": [("broken" if i == 2 else "bad" if i % 10 == 0 else "good") + f" film {i}"
+                                for i in range(500)]})
+    out = df.sem_filter("{r} is a positive review", **api(films)).limit(5).to_pydict()
+    assert out["r"] == ["good film 1", "broken film 2", "good film 3", "good film 4", "good film 5"]
+    assert out["sem_filter"] == [True, None, True, True, True] and out["sem_filter_error"][1]["kind"] == "schema"
+    assert films.stats()["total_requests"] <= 6 + 16  # a window of 16 rows past the earliest pending one
+    assert "stops once 5 rows pass" in df.sem_filter("{r} is positive", **api(films)).limit(5).explain()
+
+
+@pytest.mark.parametrize("error_column", [True, False])
+def test_a_cheap_where_after_sem_filter_runs_first_with_or_without_kept_errors(films, error_column):
+    df = ifr.from_pydict({"r": [("bad" if i % 3 == 0 else "good") + f" film {i}" for i in range(30)], "n": list(range(30))})
+    q = df.sem_filter("{r} is a positive review", error_column=error_column, **api(films)).where(ifr.col("n") < 6)
+    assert q.to_pydict()["r"] == ["good film 1", "good film 2", "good film 4", "good film 5"]
+    assert films.stats()["total_requests"] == 6  # only the rows with n < 6 were asked
+    limited = df.sem_filter("{r} is a positive review", error_column=error_column, **api(films)).where(
+        ifr.col("n") >= 10).limit(2)
+    assert limited.to_pydict()["r"] == ["good film 10", "good film 11"]
+    assert films.stats()["total_requests"] - 6 <= 2 + 16
+
+
+def test_a_where_on_the_predicate_column_keeps_the_limit_above_it(films):
+    # A test of the kept-errors columns themselves is not the kept-errors plan: the limit must not go into the call.
+    df = ifr.from_pydict({"r": [("broken" if i < 3 else "good") + f" film {i}" for i in range(40)]})
+    q = df.sem_filter("{r} is a positive review", **api(films)).where(ifr.col("sem_filter_error").is_null()).limit(2)
+    assert q.to_pydict()["r"] == ["good film 3", "good film 4"]

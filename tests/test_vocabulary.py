@@ -30,11 +30,6 @@ OTHER_SPELLINGS = {"system_prompt", "instruction", "demonstrations", "shots", "e
                    "errors_column", "keep_errors"}
 
 
-# DataFrame.sem_filter keeps error_column=False until the limit pushdown and the predicate-ordering rules (plan/rules)
-# see through the kept-errors plan; strict, so this fails once the default is True.
-SEM_FILTER_PENDING = pytest.mark.xfail(strict=True, reason="sem_filter's error_column default is False until "
-                                       "plan/rules push .limit(n) and order predicates through the kept-errors plan")
-
 
 def _signatures():
     """(where, parameters) of every public function and DataFrame method the vocabulary covers.
@@ -75,8 +70,7 @@ def test_no_parameter_spells_a_meaning_another_way(where, params):
 
 
 @pytest.mark.parametrize("where, params", [
-    pytest.param(w, p, id=w, marks=SEM_FILTER_PENDING if w == "functions.sem_filter" else ())
-    for w, p in _signatures()])
+    pytest.param(w, p, id=w) for w, p in _signatures()])
 def test_error_column_defaults_to_true_wherever_it_is_a_parameter(where, params):
     """Before: sem_filter(error_column=False) dropped a failed row by default; prompt() kept it."""
     if "error_column" in params:
@@ -114,7 +108,6 @@ def test_a_failed_row_keeps_its_error_by_default(sim):
     assert out["sem_rank"][-1] is None and out["sem_rank_error"][-1]["kind"] == "schema"
 
 
-@SEM_FILTER_PENDING
 def test_sem_filter_keeps_a_failed_row_with_its_error_by_default(sim):
     out = ifr.from_pydict({"r": ["good film", "broken film", "bad film"]}).sem_filter("{r} is positive", **api(sim))
     assert out.to_pydict()["r"] == ["good film", "broken film"]
@@ -130,7 +123,7 @@ def test_a_failed_row_sem_filter_keeps_draws_no_warning_of_dropped_rows(sim):
     assert not [w for w in seen if "not kept" in str(w.message)], [str(w.message) for w in seen]
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        assert df.sem_filter("{r} is positive", **api(sim)).to_pydict()["r"] == ["good film"]
+        assert df.sem_filter("{r} is positive", error_column=False, **api(sim)).to_pydict()["r"] == ["good film"]
     assert [w for w in seen if "1 of 3 rows failed" in str(w.message)]
 
 

@@ -3,7 +3,7 @@
 Example:
     >>> import inferframe as ifr
     >>> ifr.from_pydict({"r": ["Fun."]}).sem_filter("{r} is positive", model="gemma-3-270m").column_names
-    ['r']
+    ['r', 'sem_filter', 'sem_filter_error']
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ class SemanticMethods:
 
     def sem_filter(self, template: str, **options: Any) -> "DataFrame":
         """Keep the rows for which a statement about them is true, ``"{review} is a positive review"`` (see
-        ``inferframe.functions.sem_filter``: plans, cascades with target_recall=/target_precision=, errors).
+        ``inferframe.functions.sem_filter``: plans, cascades with target_recall=/target_precision=, errors: a failed
+        row is kept with ``sem_filter_error`` unless ``error_column=False``).
 
         Example:
             >>> import inferframe as ifr
             >>> ifr.from_pydict({"r": ["Fun."]}).sem_filter("{r} is positive", model="gemma-3-270m").column_names
-            ['r']
+            ['r', 'sem_filter', 'sem_filter_error']
         """
         from inferframe.functions import sem_filter
 

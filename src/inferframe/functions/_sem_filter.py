@@ -12,8 +12,8 @@ labels ("yes", "no"), so every answer is one of them by construction. The plans:
   an in-process embedding similarity first and the model only on rows between two thresholds
   chosen so the targets hold with probability 1 - ``delta`` (``inferframe.ai.filter_thresholds``).
 
-``.limit(n)`` right after the filter goes into it: it stops sending once ``n`` rows pass and no
-earlier row is pending.
+``.limit(n)`` right after the filter goes into it: it stops sending once ``n`` rows pass (or are kept
+with their error, ``error_column=True``, the default) and no earlier row is pending.
 
 Example:
     >>> import inferframe as ifr
@@ -193,24 +193,27 @@ def _labelled(examples: Any, t: Template) -> tuple:
 
 def sem_filter(df: Any, template: str, *, target_recall: float | None = None, target_precision: float | None = None,
                delta: float = 0.1, examples: Any = None, oracle_budget: int | None = None,
-               error_column: bool | str = False, on_error: str = "null", **options: Any) -> Any:
+               error_column: bool | str = True, on_error: str = "null", **options: Any) -> Any:
     """``df`` with only the rows for which the template's statement is true (``DataFrame.sem_filter``).
 
     Parameters:
         df: the DataFrame.
         template, target_recall, target_precision, delta, examples, oracle_budget, **options: as for
             ``sem_predicate``.
-        error_column: False (default): a row whose answer failed is dropped (``last_run()`` counts it);
-            True or a name: it is kept, with the predicate column (default name "sem_filter": True, or null
-            where the row failed) and ``<name>_error``. (False stays the default until ``.limit(n)`` and the
-            cheap-predicates-first rule see through the kept-errors plan: they need the plain ``where``.)
+        error_column: True (default, as for ``prompt``) or a name: a row whose answer failed is kept, with
+            the predicate column (name "sem_filter" unless given: True, or null where the row failed) and
+            ``<name>_error``; False: such a row is dropped (``last_run()`` counts it). ``.limit(n)`` after
+            it still stops sending once n rows are kept, and a cheap ``where`` after it still runs first
+            (the rules in ``plan/rules`` see through the kept-errors plan: ``kept_errors``).
         on_error: "raise": the first failed row stops the job with ``RowFailed``.
 
     Example:
         >>> import inferframe as ifr
         >>> df = ifr.from_pydict({"review": ["A delight.", "Dull."]})
-        >>> df.sem_filter("{review} is positive", error_column=True, model="gemma-3-270m").column_names
+        >>> df.sem_filter("{review} is positive", model="gemma-3-270m").column_names
         ['review', 'sem_filter', 'sem_filter_error']
+        >>> df.sem_filter("{review} is positive", error_column=False, model="gemma-3-270m").column_names
+        ['review']
     """
     kw = dict(target_recall=target_recall, target_precision=target_precision, delta=delta, examples=examples,
               oracle_budget=oracle_budget, on_error=on_error, **options)

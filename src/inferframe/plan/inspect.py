@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from inferframe.expressions.nodes import Alias, UDFCall, contains_udf
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import contains_ai, is_ai_call
+from inferframe.plan.rules.kept_errors import without_kept_errors
 from inferframe.plan.whole_table import Planned, WholeTable, kept
 
 
@@ -124,6 +125,9 @@ def _without_ai_filters(plan: lp.LogicalPlan) -> lp.LogicalPlan:
     """The plan with every filter that calls a model taken out: a superset of its rows."""
     if isinstance(plan, lp.Filter) and contains_ai(plan.predicate):
         return _without_ai_filters(plan.input)
+    kept = without_kept_errors(plan)  # sem_filter's kept-errors filter: its AI projection goes too
+    if kept is not None:
+        return _without_ai_filters(kept)
     kids = plan.children()
     if not kids:
         return plan

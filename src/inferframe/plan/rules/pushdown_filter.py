@@ -9,7 +9,7 @@ pairs of a semantic join grow as the product of its sides).
 from __future__ import annotations
 
 from inferframe.expressions.evaluate import to_pyarrow_filter
-from inferframe.expressions.nodes import Call, Col, Node, contains_udf
+from inferframe.expressions.nodes import Alias, Call, Col, Node, contains_udf
 from inferframe.plan.logical import Filter, InMemory, Join, Nearest, Project, Sort, Source, is_passthrough
 from inferframe.plan.rules.order_predicates import conjuncts, conjunction
 
@@ -59,14 +59,29 @@ def rule(plan):
     if isinstance(child, Sort):
         return Sort(Filter(child.input, plan.predicate), child.keys, child.descending, child.nulls_first)
     if isinstance(child, Project):
-        renames = {e.name(): is_passthrough(e) for e in child.exprs}
-        needed = plan.predicate.referenced_columns()
-        if all(renames.get(c) for c in needed):
-            def rename(node: Node) -> Node:
-                return Col(renames[node.column]) if isinstance(node, Col) else node
+        # Each conjunct that reads only columns the projection passes through goes below it; one that reads a
+        # computed column (sem_filter's kept-errors test of its AI projection's answer) stays. So a cheap test
+        # written after sem_filter(...) runs before the model is asked.
+        # Beside a model call, a column the projection computes without one (Arrow) is read by its expression.
+        inline = any(contains_udf(e) for e in child.exprs)
+        defs: dict[str, Node] = {}
+        for e in child.exprs:
+            source = is_passthrough(e)
+            if source:
+                defs[e.name()] = Col(source)
+            elif inline and not contains_udf(e):
+                defs[e.name()] = e.child if isinstance(e, Alias) else e
+        move, stay = [], []
+        for term in conjuncts(plan.predicate):
+            (move if all(c in defs for c in term.referenced_columns()) else stay).append(term)
+        if not move:
+            return None
 
-            return Project(Filter(child.input, plan.predicate.transform_up(rename)), child.exprs)
-        return None
+        def rename(node: Node) -> Node:
+            return defs[node.column] if isinstance(node, Col) else node
+
+        below = Project(Filter(child.input, conjunction(move).transform_up(rename)), child.exprs)
+        return Filter(below, conjunction(stay)) if stay else below
     if isinstance(child, Nearest) and plan.predicate.referenced_columns() <= set(child.left.schema.names):
         # A left row's matches depend on that row alone, so dropping it before the search drops exactly its matches.
         return child.with_children((Filter(child.left, plan.predicate), child.right))
