@@ -13,6 +13,7 @@ and every 429 or timeout cut the in-flight bound).
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import functools
 import random
@@ -62,6 +63,8 @@ class InferenceRuntime:
         self.clock = clock
         shared = limits or SharedLimits.for_config(config, clock)
         self.limiter, self.slots, self.breaker = shared.limiter, shared.slots, shared.breaker
+        # A limiter that can admit without waiting (``RateLimiter.admit_now``; a cluster's leases always await).
+        self._admit_now = getattr(self.limiter, "admit_now", None)
         self.rng = random.Random(seed)
         self._store_url = store_url
         self.cache = None if config.cache_policy == "off" else open_cache(config.cache_dir, store_url)
@@ -73,8 +76,17 @@ class InferenceRuntime:
         # Made on first use: a llama.cpp server is asked for its slots then (False: rows go in arrival order).
         self._scheduler: PrefixScheduler | bool | None = None if config.prefix_order else False
         self._scheduler_made: asyncio.Future | None = None
-        # Rows handed to send_many whose task has not run its first step (``batch_turn``).
-        self._unstarted = 0
+        # The senders (``send_many``): rows ready to go, a fixed pool of tasks that send them, and the senders
+        # waiting for a row. At most ``max_concurrency`` senders: the in-flight bound admits fewer.
+        self._ready: collections.deque[_Row] = collections.deque()
+        self._senders = 0
+        self._pool = max(1, config.max_concurrency)
+        self._idle: list[asyncio.Future] = []
+        self._tasks: set[asyncio.Task] = set()  # the senders
+        self._retrying: dict[asyncio.Task, _Row] = {}  # rows waiting out a delay before their next attempt
+        self._batches = 0  # send_many calls waiting for their rows
+        # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
+        self._fresh = False
         self._started: asyncio.Event | None = None
 
     def _budget_left(self) -> bool:
@@ -164,48 +176,50 @@ class InferenceRuntime:
         return self.cache.reader()
 
     async def batch_turn(self) -> None:
-        """Wait until every row handed to ``send_many`` has started (reached the prefix scheduler).
+        """Wait until the rows handed to ``send_many`` in this pass of the loop were offered to the senders.
 
         An operator awaits it before it prepares another batch. The executor hands the loop a window
         of batches at once (33 of 128 rows with the default prefix window), and asyncio runs ready
-        work in order: without this wait every batch's keys and bodies were made before the first
-        row's task ran, and no request left until then.
+        work in order: without this wait every batch's keys and bodies were made before the prefix
+        scheduler released any row, and no request left until then.
         """
-        while self._unstarted > 0:
+        while self._fresh:
             if self._started is None or self._started.is_set():
                 self._started = asyncio.Event()
             await self._started.wait()
 
-    def _row_started(self) -> None:
-        self._unstarted -= 1
-        if self._unstarted <= 0 and self._started is not None:
+    def _offer(self) -> None:
+        if not self._fresh:
+            self._fresh = True
+            # Called after the scheduler's pump (asked for when the rows arrived): the rows it released are with
+            # the senders, which run before the batches waiting in ``batch_turn``.
+            asyncio.get_running_loop().call_soon(self._offered)
+
+    def _offered(self) -> None:
+        self._fresh = False
+        if self._started is not None:
             self._started.set()
 
     async def _run_keyed(self, request: Request, key: str) -> Result:
-        self._row_started()
         if self._reads:
             # Looked up again as the row starts: an identical request may have finished meanwhile.
             hit = self.cache.recheck(key)  # no round trip to a shared store: this process's answers
             if hit is not None:
                 return self._cached(hit)
         shared = self._in_flight.get(key)
-        if shared is not None:
+        if shared is not None and not shared.done():
             self.stats.deduped += 1
-            result = await asyncio.shield(shared)
+            result = await asyncio.shield(shared.shared())
             self.stats.rows_done += 1
             return dataclasses.replace(result, usage=Usage(), cost=0.0, attempts=0)  # paid once, by the first row
-        future = asyncio.get_running_loop().create_future()
-        self._in_flight[key] = future
+        row = self._in_flight[key] = _Row(self, request, key, None, 0)
         try:
             result = await self._send(request, key)
-            future.set_result(result)
-            return result
         except BaseException as e:
-            future.set_exception(e)
-            future.exception()  # mark retrieved: sharers get it, nobody else must see a warning
+            self._row_failed(row, e)
             raise
-        finally:
-            del self._in_flight[key]
+        self._row_done(row, result)
+        return result
 
     async def send_uncached(self, request: Request) -> Result:
         """Send one request past the cache and the in-flight sharing; raises only when the job must stop.
@@ -254,64 +268,73 @@ class InferenceRuntime:
 
     async def _attempts(self, request: Request, key: str | None, rows: bool, hold: "_LaneHold | None") -> Result:
         attempt = 0
-        last: Outcome | None = None
         while True:
-            self._check_breaker()
-            if not self._budget_left():
-                return self._not_run(attempt, rows)
-            self._show_pause()
-            ticket = await self.limiter.acquire(request.est_tokens)
-            self._check_breaker()
-            attempt += 1
-            self.slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
-            # A retry goes before the rows waiting for their first attempt: they all wait here at once.
-            async with self.slots.ahead() if attempt > 1 else self.slots:
-                # A pause that began while this row waited for its slot holds it too: rows admitted before
-                # a spent budget was seen would otherwise all go out into it (with no known rate, every row is).
-                if self.limiter.paused_until > self.clock.monotonic():
-                    await self._sit_out_pause()
-                    if self.breaker.tripped:
-                        self.limiter.release(request.est_tokens, None, ticket)  # its ticket was never used
-                        self._check_breaker()
-                # Checked again with a slot held: rows queued behind the cap must not all slip through.
-                if not self._budget_left():
-                    self.limiter.release(request.est_tokens, None, ticket)
-                    return self._not_run(attempt - 1, rows)
-                if hold is not None and not hold.pinned:
-                    hold.release()
-                self.stats.in_flight += 1
-                self.stats.requests += 1
-                started = ticket.sent_at = self.clock.monotonic()
-                try:
-                    outcome = await self.provider.send(request)
-                finally:
-                    self.stats.in_flight -= 1
-                    if hold is not None:
-                        hold.release()
-            latency = self.clock.monotonic() - started
-            self.stats.add_latency(latency)
-            last = outcome
-            self.limiter.release(request.est_tokens, outcome.limits, ticket)
-            if outcome.usage is not None:
-                self.limiter.correct(request.est_tokens, outcome.usage.total)
-            self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
-            if outcome.ok:
-                self.slots.on_success(latency, self.limiter.requests_per_second())
-                if key is not None and self._writes:
-                    usage = outcome.usage or Usage()
-                    self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
-                return self._finish(outcome, attempt, rows)
-            kind = outcome.error_kind
-            wait = self._react(kind, outcome, request.est_tokens)
-            self._check_breaker()
-            if not self.config.retry.should_retry(kind, attempt):
-                return self._finish(last, attempt, rows)
+            result, attempt, delay = await self._try(request, key, rows, hold, attempt)
+            if result is not None:
+                return result
             self.stats.retries += 1
             self.stats.retrying += 1  # the progress line says why nothing is in flight
             try:
-                await self.clock.sleep(self.config.retry.delay(attempt, wait, self.rng, self.slots.failing))
+                await self.clock.sleep(delay)
             finally:
                 self.stats.retrying -= 1
+
+    async def _try(self, request: Request, key: str | None, rows: bool, hold: "_LaneHold | None",
+                   attempt: int) -> tuple[Result | None, int, float]:
+        """One attempt of a request that had ``attempt`` before: (its final result, or None to retry after the
+        delay; the attempts now; the delay)."""
+        self._check_breaker()
+        if not self._budget_left():
+            return self._not_run(attempt, rows), attempt, 0.0
+        self._show_pause()
+        ticket = self._admit_now(request.est_tokens) if self._admit_now is not None else None
+        if ticket is None:
+            ticket = await self.limiter.acquire(request.est_tokens)
+            self._check_breaker()
+        attempt += 1
+        self.slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
+        # A retry goes before the rows waiting for their first attempt: they all wait here at once.
+        async with self.slots.ahead() if attempt > 1 else self.slots:
+            # A pause that began while this row waited for its slot holds it too: rows admitted before
+            # a spent budget was seen would otherwise all go out into it (with no known rate, every row is).
+            if self.limiter.paused_until > self.clock.monotonic():
+                await self._sit_out_pause()
+                if self.breaker.tripped:
+                    self.limiter.release(request.est_tokens, None, ticket)  # its ticket was never used
+                    self._check_breaker()
+            # Checked again with a slot held: rows queued behind the cap must not all slip through.
+            if not self._budget_left():
+                self.limiter.release(request.est_tokens, None, ticket)
+                return self._not_run(attempt - 1, rows), attempt - 1, 0.0
+            if hold is not None and not hold.pinned:
+                hold.release()
+            self.stats.in_flight += 1
+            self.stats.requests += 1
+            started = ticket.sent_at = self.clock.monotonic()
+            try:
+                outcome = await self.provider.send(request)
+            finally:
+                self.stats.in_flight -= 1
+                if hold is not None:
+                    hold.release()
+        latency = self.clock.monotonic() - started
+        self.stats.add_latency(latency)
+        self.limiter.release(request.est_tokens, outcome.limits, ticket)
+        if outcome.usage is not None:
+            self.limiter.correct(request.est_tokens, outcome.usage.total)
+        self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
+        if outcome.ok:
+            self.slots.on_success(latency, self.limiter.requests_per_second())
+            if key is not None and self._writes:
+                usage = outcome.usage or Usage()
+                self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
+            return self._finish(outcome, attempt, rows), attempt, 0.0
+        kind = outcome.error_kind
+        wait = self._react(kind, outcome, request.est_tokens)
+        self._check_breaker()
+        if not self.config.retry.should_retry(kind, attempt):
+            return self._finish(outcome, attempt, rows), attempt, 0.0
+        return None, attempt, self.config.retry.delay(attempt, wait, self.rng, self.slots.failing)
 
     def _react(self, kind: ErrorKind, outcome: Outcome, tokens: int) -> float | None:
         """Let a failed attempt move the job's limits as its kind says; returns the row's Retry-After.
@@ -406,21 +429,183 @@ class InferenceRuntime:
             self._scheduler_made = asyncio.ensure_future(prefix_lanes(self.provider))
         return self._scheduler_made
 
-    async def send_many(self, requests: list[Request], keys: list[str]) -> list[Result]:
-        """Run requests whose cache keys the caller made and looked up (``cached_answers``); order is kept."""
+    async def send_many(self, requests: list[Request], keys: list[str | None]) -> list[Result]:
+        """Run requests whose cache keys the caller made and looked up (``cached_answers``); order is kept.
+
+        No task per row: each row goes to the prefix scheduler (or straight to the queue), and a fixed
+        pool of sender tasks (``_sender``) takes the rows it releases. A row whose identical request is
+        already on its way waits for that one's answer (no future unless there is such a row); the
+        caller awaits one future for the whole batch.
+        """
         if self._scheduler is None:
-            self._lanes_known()
-        tasks = [asyncio.ensure_future(self._run_keyed(r, k)) for r, k in zip(requests, keys)]
-        self._unstarted += len(tasks)
+            made = self._lanes_known()
+            lanes = made.result() if made.done() else await asyncio.shield(made)
+            if self._scheduler is None:
+                self._scheduler = PrefixScheduler(lanes, pinned=True) if lanes else PrefixScheduler(1)
+        batch = _Batch(len(requests), asyncio.get_running_loop().create_future())
+        if not requests:
+            return []
+        self._batches += 1
+        batch.future.add_done_callback(self._batch_closed)
+        sched, in_flight, ready = self._scheduler, self._in_flight, self._ready
+        reads = self._reads
+        for i, (request, key) in enumerate(zip(requests, keys)):
+            if key is not None:
+                if reads:
+                    hit = self.cache.recheck(key)  # an identical request of an earlier batch may have finished
+                    if hit is not None:
+                        batch.put(i, self._cached(hit))
+                        continue
+                owner = in_flight.get(key)
+                if owner is not None and not owner.done():
+                    self.stats.deduped += 1
+                    owner.follow(batch, i)
+                    continue
+            row = _Row(self, request, key, batch, i)
+            if key is not None:
+                in_flight[key] = row
+            text = request.prompt if sched is not False else None  # kept beside the body: the body is not read
+            if text is None:
+                ready.append(row)
+                self._wake()
+            else:
+                sched.put(text, row)  # released to ``_Row.set_result``
+        self._offer()
         try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            self._unstarted = 0  # a cancelled task may never start: nobody waits for it
-            if self._started is not None:
-                self._started.set()
+            return await batch.future
+        except asyncio.CancelledError:
+            self._abandon(batch)
             raise
+
+    def _batch_closed(self, _future: asyncio.Future) -> None:
+        self._batches -= 1
+        if not self._batches:  # no batch waits: the idle senders end (a later batch starts new ones)
+            idle, self._idle = self._idle, []
+            for f in idle:
+                if not f.done():
+                    f.set_result(None)
+            for task, row in list(self._retrying.items()):
+                if row.done():  # a retry nobody waits for (its batch failed or was cancelled)
+                    task.cancel()
+
+    def _abandon(self, batch: "_Batch") -> None:
+        """The caller is gone (cancelled): its rows not yet sent are dropped, unless another row shares them."""
+        batch.dead = True
+        for key, row in list(self._in_flight.items()):
+            if row.batch is batch and row.done():
+                del self._in_flight[key]
+
+    def _wake(self) -> None:
+        """A row is ready: an idle sender takes it, or a new one while the pool is not full."""
+        idle = self._idle
+        while idle:
+            f = idle.pop()
+            if not f.done():
+                f.set_result(None)
+                return
+        # No more senders than the in-flight bound admits (a cluster's or AIMD's may be far below the pool):
+        # the others would each wait there with a future of their own.
+        if self._senders < min(self._pool, int(getattr(self.slots, "limit", self._pool))):
+            self._senders += 1
+            self._spawn(self._sender())
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _sender(self) -> None:
+        """Send ready rows one after the other, until no batch waits for rows (one of the pool's tasks)."""
+        ready = self._ready
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                if ready:
+                    row = ready.popleft()
+                    if row.done():  # its batch is gone and nobody shares it
+                        if row.turn is not None and row.attempts == 0:
+                            self._scheduler.release(row.turn.lane)
+                        continue
+                    await self._send_row(row)
+                    if ready and not self._idle:
+                        self._wake()  # the bound may have grown: one more sender for the rows waiting
+                elif not self._batches:
+                    return
+                else:
+                    idle = loop.create_future()
+                    self._idle.append(idle)
+                    await idle
+        finally:
+            self._senders -= 1
+
+    async def _send_row(self, row: "_Row") -> None:
+        request, hold = row.request, None
+        turn = row.turn
+        if turn is not None and row.attempts == 0:
+            sched = self._scheduler
+            body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
+            if body is not request.body:
+                request = row.request = request.with_body(body)
+            hold = _LaneHold(sched, turn.lane)
+        try:
+            result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
+        except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled too
+            self._row_failed(row, None)
+            raise
+        except Exception as e:  # the job must stop (a tripped breaker, on_error="raise"): the batch raises it
+            self._row_failed(row, e)
+            return
+        finally:
+            if hold is not None:
+                hold.release()
+        if result is not None:
+            self._row_done(row, result)
+            return
+        self.stats.retries += 1
+        self.stats.retrying += 1  # the progress line says why nothing is in flight
+        task = asyncio.ensure_future(self._retry_after(row, delay))
+        self._retrying[task] = row
+        task.add_done_callback(self._retry_ended)
+
+    def _retry_ended(self, task: asyncio.Task) -> None:
+        del self._retrying[task]
+
+    async def _retry_after(self, row: "_Row", delay: float) -> None:
+        """A row's next attempt after ``delay``, before the rows waiting for their first (no sender waits for it)."""
+        try:
+            await self.clock.sleep(delay)
+        finally:
+            self.stats.retrying -= 1
+        self._ready.appendleft(row)
+        self._wake()
+
+    def _row_done(self, row: "_Row", result: Result) -> None:
+        if row.key is not None and self._in_flight.get(row.key) is row:
+            del self._in_flight[row.key]
+        if row.batch is not None:
+            row.batch.put(row.index, result)
+        if row.followers:
+            for batch, i in row.followers:  # paid once, by the first row
+                self.stats.rows_done += 1
+                batch.put(i, dataclasses.replace(result, usage=Usage(), cost=0.0, attempts=0))
+        if row.waiter is not None and not row.waiter.done():
+            row.waiter.set_result(result)
+
+    def _row_failed(self, row: "_Row", error: BaseException | None) -> None:
+        """The row raised ``error`` (None: it was cancelled): every batch and sharer waiting for it gets it."""
+        if row.key is not None and self._in_flight.get(row.key) is row:
+            del self._in_flight[row.key]
+        if row.batch is not None:
+            row.batch.fail(error)
+        for batch, _ in row.followers or ():
+            batch.fail(error)
+        waiter = row.waiter
+        if waiter is not None and not waiter.done():
+            if error is None:
+                waiter.cancel()
+            else:
+                waiter.set_exception(error)
+                waiter.exception()  # mark retrieved: sharers get it, nobody else must see a warning
 
     async def run_batch_api(self, requests: list[Request | None], rows: bool = True) -> list[Result | None]:
         """Answer requests through the provider's Batch API (see runtime.batch); order is kept.
@@ -461,6 +646,10 @@ class InferenceRuntime:
         return results
 
     async def aclose(self) -> None:
+        tasks = [*self._tasks, *self._retrying]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.provider.aclose()
 
 
@@ -479,3 +668,71 @@ class _LaneHold:
         if self.scheduler is not None:
             self.scheduler.release(self.lane)
             self.scheduler = None
+
+
+class _Batch:
+    """The rows of one ``send_many`` call: their results, and the one future its caller awaits."""
+
+    __slots__ = ("results", "left", "future", "dead")
+
+    def __init__(self, n: int, future: asyncio.Future) -> None:
+        self.results: list = [None] * n
+        self.left = n
+        self.future = future
+        self.dead = False  # failed or abandoned: its rows not yet sent are dropped
+        if not n:
+            future.set_result(self.results)
+
+    def put(self, i: int, result: Result) -> None:
+        self.results[i] = result
+        self.left -= 1
+        if not self.left and not self.future.done():
+            self.future.set_result(self.results)
+
+    def fail(self, error: BaseException | None) -> None:
+        """The batch raises ``error`` (None: it is cancelled); its rows not yet sent are dropped."""
+        self.dead = True
+        if not self.future.done():
+            if error is None:
+                self.future.cancel()
+            else:
+                self.future.set_exception(error)
+
+
+class _Row:
+    """One row on its way to a sender: what the prefix scheduler releases (it calls ``set_result``).
+
+    Rows with the same request wait for this one's answer: ``followers`` of ``send_many`` batches, and
+    a ``waiter`` future made only when a ``run_one`` call shares it.
+    """
+
+    __slots__ = ("runtime", "request", "key", "batch", "index", "turn", "attempts", "followers", "waiter")
+
+    def __init__(self, runtime: InferenceRuntime, request: Request, key: str | None, batch: _Batch | None,
+                 index: int) -> None:
+        self.runtime, self.request, self.key, self.batch, self.index = runtime, request, key, batch, index
+        self.turn = None
+        self.attempts = 0
+        self.followers: list | None = None
+        self.waiter: asyncio.Future | None = None
+
+    def done(self) -> bool:
+        """Nobody waits for this row's answer any more (the scheduler and the senders skip it)."""
+        batch = self.batch
+        return batch is not None and batch.dead and not self.followers and self.waiter is None
+
+    def set_result(self, turn) -> None:
+        """The prefix scheduler released the row: it goes to the senders."""
+        self.turn = turn
+        self.runtime._ready.append(self)
+        self.runtime._wake()
+
+    def follow(self, batch: _Batch, i: int) -> None:
+        if self.followers is None:
+            self.followers = []
+        self.followers.append((batch, i))
+
+    def shared(self) -> asyncio.Future:
+        if self.waiter is None:
+            self.waiter = asyncio.get_running_loop().create_future()
+        return self.waiter

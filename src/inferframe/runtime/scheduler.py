@@ -186,6 +186,18 @@ class PrefixScheduler:
                 self.release(fut.result().lane)  # released to us, but we are gone: pass it on
             raise
 
+    def put(self, text: str, row) -> None:
+        """Hand a row over without waiting for it: ``row.set_result(turn)`` is called when it is released.
+
+        ``row`` is anything with ``done()`` (True: nobody waits for it any more, so it is skipped) and
+        ``set_result(turn)``, as a future has: the runtime's senders take released rows without a
+        future or a task per row.
+        """
+        self._arrivals.append((text, row))
+        if not self._pump_due:
+            self._pump_due = True
+            asyncio.get_running_loop().call_soon(self._pump)
+
     def release(self, lane: int) -> None:
         """The lane may take another row."""
         self._busy[lane] -= 1
@@ -203,7 +215,8 @@ class PrefixScheduler:
     def _release_one(self) -> bool:
         # The least busy lane first: every slot gets a row before any gets a second. A lane with
         # nothing to take leaves the row to the next one.
-        for lane in sorted(range(self.lanes), key=self._busy.__getitem__):
+        lanes = (0,) if self.lanes == 1 else sorted(range(self.lanes), key=self._busy.__getitem__)
+        for lane in lanes:
             if self._busy[lane] >= self.depth and not self._flat:
                 return False
             picked = self._next(lane)
