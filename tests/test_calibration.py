@@ -19,14 +19,14 @@ from inferframe.errors import LowInformationWarning, PlanError
 from inferframe.functions import sem_predicate
 from inferframe.functions._sem_filter import content_free_statements, sem_filter_call
 from inferframe.functions.templates import parse_template
-from inferframe.providers.interface import Capabilities, Outcome, Provider, Usage
+from inferframe.providers.interface import BaseTransport, Capabilities, Outcome, Usage
 from inferframe.providers.label_scores import LlamaCppScorer
 from inferframe.series import Series
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class YesSayer(Provider):
+class YesSayer(BaseTransport):
     """Answers label-scoring requests like llama.cpp: P(yes) 0.9 for the statement with no content (the model's
     bias for this question), 0.8 for a row that does not fit it, 0.97 for one that does ("cat" in it)."""
 

@@ -40,14 +40,14 @@ import random  # noqa: E402
 
 from inferframe.ai.classify import ClassifyConfig, ClassifyOperator  # noqa: E402
 from inferframe.ai.label_scoring import CONTENT_FREE, calibrate, label_probabilities  # noqa: E402
-from inferframe.providers.interface import Capabilities, Outcome, Provider, Usage  # noqa: E402
+from inferframe.providers.interface import BaseTransport, Capabilities, Outcome, Usage  # noqa: E402
 from inferframe.providers.label_scores import LlamaCppScorer  # noqa: E402
 from inferframe.providers.spec import ProviderSpec  # noqa: E402
 from inferframe.runtime.config import RuntimeConfig  # noqa: E402
 from inferframe.series import Series  # noqa: E402
 
 
-class BiasedServer(Provider):
+class BiasedServer(BaseTransport):
     """Answers label-scoring requests like llama.cpp: "positive" is 0.9 likely for a content-free input
     (the prompt's bias) and 0.7 for the text "meh", which is negative once that bias is taken out."""
 
