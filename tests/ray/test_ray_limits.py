@@ -230,7 +230,8 @@ def test_a_restarted_coordinator_recovers_and_a_dead_one_raises(ray_cluster):
         return time.monotonic() - t0
 
     took = asyncio.run(scenario())
-    assert took < 3.0 + 2.0  # within the call timeout, not a hang
+    # A few call timeouts at most (a loaded machine restarts actors slowly), never a hang.
+    assert took < 3 * 3.0
     # A copy sent to a worker finds no actor by that name: the same one error.
     copy = pickle.loads(pickle.dumps(coord))
     with pytest.raises(ServiceError, match="cannot be reached"):
