@@ -4,6 +4,11 @@ Per request: (cache seam) -> rate limiter -> adaptive concurrency -> provider
 -> retry policy -> result. Failures of one row become data; failures of the
 service trip the breaker and stop the job with one message.
 
+A batch of rows (``send_many``) costs no task per row: its rows go to the prefix scheduler, a
+fixed pool of sender tasks (no more than the in-flight bound admits) sends what it releases, a
+retry waits out its delay off the pool, and the caller awaits one future for the batch (issue 36:
+a task, a future and a gather per row were most of the engine's own CPU per request).
+
 A failed attempt is either the service's limit, the service's trouble or the row's: each
 signal has its own reaction (``_react``), so a few bad answers cost their rows a retry, not
 the job its throughput (issue 15: 10% of bad answers cost 80% when every 429 paused everyone
