@@ -35,18 +35,14 @@ from _sim_util import machine_line  # noqa: E402
 from _util import table  # noqa: E402
 
 from inferframe.providers import openai_format as wire  # noqa: E402
-from inferframe.providers.interface import Outcome, Provider, Request, Usage  # noqa: E402
+from inferframe.providers.interface import BaseTransport, Outcome, Request, Usage  # noqa: E402
 from inferframe.runtime import InferenceRuntime, RuntimeConfig  # noqa: E402
 
 
-class Instant(Provider):
-    """Answers every chat request at once; reads prompts as an OpenAI-compatible provider does."""
+class Instant(BaseTransport):
+    """Answers every chat request at once."""
 
     name = service = cache_identity = "instant"
-
-    @classmethod
-    def prompt_text(cls, endpoint: str, body: dict) -> str | None:
-        return wire.prompt_text(body)
 
     async def send(self, request: Request) -> Outcome:
         return Outcome(value="ok", usage=Usage(10, 1))
@@ -83,7 +79,8 @@ def main() -> None:
     print(machine_line())
     lines = []
     for kind in ("distinct", "prefix"):
-        reqs = [Request("chat", b, 20) for b in bodies(kind, args.rows)]
+        # Each prompt kept beside its body, as ai.requests builds a request (the scheduler reads it there).
+        reqs = [Request("chat", b, 20, wire.prompt_text(b)) for b in bodies(kind, args.rows)]
         asyncio.run(run(reqs[:2000], True, args.window))  # warm-up
         offs, ons = [], []
         for _ in range(args.repeat):
