@@ -79,6 +79,16 @@ def test_ai_filter_in_where_with_a_limit_stops_sending_once_enough_rows_pass(sim
     assert out["r"] == ["good film 997", "good film 993"]
 
 
+def test_a_limit_without_an_ai_filter_sends_only_its_rows(sim):
+    df = reviews(500)
+    out = df.sql(f"select id, ai_complete(r, {opts(sim)}) as a from self limit 3").to_pydict()
+    assert out["id"] == [0, 1, 2] and sim.stats()["total_requests"] == 3
+    out = df.sql(f"select id, ai_complete(r, {opts(sim)}) as a from self where stars = 5 limit 2").to_pydict()
+    assert out["id"] == [4, 9] and sim.stats()["total_requests"] == 3 + 2
+    out = df.sql(f"select id, ai_complete(r, {opts(sim)}) as a from self order by id desc limit 2").to_pydict()
+    assert out["id"] == [499, 498]  # ORDER BY: DuckDB applies it and the LIMIT (every row is computed, see README)
+
+
 def test_classify_extract_score_are_typed_and_errors_are_data(sim):
     df = ifr.from_pydict({"r": ["good Ada", "bad Bob", "broken Cy"]})
     out = df.sql(f"""select ai_classify(r, ['yes', 'no'], {opts(sim)}) as label,
@@ -124,7 +134,10 @@ def test_explain_shows_the_calls_and_the_estimate_and_sends_nothing(sim):
                     t=reviews(20)).to_pydict()["explain"]
     text = "\n".join(lines)
     assert "cheap filter run first: eq(col(stars), lit(5))" in text
-    assert "prompt[gpt-5-mini]: 4 calls" in text and "LIMIT 3" in text
+    assert "prompt[gpt-5-mini]: 3 calls" in text and "LIMIT 3: AI columns for 3 rows at most" in text
+    lines = "\n".join(ifr.sql(f"explain select ai_complete(r, {opts(sim)}) from t where stars = 5", t=reviews(20))
+                      .to_pydict()["explain"])
+    assert "prompt[gpt-5-mini]: 4 calls" in lines
     assert sim.stats()["total_requests"] == 0
 
 

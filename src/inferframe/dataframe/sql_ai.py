@@ -114,9 +114,10 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
         as_filter = pushed is not None and call.start in pushed.calls
         edits.append((call.start, call.end, _column_sql(call, sources, done, as_filter) + named))
     if pushed is not None:
-        start, end = pushed.where
-        inside = [(a - start, b - start, t) for a, b, t in edits if start <= a and b <= end]
-        sources[0].where = _apply(query[start:end], inside)
+        if pushed.where is not None:
+            start, end = pushed.where
+            inside = [(a - start, b - start, t) for a, b, t in edits if start <= a and b <= end]
+            sources[0].where = _apply(query[start:end], inside)
         sources[0].limit = pushed.rows
     for source in sources:
         _attach(source, frame_of)
@@ -275,7 +276,8 @@ def _attach(source: Source, frame_of: FrameOf) -> None:
         source.notes.append(f"WHERE {fn.name}(...) on {source.alias}: a sem_filter plan, run before the LIMIT")
     if source.limit is not None:
         frame = frame.limit(source.limit)
-        source.notes.append(f"LIMIT {source.limit}: the filter stops sending once {source.limit} rows passed")
+        source.notes.append(f"LIMIT {source.limit}: the filter stops sending once {source.limit} rows passed"
+                            if source.filters else f"LIMIT {source.limit}: AI columns for {source.limit} rows at most")
     for column, fn, inputs, options in source.calls:
         for suffix, expr in expressions(fn, inputs, options):
             frame = frame.with_column(column + suffix, similarity(column + "_a", column + "_b") if expr is None else expr)

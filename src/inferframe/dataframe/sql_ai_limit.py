@@ -1,11 +1,12 @@
-"""When a SQL query's ``ai_filter`` and its ``LIMIT`` can run inside the DataFrame: the sem_filter plan that stops sending.
+"""When a SQL query's ``LIMIT`` (and its ``ai_filter``) can run inside the DataFrame: no call for rows the LIMIT drops.
 
 DuckDB applies a ``LIMIT`` to the rows it reads; an AI column computed batch by batch ahead of it would
 be asked for far more rows than the query keeps. When the query is one source, a ``WHERE`` whose AI
 parts are ``ai_filter`` conjuncts, a constant ``LIMIT`` and nothing between them (no ORDER BY, GROUP BY,
 DISTINCT, window or aggregate: checked on DuckDB's own plan), the source becomes
 ``df.where(<cheap part>).where(sem_predicate(...)).limit(n)``: the semantic filter's limit-aware plan,
-which stops sending once n rows have passed. DuckDB still applies its whole query to those rows.
+which stops sending once n rows have passed; without an ``ai_filter``, the source is limited to n rows
+before its AI columns. DuckDB still applies its whole query to those rows.
 
 Example:
     >>> from inferframe.dataframe.sql_ai_parse import parse
@@ -33,7 +34,7 @@ class Push:
 
     rows: int
     calls: frozenset[int]
-    where: tuple[int, int]
+    where: tuple[int, int] | None
 
 
 def limit_push(q: Query, n_sources: int) -> Push | None:
@@ -47,15 +48,17 @@ def limit_push(q: Query, n_sources: int) -> Push | None:
     rows = _int(modifiers[0].get("limit"))
     offset = 0 if modifiers[0].get("offset") is None else _int(modifiers[0].get("offset"))
     where = tree.get("where_clause")
-    if rows is None or offset is None or not where:
+    if rows is None or offset is None:
         return None
+    if not where:  # SELECT ai_complete(...) FROM t LIMIT n: the AI columns of n rows
+        return Push(rows + offset, frozenset(), None)
     conjuncts = where["children"] if where.get("type") == "CONJUNCTION_AND" else [where]
     tops = {c.get("query_location") for c in conjuncts if c.get("class") == "FUNCTION"}
     in_where = [c for c in q.calls if c.clause == "where"]
     keys = [" ".join(c.text.split()) for c in q.calls] + [" ".join(c.inner.text.split()) for c in q.calls if c.inner]
     pushed = [c for c in in_where if c.name == "ai_filter" and c.start in tops
               and keys.count(" ".join(c.text.split())) == 1]
-    if not pushed or len(pushed) != len(in_where):
+    if len(pushed) != len(in_where):
         return None
     start = where["query_location"]
     return Push(rows + offset, frozenset(c.start for c in pushed), (start, start + where["query_location_length"]))

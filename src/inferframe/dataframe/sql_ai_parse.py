@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Collection
@@ -22,6 +23,7 @@ from inferframe.dataframe.sql_duckdb import parsed
 from inferframe.errors import PlanError
 
 _NO_VALUE = object()
+_CALL_START = re.compile(r"[A-Za-z_][\w.]*\s*\(")
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,8 @@ def _span(expr: dict, text: str) -> str:
     start, length = expr.get("query_location"), expr.get("query_location_length")
     if start is None or length is None or start < 0:
         raise PlanError("sql(): DuckDB's parse gives no place for an argument of an AI function; write it plainly.")
-    if expr.get("class") == "FUNCTION" and not expr.get("is_operator") and text[start:start + length].rstrip()[-1:] != ")":
+    # DuckDB's length of a call may stop short of its closing parenthesis: the call's text runs to it.
+    if expr.get("class") == "FUNCTION" and _CALL_START.match(text, start) and text[start:start + length].rstrip()[-1:] != ")":
         return text[start:close(text, start)]
     return text[start:start + length]
 

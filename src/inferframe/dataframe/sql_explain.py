@@ -42,24 +42,27 @@ def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
             lines += ["  " + line for line in frame.explain(show_all=True).splitlines()]
         lines.append("")
     for source in planned.sources:
-        if not source.calls:
+        if not source.calls and not source.filters:
             continue
         frame = source.frame
         keep, _, rows = found.get(source.register, (None, 1, None))
         lines.append(f"== {source.alias}: AI calls ==")
         lines += [f"  {note}" for note in source.notes]
+        if source.where is not None:
+            lines.append(f"  before the AI calls, DuckDB keeps: WHERE {source.where}")
         lines.append(f"  cheap filter run first: {rows!r}" if rows is not None else "  cheap filter run first: none")
         if rows is not None:
             frame = frame.where(rows)
         if keep is not None:
             frame = frame.select(*keep)
         ai = [c for c, *_ in source.calls if keep is None or c in keep]
-        lines.append(f"  AI columns the query reads: {', '.join(ai) or 'none (no call is sent)'}")
+        if source.calls:
+            lines.append(f"  AI columns the query reads: {', '.join(ai) or 'none (no call is sent)'}")
         with contextlib.redirect_stdout(io.StringIO()):
             lines += ["  " + line for line in frame.explain(show_all=True).splitlines()]
         found = frame.estimate()
         lines += ["  == estimate (nothing sent) =="] + ["  " + line for line in estimate_lines(found)]
-        if limit is not None:
+        if limit is not None and source.limit is None:
             lines.append(f"  LIMIT {limit}: the stream stops once DuckDB has its rows; the figures above count every "
                          "row past the cheap filter (an upper bound).")
         lines.append("")
