@@ -209,12 +209,11 @@ def test_async_error_stops_promptly():
 
 
 def _udf_threads():
-    # Process-wide service threads (the local model's launcher, a test simulator, the driver service a lazy Spark
-    # DataFrame from inferframe.spark.with_columns / to_spark reaches when Spark runs it) are not a run's threads.
-    # (The Spark services live with the process today, one per with_columns/to_spark call: issue 34 says so.)
+    # Process-wide service threads (the local model's launcher, a test simulator, the one driver service of a
+    # SparkSession's lazy Spark DataFrames, which ends with the SparkContext) are not a run's threads.
     return [t for t in threading.enumerate() if t.name.startswith("inferframe")
             and t.name not in ("inferframe-simulator", "inferframe-llama-launcher")
-            and not t.name.startswith("inferframe-spark-")]
+            and not t.name.startswith("inferframe-spark-session")]
 
 
 def test_closing_iteration_early_stops_every_stage():

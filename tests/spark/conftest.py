@@ -17,25 +17,42 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark_log(tmp_path_factory):
+    """The file Spark's JVM writes its logs to (its stderr: the driver's, the executors' and the Python workers')."""
+    return tmp_path_factory.mktemp("spark-log") / "jvm.log"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory, spark_log):
     """A local SparkSession with 2 cores, stopped at the end of the session.
 
     ``local[2,4]``: two task slots, and a failed task is tried up to 4 times as on a cluster (plain
-    ``local[2]`` never retries a task).
+    ``local[2]`` never retries a task). The event log (what the Spark UI shows) is on, so a test can read it.
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("INFERFRAME_PROGRESS", "0")
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2,4]").appName("inferframe-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.driver.memory", "1g")
-               .config("spark.python.worker.reuse", "true")
-               .getOrCreate())
+    saved = os.dup(2)
+    log = open(spark_log, "ab")
+    os.dup2(log.fileno(), 2)  # the JVM started now inherits it as its stderr
+    try:
+        session = (SparkSession.builder.master("local[2,4]").appName("inferframe-tests")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "4")
+                   .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+                   .config("spark.driver.memory", "1g")
+                   .config("spark.python.worker.reuse", "true")
+                   .config("spark.eventLog.enabled", "true")
+                   .config("spark.eventLog.dir", str(tmp_path_factory.mktemp("spark-events")))
+                   .config("spark.eventLog.compress", "false")  # plain JSON lines a test can read
+                   .getOrCreate())
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        log.close()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

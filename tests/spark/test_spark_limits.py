@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import uuid
 
 import pytest
@@ -62,3 +63,46 @@ def inferframe_with_columns(sdf, sim):
 
     return inferframe.spark.with_columns(sdf, a=prompt(col("body"), provider="openai", base_url=sim.base_url,
                                                        api_key="k", model="gpt-5-mini", use_chat_completions=True))
+
+
+def _service_threads(prefix="inferframe-spark-"):
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith(prefix))
+
+
+def test_a_service_no_longer_wanted_ends_itself_and_its_threads():
+    wanted = threading.Event()
+    wanted.set()
+    service = JobService(alive=wanted.is_set, name="inferframe-spark-probe")
+    link = service.link()
+    link.call("lease", "openai:x|m", "w1", {"rpm": 60, "tpm": None, "max_concurrency": 4}, 0)  # the limits' loop
+    assert _service_threads("inferframe-spark-probe") == ["inferframe-spark-probe", "inferframe-spark-probe-limits"]
+    wanted.clear()  # a session's service: its SparkContext was stopped
+    deadline = time.monotonic() + 5
+    while _service_threads("inferframe-spark-probe") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not service.open and _service_threads("inferframe-spark-probe") == []
+    with pytest.raises(ServiceError, match="cannot be reached"):
+        ServiceLink(link.address, link.token, timeout_s=2).call("env")
+
+
+def test_lazy_spark_dataframes_share_one_service_per_session_and_jobs_leave_no_thread(spark):
+    from inferframe.runners.spark_runner import session_service
+
+    run = uuid.uuid4().hex
+    sdf = spark.createDataFrame([(i, f"lazy {i} {run}") for i in range(8)], "id long, body string")
+    with Simulator(SimulatorConfig()) as sim:
+        frames = [inferframe_with_columns(sdf, sim) for _ in range(3)]
+        frames.append(ifr.from_pydict({"x": [1, 2]}).to_spark(spark))
+        assert all(len(f.collect()) in (8, 2) for f in frames)
+        ifr.set_runner_spark(spark)
+        try:  # a job of the runner has its own service, ended with the job
+            ifr.from_pydict({"q": ["a", "b"]}).with_column("a", prompt(
+                col("q"), provider="openai", base_url=sim.base_url, api_key="k", model="gpt-5-mini",
+                use_chat_completions=True)).to_arrow()
+        finally:
+            ifr.set_runner_native()
+    deadline = time.monotonic() + 5
+    while set(_service_threads()) - set(_service_threads("inferframe-spark-session")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _service_threads() == ["inferframe-spark-session", "inferframe-spark-session-limits"]
+    assert session_service(spark) is session_service(spark) and session_service(spark).open

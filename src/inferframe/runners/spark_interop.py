@@ -21,7 +21,6 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from inferframe.errors import ArgumentTypeError
-from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
 from inferframe.runners import spark_plan as sp
@@ -73,6 +72,4 @@ def spark_with_columns(sdf: Any, plan: lp.LogicalPlan) -> Any:
 
     _check_spark_frame(sdf, "with_columns()")
     op = pp.plan_physical(plan)
-    job = Job(sdf.sparkSession, RunCounters())
-    job.__enter__()  # lives as long as the process: Spark runs the DataFrame whenever it is asked to
-    return Builder(job, source=sdf).build(op)
+    return Builder(Job.lazy(sdf.sparkSession), source=sdf).build(op)

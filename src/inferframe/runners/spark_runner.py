@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import math
 import re
 import threading
 import uuid
+import weakref
 from types import MappingProxyType
 from typing import Any, Iterator
 
@@ -125,10 +127,7 @@ class SparkRunner(Runner):
 
     def to_spark(self, plan: lp.LogicalPlan):
         """The plan as a lazy Spark DataFrame (``df.to_spark()``); its AI calls report to no progress line."""
-        op = pp.plan_physical(plan)
-        job = Job(self.spark, RunCounters())
-        job.__enter__()  # lives as long as the process: the DataFrame may be run any time later
-        return Builder(job).build(op)
+        return Builder(Job.lazy(self.spark)).build(pp.plan_physical(plan))
 
 
 def _mappable(op: pp.PhysicalOp) -> bool:
@@ -184,6 +183,40 @@ def _own_errors():
         raise error from None
 
 
+def _driver_host(spark) -> str:
+    # Spark's local master runs every task on this machine: the loopback suffices; a cluster reaches the driver's host.
+    on_this_machine = re.match(r"local(\[|$)", spark.sparkContext.master) is not None
+    return "127.0.0.1" if on_this_machine else spark.conf.get("spark.driver.host")
+
+
+def _running(context_ref: weakref.ref) -> bool:
+    """Whether the SparkContext is still there and not stopped (``stop()`` drops its Java context)."""
+    context = context_ref()
+    return context is not None and getattr(context, "_jsc", None) is not None
+
+
+# SparkContext -> the service of the lazy Spark DataFrames made on it (one per session, not one per DataFrame).
+_SESSION_SERVICES: "weakref.WeakKeyDictionary[Any, JobService]" = weakref.WeakKeyDictionary()
+_SESSION_LOCK = threading.Lock()
+
+
+def session_service(spark) -> JobService:
+    """The one service of ``spark``'s lazy DataFrames (``to_spark``, ``inferframe.spark.with_columns``).
+
+    Such a DataFrame may run any time later, and again: its service cannot end with a job. One per
+    SparkContext serves them all (one budget per endpoint and model for all of them), hands workers the
+    keys registered at the time they ask, and ends by itself once the SparkContext is stopped.
+    """
+    context = spark.sparkContext
+    with _SESSION_LOCK:
+        found = _SESSION_SERVICES.get(context)
+        if found is None or not found.open:
+            found = _SESSION_SERVICES[context] = JobService(
+                secrets.worker_env, host=_driver_host(spark), alive=functools.partial(_running, weakref.ref(context)),
+                name="inferframe-spark-session")
+        return found
+
+
 class Job:
     """One job's state on the driver: the service for its tasks, and the merge of their counters into ``counters``."""
 
@@ -192,11 +225,16 @@ class Job:
         self.id = uuid.uuid4().hex[:12]
         self.stage_ids = (f"{self.id}-s{i}" for i in itertools.count())
 
+    @classmethod
+    def lazy(cls, spark) -> "Job":
+        """A job for a lazy Spark DataFrame: its tasks reach the session's service; no counters are merged."""
+        job = cls(spark, RunCounters())
+        job.service = session_service(spark)
+        job.link = job.service.link()
+        return job
+
     def __enter__(self) -> "Job":
-        # Spark's local master runs every task on this machine: the loopback suffices; a cluster reaches the driver's host.
-        on_this_machine = re.match(r"local(\[|$)", self.spark.sparkContext.master) is not None
-        host = "127.0.0.1" if on_this_machine else self.spark.conf.get("spark.driver.host")
-        self.service = JobService(secrets.worker_env(), host=host)
+        self.service = JobService(secrets.worker_env(), host=_driver_host(self.spark))
         self.link = self.service.link()
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="inferframe-spark-counters", daemon=True)

@@ -32,42 +32,55 @@ from __future__ import annotations
 import asyncio
 import secrets as _token
 import socket
+import struct
 import threading
-from multiprocessing.connection import Client, Listener
-from typing import Any
+from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
+from typing import Any, Callable
 
 from inferframe.errors import ServiceError
 
 CALL_TIMEOUT_S = 30.0
+ALIVE_CHECK_S = 1.0  # how often the accept loop asks ``alive()`` whether the service is still wanted
 
 
 class JobService:
     """The driver's per-job service (see the module's docstring); a context manager that stops it.
 
     Parameters:
-        env: the environment a worker gets (the secret channel); None: none.
+        env: the environment a worker gets (the secret channel): a dict, or a function that gives it at each
+            call (keys registered after the service started reach the workers too); None: none.
         host: the address to listen on (the Spark driver's host); None: this machine's loopback.
+        alive: asked every ``ALIVE_CHECK_S`` seconds; once it says False the service closes itself (a session's
+            service ends with its SparkContext). None: until ``close()``.
+        name: the prefix of its threads' names.
     """
 
-    def __init__(self, env: dict | None = None, host: str | None = None) -> None:
-        self._env = dict(env or {})
+    def __init__(self, env: dict | Callable[[], dict] | None = None, host: str | None = None,
+                 alive: Callable[[], bool] | None = None, name: str = "inferframe-spark-service") -> None:
+        self._env = env if callable(env) else dict(env or {})
         self._token = _token.token_bytes(32)
-        self._listener = Listener((host or "127.0.0.1", 0), authkey=self._token)
+        self._socket = socket.create_server((host or "127.0.0.1", 0))
+        self._socket.settimeout(ALIVE_CHECK_S)
+        self.address = self._socket.getsockname()[:2]
+        self._alive, self._name = alive, name
         self._lock = threading.Lock()
         self._reports: dict[str, list[dict]] = {}
         self._rows: dict[str, dict] = {}
         self._open = True
         self._limits = None  # the job's LimitsActor and its event loop, made at the first lease
-        threading.Thread(target=self._accept, name="inferframe-spark-service", daemon=True).start()
+        threading.Thread(target=self._accept, name=name, daemon=True).start()
+
+    @property
+    def open(self) -> bool:
+        return self._open
 
     def link(self) -> "ServiceLink":
         """What a task closure carries to reach this service: its address and the job's token."""
-        host, port = self._listener.address
-        return ServiceLink((host, port), self._token)
+        return ServiceLink(self.address, self._token)
 
     # --- the methods workers call ---------------------------------------------------------------
     def env(self) -> dict:
-        return dict(self._env)
+        return dict(self._env() if callable(self._env) else self._env)
 
     def report(self, source: str, snapshots: list[dict]) -> None:
         with self._lock:
@@ -85,7 +98,7 @@ class JobService:
                     from inferframe.runners.ray_limits.actor import LimitsActor
 
                     loop = asyncio.new_event_loop()
-                    threading.Thread(target=loop.run_forever, name="inferframe-spark-limits", daemon=True).start()
+                    threading.Thread(target=loop.run_forever, name=f"{self._name}-limits", daemon=True).start()
                     self._limits = (LimitsActor(), loop)
         actor, loop = self._limits
         return asyncio.run_coroutine_threadsafe(actor.lease(*args), loop).result()
@@ -112,13 +125,31 @@ class JobService:
     # --- serving --------------------------------------------------------------------------------
     def _accept(self) -> None:
         while self._open:
+            if self._alive is not None and not self._alive():
+                self.close()
+                return
             try:
-                conn = self._listener.accept()
-            except Exception:  # closed, or a caller without the token (authentication failed)
+                sock, _ = self._socket.accept()
+            except TimeoutError:
                 continue
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
 
-    def _serve(self, conn) -> None:
+    def _serve(self, sock: socket.socket) -> None:
+        # A caller that never completes the handshake does not hold the thread (a receive timeout on the
+        # blocking socket: multiprocessing's Connection reads the descriptor itself).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", int(CALL_TIMEOUT_S), 0))
+        conn = Connection(sock.detach())
+        try:
+            deliver_challenge(conn, self._token)
+            answer_challenge(conn, self._token)
+        except Exception:  # a caller without the token, or a silent one
+            conn.close()
+            return
+        view = socket.socket(fileno=conn.fileno())  # borrowed: detached below, the connection keeps the descriptor
+        view.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))  # calls may be minutes apart
+        view.detach()
         with conn:
             while True:
                 try:
@@ -137,12 +168,7 @@ class JobService:
         if not self._open:
             return
         self._open = False
-        host, port = self._listener.address
-        try:  # wake the accept loop so it sees the service is closed
-            socket.create_connection((host, port), timeout=1).close()
-        except OSError:
-            pass
-        self._listener.close()
+        self._socket.close()  # the accept loop sees it within ALIVE_CHECK_S
         if self._limits is not None:
             loop = self._limits[1]
             loop.call_soon_threadsafe(loop.stop)
