@@ -226,3 +226,14 @@ def test_an_ai_aggregate_per_group_with_where_and_order(sim):
     lines = "\n".join(df.sql(f"explain select film, ai_agg(review, 'x', {opts(sim)}) from self group by film")
                       .to_pydict()["explain"])
     assert "sem_agg per group" in lines and "SemAgg" in lines
+
+
+def test_batch_true_sends_the_rows_as_one_batch_api_job(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with Simulator(SimulatorConfig()) as sim:
+        df = ifr.from_pydict({"q": [f"row {i}" for i in range(12)], "keep": [i % 2 == 0 for i in range(12)]})
+        out = df.sql(f"select ai_complete(q, provider => 'openai', base_url => '{sim.base_url}', model => 'gpt-5-mini', "
+                     "batch => true, batch_poll_interval => 0.05) as a from self where keep").to_pydict()
+        stats = sim.stats()
+    assert out["a"] == [f"sim answer: row {i}" for i in range(0, 12, 2)]
+    assert stats["batches_created"] == 1 and stats["batch_requests"] == 6  # the 6 rows the WHERE keeps, one batch

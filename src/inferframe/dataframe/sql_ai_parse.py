@@ -200,8 +200,9 @@ def _constant(expr: dict) -> Any:
             return None
         if kind in ("INTEGER", "BIGINT", "HUGEINT"):
             return int(raw)
-        if kind in ("DECIMAL", "DOUBLE", "FLOAT"):
-            return float(raw)
+        if kind in ("NUMERIC", "DECIMAL", "DOUBLE", "FLOAT"):
+            number = float(raw)
+            return int(number) if number.is_integer() and not any(c in str(raw) for c in ".eE") else number
         if kind == "BOOLEAN":
             return str(raw).lower() in ("true", "1") if not isinstance(raw, bool) else raw
         return raw
