@@ -171,6 +171,8 @@ def test_cli_runs_a_query_over_a_file_and_explains_it(sim, tmp_path):
     shown = CliRunner().invoke(app, ["sql", "--explain", q])
     assert shown.exit_code == 0, shown.output
     assert "sem_filter" in shown.output and sim.stats()["total_requests"] == 0
+    bad = CliRunner().invoke(app, ["sql", f"select ai_complet(r) from '{tmp_path / 'r.parquet'}'"])
+    assert bad.exit_code == 2 and "did you mean ai_complete()" in bad.output
     ran = CliRunner().invoke(app, ["sql", q])
     assert ran.exit_code == 0, ran.output
     assert "good a" in ran.output and "true" in ran.output.lower() and sim.stats()["total_requests"] == 2
@@ -196,6 +198,15 @@ def judge(body):
         listed = text.rsplit("Texts:", 1)[1].split("\nTask:")[0]
         return f"{sum(1 for line in listed.splitlines() if line[:1].isdigit())} texts"
     return planted(body)
+
+
+def test_group_by_an_ai_column_counts_per_label(sim):
+    df = ifr.from_pydict({"r": ["good a", "bad b", "good c", "broken d", "good e"]})
+    label = f"ai_classify(r, ['yes', 'no'], {opts(sim)})"
+    out = df.sql(f"select {label} as label, count(*) as n, count(ai_error({label})) as failed from self "
+                 f"group by {label} order by label nulls last").to_pydict()
+    assert out == {"label": ["no", "yes", None], "n": [1, 3, 1], "failed": [0, 0, 1]}
+    assert sim.stats()["total_requests"] == 5  # the three mentions are one call per row
 
 
 def test_a_semantic_join_in_sql_sends_what_sem_join_sends(sim):

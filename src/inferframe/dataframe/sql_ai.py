@@ -106,7 +106,7 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
     done: dict[str, str] = {}
     notes: list[str] = []
     for call in q.calls:
-        if call.clause not in ("select", "where", "order", "having", "join"):
+        if call.clause not in ("select", "where", "order", "having", "join", "group"):
             raise PlanError(f"sql(): {call.name}() is used where inferframe cannot plan it ({call.text!r}); AI functions "
                             "go in the top SELECT's list, its WHERE, ORDER BY, or a JOIN ... ON. Put the subquery's rows "
                             "in a DataFrame first (ifr.sql(...)), then query it.")
