@@ -207,8 +207,12 @@ def test_requests_in_flight_across_workers_stay_within_max_concurrency(workers, 
     assert sum(state["held"].values()) <= limit and sum(state["shares"].values()) <= limit, state
 
 
+CALL_S = 8.0
+
+
 def test_a_restarted_coordinator_recovers_and_a_dead_one_raises(ray_cluster):
-    coord = start_coordinator(call_timeout_s=3.0)
+    # The restart spawns a worker process: seconds on a loaded machine, so the bound is not cut too fine.
+    coord = start_coordinator(call_timeout_s=CALL_S)
     lim = coord.limits(KEY, RuntimeConfig(rpm=600)).limiter
 
     async def use(n: int) -> None:
@@ -231,7 +235,7 @@ def test_a_restarted_coordinator_recovers_and_a_dead_one_raises(ray_cluster):
 
     took = asyncio.run(scenario())
     # A few call timeouts at most (a loaded machine restarts actors slowly), never a hang.
-    assert took < 3 * 3.0
+    assert took < 3 * CALL_S
     # A copy sent to a worker finds no actor by that name: the same one error.
     copy = pickle.loads(pickle.dumps(coord))
     with pytest.raises(ServiceError, match="cannot be reached"):

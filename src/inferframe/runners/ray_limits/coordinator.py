@@ -98,6 +98,9 @@ class RayCoordinator:
 _ACTOR_CLASS = None  # the Ray actor class, made once per process
 
 
+START_TIMEOUT_S = 60.0  # the bound on the actor's first start
+
+
 def _actor_class():
     global _ACTOR_CLASS
     if _ACTOR_CLASS is None:
@@ -127,6 +130,8 @@ def start_coordinator(name: str | None = None, *, call_timeout_s: float = CALL_T
     handle = _actor_class().options(name=name, namespace=namespace, max_restarts=-1, max_task_retries=-1,
                                     num_cpus=0, max_concurrency=MAX_CALLS_IN_FLIGHT).remote()
     coordinator = RayCoordinator(name, namespace, call_timeout_s=call_timeout_s, handle=handle)
-    coordinator._link.get("ping")  # up and named before any worker looks it up
+    # Up and named before any worker looks it up. Its first start spawns a worker process, which a busy
+    # node takes seconds for: the start gets its own bound, the calls after it the call bound.
+    coordinator._link.get("ping", timeout=max(call_timeout_s, START_TIMEOUT_S))
     return coordinator
 

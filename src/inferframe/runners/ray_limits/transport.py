@@ -64,13 +64,14 @@ class ActorLink:
             except ray.exceptions.RayActorError:  # restarting: try again until the deadline
                 await asyncio.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
-    def get(self, method: str, *args) -> Any:
-        """The blocking form of ``call``, for the driver (never on an event loop)."""
+    def get(self, method: str, *args, timeout: float | None = None) -> Any:
+        """The blocking form of ``call``, for the driver (never on an event loop); ``timeout`` overrides the bound."""
         ray = ray_module()
+        timeout = self.timeout if timeout is None else timeout
         try:
-            return ray.get(getattr(self.handle_now(), method).remote(*args), timeout=self.timeout)
+            return ray.get(getattr(self.handle_now(), method).remote(*args), timeout=timeout)
         except ray.exceptions.GetTimeoutError:
-            raise self.unreachable(f"no answer within {self.timeout:g} s") from None
+            raise self.unreachable(f"no answer within {timeout:g} s") from None
         except ray.exceptions.RayActorError as e:
             raise self.unreachable(f"{type(e).__name__}") from None
 
