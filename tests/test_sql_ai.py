@@ -74,9 +74,13 @@ def test_ai_filter_in_where_with_a_limit_stops_sending_once_enough_rows_pass(sim
     out = df.sql(f"select r from self where stars = 3 and {ai} limit 5 offset 1").to_pydict()
     assert out["r"] == [f"good film {i}" for i in (7, 11, 15, 19, 23)]  # the cheap part first, then the filter
     assert sim.stats()["total_requests"] - before <= 6 + 16
-    # Something between the WHERE and the LIMIT (here ORDER BY): DuckDB applies both, the answers stay right.
+    # ORDER BY a column of the source: DuckDB sorts first, then the filter runs until 2 rows passed.
+    before = sim.stats()["total_requests"]
     out = df.sql(f"select r from self where stars = 1 and {ai} order by r desc limit 2").to_pydict()
-    assert out["r"] == ["good film 997", "good film 993"]
+    assert out["r"] == ["good film 997", "good film 993"] and sim.stats()["total_requests"] - before <= 2 + 16
+    # Something else between the WHERE and the LIMIT (DISTINCT): DuckDB applies it, the answers stay right.
+    out = df.sql(f"select distinct stars from self where {ai} limit 5").to_pydict()
+    assert sorted(out["stars"]) == [1, 3]
 
 
 def test_a_limit_without_an_ai_filter_sends_only_its_rows(sim):
@@ -86,7 +90,10 @@ def test_a_limit_without_an_ai_filter_sends_only_its_rows(sim):
     out = df.sql(f"select id, ai_complete(r, {opts(sim)}) as a from self where stars = 5 limit 2").to_pydict()
     assert out["id"] == [4, 9] and sim.stats()["total_requests"] == 3 + 2
     out = df.sql(f"select id, ai_complete(r, {opts(sim)}) as a from self order by id desc limit 2").to_pydict()
-    assert out["id"] == [499, 498]  # ORDER BY: DuckDB applies it and the LIMIT (every row is computed, see README)
+    assert out["id"] == [499, 498] and sim.stats()["total_requests"] == 5 + 2  # DuckDB's top-n first, then the AI
+    out = df.sql(f"select id, ai_complete(r, {opts(sim)}) as a from self order by a desc limit 2").to_pydict()
+    assert out["a"] == ["echo: good film 98", "echo: good film 97"]  # ordered by the AI column: every row asked
+    assert sim.stats()["total_requests"] == 7 + 500
 
 
 def test_classify_extract_score_are_typed_and_errors_are_data(sim):

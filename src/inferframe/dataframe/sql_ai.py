@@ -55,6 +55,7 @@ class Source:
     filters: list[tuple[str, Function, dict, dict]] = field(default_factory=list)  # ai_filter run as df.where
     where: str | None = None  # the WHERE, its pushed ai_filters TRUE, run before them (with a pushed LIMIT)
     limit: int | None = None  # rows kept after the pushed filters
+    order: str | None = None  # the ORDER BY of a pushed LIMIT, over the source's columns
     notes: list[str] = field(default_factory=list)
 
 
@@ -101,7 +102,7 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
         joined, template = join_plan(q, joins[0], sources, edits)
         return Planned(_apply(query, edits), {**frames, "__ifr_join": joined}, [], [],
                        [(f"sem_join {template!r}", joined)])
-    pushed = limit_push(q, len(sources)) if push else None
+    pushed = limit_push(q, sources[0].frame.column_names if len(sources) == 1 else None) if push else None
     edits: list[tuple[int, int, str]] = []
     done: dict[str, str] = {}
     notes: list[str] = []
@@ -118,7 +119,7 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
             start, end = pushed.where
             inside = [(a - start, b - start, t) for a, b, t in edits if start <= a and b <= end]
             sources[0].where = _apply(query[start:end], inside)
-        sources[0].limit = pushed.rows
+        sources[0].limit, sources[0].order = pushed.rows, pushed.order
     for source in sources:
         _attach(source, frame_of)
     rewritten = _apply(query, edits + [(s.span[0], s.span[1], f"{quote_sql(s.register)} AS {quote_sql(s.alias)}")
@@ -261,10 +262,14 @@ def _source_of(call: Call, sources: list[Source]) -> Source:
 def _attach(source: Source, frame_of: FrameOf) -> None:
     """Add the source's AI columns (and the argument columns before them) to its DataFrame."""
     frame = source.frame
-    if source.exprs or source.where is not None:
+    if source.exprs or source.where is not None or source.order is not None:
         extra = "".join(f", {text} AS {quote_sql(name)}" for name, text in source.exprs)
         where = f" WHERE {source.where}" if source.where is not None else ""
-        frame = frame_of(f"SELECT *{extra} FROM __ifr_base AS {quote_sql(source.alias)}{where}", {"__ifr_base": frame})
+        order = f" ORDER BY {source.order}" if source.order is not None else ""
+        if order and not source.filters:  # no AI filter between: DuckDB's top-n
+            order += f" LIMIT {source.limit}"
+        frame = frame_of(f"SELECT *{extra} FROM __ifr_base AS {quote_sql(source.alias)}{where}{order}",
+                         {"__ifr_base": frame})
     schema = frame.schema().to_arrow()
     for column, fn, inputs, options in source.filters + source.calls:
         for name, kind in fn.params:

@@ -2,8 +2,9 @@
 
 DuckDB applies a ``LIMIT`` to the rows it reads; an AI column computed batch by batch ahead of it would
 be asked for far more rows than the query keeps. When the query is one source, a ``WHERE`` whose AI
-parts are ``ai_filter`` conjuncts, a constant ``LIMIT`` and nothing between them (no ORDER BY, GROUP BY,
-DISTINCT, window or aggregate: checked on DuckDB's own plan), the source becomes
+parts are ``ai_filter`` conjuncts, a constant ``LIMIT`` and nothing between them but an ``ORDER BY`` of the
+source's own columns (no GROUP BY, DISTINCT, window or aggregate: checked on DuckDB's own plan), the source
+(sorted first by DuckDB, when there is an ORDER BY) becomes
 ``df.where(<cheap part>).where(sem_predicate(...)).limit(n)``: the semantic filter's limit-aware plan,
 which stops sending once n rows have passed; without an ``ai_filter``, the source is limited to n rows
 before its AI columns. DuckDB still applies its whole query to those rows.
@@ -11,7 +12,7 @@ before its AI columns. DuckDB still applies its whole query to those rows.
 Example:
     >>> from inferframe.dataframe.sql_ai_parse import parse
     >>> q = parse("select r from t where n > 1 and ai_filter(r, 'x') limit 5 offset 2", {"ai_filter"})
-    >>> push = limit_push(q, 1)
+    >>> push = limit_push(q, ["r", "n"])
     >>> push.rows, q.text[push.where[0]:push.where[1]]
     (7, "n > 1 and ai_filter(r, 'x')")
 """
@@ -25,7 +26,7 @@ from typing import Any
 from inferframe.dataframe.sql_ai_parse import Query
 from inferframe.dataframe.sql_duckdb import connect
 
-_CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER"})
+_CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER", "TOP_N", "ORDER_BY"})
 
 
 @dataclass(frozen=True)
@@ -35,23 +36,31 @@ class Push:
     rows: int
     calls: frozenset[int]
     where: tuple[int, int] | None
+    order: str | None = None  # the ORDER BY over the source's columns, run in the source before the filters
 
 
-def limit_push(q: Query, n_sources: int) -> Push | None:
-    """The push of the query's ai_filter conjuncts and LIMIT into its source, or None where it does not apply."""
+def limit_push(q: Query, columns: list[str] | None) -> Push | None:
+    """The push of the query's ai_filter conjuncts and LIMIT into its source, or None where it does not apply.
+
+    ``columns``: the one source's columns (None: the query has several sources).
+    """
     tree = q.tree
     modifiers = tree.get("modifiers") or []
-    if n_sources != 1 or len(modifiers) != 1 or modifiers[0].get("type") != "LIMIT_MODIFIER":
+    kinds = [m.get("type") for m in modifiers]
+    if columns is None or kinds not in (["LIMIT_MODIFIER"], ["ORDER_MODIFIER", "LIMIT_MODIFIER"]):
         return None
     if tree.get("group_expressions") or tree.get("having") or tree.get("qualify") or tree.get("group_sets"):
         return None
-    rows = _int(modifiers[0].get("limit"))
-    offset = 0 if modifiers[0].get("offset") is None else _int(modifiers[0].get("offset"))
+    order = _order(q, modifiers[0], columns) if len(modifiers) == 2 else None
+    if len(modifiers) == 2 and order is None:
+        return None
+    rows = _int(modifiers[-1].get("limit"))
+    offset = 0 if modifiers[-1].get("offset") is None else _int(modifiers[-1].get("offset"))
     where = tree.get("where_clause")
     if rows is None or offset is None:
         return None
     if not where:  # SELECT ai_complete(...) FROM t LIMIT n: the AI columns of n rows
-        return Push(rows + offset, frozenset(), None)
+        return Push(rows + offset, frozenset(), None, order)
     conjuncts = where["children"] if where.get("type") == "CONJUNCTION_AND" else [where]
     tops = {c.get("query_location") for c in conjuncts if c.get("class") == "FUNCTION"}
     in_where = [c for c in q.calls if c.clause == "where"]
@@ -61,7 +70,25 @@ def limit_push(q: Query, n_sources: int) -> Push | None:
     if len(pushed) != len(in_where):
         return None
     start = where["query_location"]
-    return Push(rows + offset, frozenset(c.start for c in pushed), (start, start + where["query_location_length"]))
+    return Push(rows + offset, frozenset(c.start for c in pushed), (start, start + where["query_location_length"]),
+                order)
+
+
+def _order(q: Query, modifier: dict, columns: list[str]) -> str | None:
+    """The ORDER BY as SQL over the source's own columns (None: it reads an AI call or a SELECT alias)."""
+    aliases = {item.get("alias") for item in q.tree.get("select_list") or [] if item.get("alias")}
+    out = []
+    for order in modifier.get("orders") or []:
+        expr = order.get("expression") or {}
+        if expr.get("class") != "COLUMN_REF" or expr["column_names"][-1] not in columns \
+                or expr["column_names"][-1] in aliases:
+            return None
+        start = expr["query_location"]
+        text = q.text[start:start + expr["query_location_length"]]
+        text += {"DESCENDING": " DESC", "ASCENDING": " ASC"}.get(order.get("type"), "")
+        text += {"NULLS FIRST": " NULLS FIRST", "NULLS LAST": " NULLS LAST"}.get(order.get("null_order"), "")
+        out.append(text)
+    return ", ".join(out) or None
 
 
 def chain_ok(query: str, frames: dict[str, Any]) -> bool:
