@@ -7,8 +7,8 @@ level) runs when a job reaches it. Calling it reads no data and sends no request
 Example:
     >>> import inferframe as ifr
     >>> df = ifr.from_pydict({"review": ["Late.", "Cold."]})
-    >>> print(sem_agg(df, "Summarise {review}", max_chars=100, model="gemma-3-270m").explain(show_all=False).splitlines()[1])
-    * SemAgg 'Summarise {review}' max_chars=100 -> fold est_calls=3 (at most)
+    >>> sem_agg(df, "Summarise {review}", max_chars=100, model="gemma-3-270m")._plan.describe()
+    "SemAgg 'Summarise {review}' max_chars=100 -> fold est_calls=3 (at most)"
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ runs when a job reaches it. Calling them reads no data and sends no request.
 Example:
     >>> import inferframe as ifr
     >>> df = ifr.from_pydict({"name": ["Joe's", "Joes", "Blue"]})
-    >>> print(sem_dedup(df, "{name} are the same business", k=2, model="gemma-3-270m").explain(show_all=False).splitlines()[1])
-    * SemDedup '{name} are the same business' k=2 merge=evidence -> blocking est_calls=6 (at most)
+    >>> sem_dedup(df, "{name} are the same business", k=2, model="gemma-3-270m")._plan.describe()
+    "SemDedup '{name} are the same business' k=2 merge=evidence -> blocking est_calls=6 (at most)"
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ quickselect) runs when a job reaches it. Calling it reads no data and sends no r
 Example:
     >>> import inferframe as ifr
     >>> df = ifr.from_pydict({"review": ["Wow!", "Meh."]})
-    >>> print(sem_topk(df, "{review} is enthusiastic", k=1, model="gemma-3-270m").explain(show_all=False).splitlines()[1])
-    * SemTopK '{review} is enthusiastic' k=1 plan=auto -> quick est_calls=1
+    >>> sem_topk(df, "{review} is enthusiastic", k=1, model="gemma-3-270m")._plan.describe()
+    "SemTopK '{review} is enthusiastic' k=1 plan=auto -> quick est_calls=4"
 """
 
 from __future__ import annotations
