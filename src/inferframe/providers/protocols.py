@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from inferframe.errors import PlanError
 
-if TYPE_CHECKING:
-    from inferframe.providers.interface import BatchState, Capabilities, Outcome
+# The records these protocols take and give live in ``providers.interface``, which re-exports this
+# module: named here as the strings they are under postponed annotations, never imported (no cycle).
+Capabilities = BatchState = Outcome = Any
 
 
 # --- the wire format: class methods, looked up once when the plan is built --------------------------
