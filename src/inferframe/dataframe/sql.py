@@ -16,6 +16,12 @@ those calls. A ``LIMIT`` stops the streams once DuckDB has its rows (batches alr
 A DataFrame the query reads twice (a self-join) is computed once and held in memory, every row.
 An error of a DataFrame's plan (a UDF's, a service's) is raised as itself, not as DuckDB's text of it.
 
+AI functions (``ai_complete``, ``ai_classify``, ``ai_filter``, ``ai_agg``, ...) are planned by ``sql_ai``:
+each call becomes an AI column of the source it reads, computed by the Python function of the same
+meaning, and the query reads that column; ``EXPLAIN <query>`` shows them (``sql_explain``). Files
+(``'reviews.parquet'``, ``read_csv(...)``) are read as DuckDB reads them, and Polars and Arrow objects
+given by name as DataFrames.
+
 Names in the query are the DataFrames given and nothing else: DuckDB's lookup of Python variables is
 off, so a query means the same in whatever thread runs it.
 

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,7 @@ from inferframe.io.interop import optional, quote_sql
 
 
 FrameOf = Callable[[str, dict], Any]
+_AI_CALL = re.compile(r"(?<![\w.])ai_\w+\s*\(", re.I)
 
 
 @dataclass
@@ -71,8 +73,13 @@ class Planned:
 
 
 def has_ai(query: str) -> bool:
-    """Whether the query may call an AI function (a cheap look before DuckDB parses it)."""
-    return "ai_" in query.lower()
+    """Whether the query may call an AI function (a cheap look before DuckDB parses it).
+
+    Example:
+        >>> has_ai("select ai_complete(q) from t"), has_ai("select email_ai_flag from t")
+        (True, False)
+    """
+    return _AI_CALL.search(query) is not None
 
 
 def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = True) -> Planned | None:
