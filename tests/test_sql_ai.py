@@ -115,6 +115,14 @@ def test_classify_extract_score_are_typed_and_errors_are_data(sim):
         df.sql(f"select ai_extract(r, 'name, age int', fail_on_error => true, {opts(sim)}) from self").to_pydict()
 
 
+def test_a_self_join_with_an_ai_call_on_one_side(sim):
+    df = reviews(6)
+    out = df.sql(f"select x.id, y.id as next, ai_complete(x.r, {opts(sim)}) as a from self x join self y "
+                 "on y.id = x.id + 1 where x.stars >= 4 order by x.id").to_pydict()
+    assert out == {"id": [3, 4], "next": [4, 5], "a": ["echo: bad film 3", "echo: good film 4"]}
+    assert sim.stats()["total_requests"] == 2  # rows 3 and 4 pass stars >= 4 on x's side; y reads no AI column
+
+
 def test_the_same_call_twice_is_computed_once(sim):
     out = reviews(4).sql(f"select ai_complete(r, {opts(sim)}) as a, ai_error(ai_complete(r, {opts(sim)})) as e "
                          "from self").to_pydict()

@@ -167,11 +167,14 @@ def _sources(q: Query, frames: dict[str, Any], frame_of: FrameOf) -> list[Source
         if kind in ("EMPTY", "EMPTY_FROM") or kind is None:
             return
         start, length = node.get("query_location"), node.get("query_location_length")
+        i = len(found)
         if kind == "BASE_TABLE" and node.get("table_name") in frames and not node.get("schema_name"):
             name = node["table_name"]
-            found.append(Source(node.get("alias") or name, name, frames[name], None))
+            if any(s.register == name for s in found):  # read twice (a self-join): each read its own AI columns
+                found.append(Source(node.get("alias") or name, f"__ifr_src{i}", frames[name], (start, start + length)))
+            else:
+                found.append(Source(node.get("alias") or name, name, frames[name], None))
             return
-        i = len(found)
         if kind == "BASE_TABLE":
             text = "'" + str(node["table_name"]).replace("'", "''") + "'"
         elif kind == "TABLE_FUNCTION" and start is not None:
