@@ -123,6 +123,15 @@ def test_a_self_join_with_an_ai_call_on_one_side(sim):
     assert sim.stats()["total_requests"] == 2  # rows 3 and 4 pass stars >= 4 on x's side; y reads no AI column
 
 
+def test_the_model_as_an_argument(sim):
+    base = f"provider => 'openai', base_url => '{sim.base_url}', use_chat_completions => true, cache => 'off'"
+    out = reviews(2).sql(f"select ai_query('gpt-5-mini', r, {base}) as q, ai_complete(r, 'gpt-5-mini', {base}) as c "
+                         "from self").to_pydict()
+    assert out == {"q": ["echo: bad film 0", "echo: good film 1"], "c": ["echo: bad film 0", "echo: good film 1"]}
+    with pytest.raises(PlanError, match="the model is given twice"):
+        reviews(2).sql(f"select ai_complete(r, 'gpt-5-mini', model => 'gpt-5', {base}) from self")
+
+
 def test_the_same_call_twice_is_computed_once(sim):
     out = reviews(4).sql(f"select ai_complete(r, {opts(sim)}) as a, ai_error(ai_complete(r, {opts(sim)})) as e "
                          "from self").to_pydict()
