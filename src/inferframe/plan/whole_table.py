@@ -2,12 +2,14 @@
 
 ``sem_topk``, ``sem_agg``, ``sem_dedup`` and ``sem_cluster_by`` are such operators: their algorithm
 (a quickselect, a fold, a union-find) decides its next questions from the last answers, so it runs in
-Python over small DataFrame jobs rather than as a per-batch stage. The node keeps them lazy like
-every other operator: ``explain()`` shows it with the plan and the calls it expects, and a run
-computes it first (``plan.semantic.resolve``, bottom up), once.
+rounds of small jobs rather than as a per-batch stage. The node holds the operator's planner (``op``,
+an ``Operator`` of ``plan.semantic``: topk, agg, cluster), which chooses its plan when the job runs;
+sem_join's internal steps give a ``compute`` function instead. The node keeps them lazy like every
+other operator: ``explain()`` shows it with the plan and the calls it expects, and a run computes it
+first (``plan.semantic.resolve``, bottom up), once.
 
-The node is plain data: it pickles (its ``compute`` with cloudpickle, as a UDF does) and holds no
-lock and no result. The result is kept in this process beside it (``kept``), keyed by the node's
+The node is plain data: it pickles (a planner with plain pickle; a ``compute`` with cloudpickle, as a
+UDF does) and holds no lock and no result. The result is kept in this process beside it (``kept``), keyed by the node's
 ``Key``, which its copies and its pickled copies share: showing and then writing the result asks
 the model nothing again and stays the same rows. Whoever runs it (the dataframe layer) passes a
 ``Runtime``, which makes one thread compute it while another waits.
