@@ -66,7 +66,7 @@ def test_batch_true_on_spark_polls_the_batches_a_killed_driver_submitted(spark, 
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "INFERFRAME_PROGRESS": "0"}
     with Simulator(SimulatorConfig()) as sim:
-        batch_controls(sim, process_s=5.0)  # the batches stay in progress well past the kill
+        batch_controls(sim, process_s=3.0)  # the batches stay in progress well past the kill
         driver = subprocess.Popen([sys.executable, str(script), sim.base_url, str(cache_dir), data], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 300  # a loaded machine starts Spark slowly

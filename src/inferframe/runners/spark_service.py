@@ -67,6 +67,7 @@ class JobService:
         self._reports: dict[str, list[dict]] = {}
         self._rows: dict[str, dict] = {}
         self._open = True
+        self._conns: set = set()  # open connections: shut at close(), so their threads end with the service
         self._limits = None  # the job's LimitsActor and its event loop, made at the first lease
         threading.Thread(target=self._accept, name=name, daemon=True).start()
 
@@ -134,7 +135,7 @@ class JobService:
                 continue
             except OSError:  # closed
                 return
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(sock,), name=f"{self._name}-conn", daemon=True).start()
 
     def _serve(self, sock: socket.socket) -> None:
         # A caller that never completes the handshake does not hold the thread (a receive timeout on the
@@ -147,14 +148,19 @@ class JobService:
         except Exception:  # a caller without the token, or a silent one
             conn.close()
             return
-        view = socket.socket(fileno=conn.fileno())  # borrowed: detached below, the connection keeps the descriptor
-        view.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))  # calls may be minutes apart
-        view.detach()
+        _on_socket(conn, lambda s: s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0)))
+        with self._lock:  # calls may be minutes apart: no timeout from here on
+            if not self._open:
+                conn.close()
+                return
+            self._conns.add(conn)
         with conn:
             while True:
                 try:
                     method, args = conn.recv()
                 except (EOFError, OSError):
+                    with self._lock:
+                        self._conns.discard(conn)
                     return
                 if method not in self._METHODS:
                     conn.send(("error", f"no method {method!r}"))
@@ -169,6 +175,10 @@ class JobService:
             return
         self._open = False
         self._socket.close()  # the accept loop sees it within ALIVE_CHECK_S
+        with self._lock:
+            conns, self._conns = list(self._conns), set()
+        for conn in conns:  # wakes the thread waiting on it: it sees the end of the stream
+            _on_socket(conn, lambda s: s.shutdown(socket.SHUT_RDWR))
         if self._limits is not None:
             loop = self._limits[1]
             loop.call_soon_threadsafe(loop.stop)
@@ -178,6 +188,20 @@ class JobService:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _on_socket(conn: Connection, action: Callable[[socket.socket], Any]) -> None:
+    """``action`` on the socket under ``conn`` (borrowed: the connection keeps its descriptor)."""
+    try:
+        view = socket.socket(fileno=conn.fileno())
+    except OSError:  # already closed
+        return
+    try:
+        action(view)
+    except OSError:
+        pass
+    finally:
+        view.detach()
 
 
 class ServiceLink:
