@@ -4,10 +4,8 @@ Per request: (cache seam) -> rate limiter -> adaptive concurrency -> provider
 -> retry policy -> result. Failures of one row become data; failures of the
 service trip the breaker and stop the job with one message.
 
-A batch of rows (``send_many``) costs no task per row: its rows go to the prefix scheduler, a
-fixed pool of sender tasks (no more than the in-flight bound admits) sends what it releases, a
-retry waits out its delay off the pool, and the caller awaits one future for the batch (issue 36:
-a task, a future and a gather per row were most of the engine's own CPU per request).
+A batch of rows (``send_many``) costs no task per row: a fixed pool of sender tasks sends them
+(``runtime.senders``, a mixin of the runtime).
 
 A failed attempt is either the service's limit, the service's trouble or the row's: each
 signal has its own reaction (``_react``), so a few bad answers cost their rows a retry, not
@@ -25,7 +23,7 @@ import random
 
 from inferframe.errors import ErrorKind, RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
-from inferframe.providers.interface import Outcome, Provider, Request, Usage, prefix_lanes, routed
+from inferframe.providers.interface import Outcome, Provider, Request, Usage, routed
 from inferframe.runtime.batch import BatchRunner
 from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
@@ -33,12 +31,13 @@ from inferframe.runtime.config import RuntimeConfig
 from inferframe.runtime.coordinator import SharedLimits
 from inferframe.runtime.pricing import cost_of
 from inferframe.runtime.scheduler import PrefixScheduler
+from inferframe.runtime.senders import SenderPool, _LaneHold, _Row
 from inferframe.runtime.types import Result, RowError
 
 __all__ = ["InferenceRuntime", "RowFailed", "RuntimeConfig", "ServiceError"]
 
 
-class InferenceRuntime:
+class InferenceRuntime(SenderPool):
     """Send many requests to one provider within its limits; one instance per job and model.
 
     Parameters:
@@ -428,190 +427,6 @@ class InferenceRuntime:
                 results[i] = r
         return results
 
-    def _lanes_known(self) -> asyncio.Future:
-        """The provider's prefix lanes, asked once (a task made before the rows' tasks, so it runs first)."""
-        if self._scheduler_made is None:
-            self._scheduler_made = asyncio.ensure_future(prefix_lanes(self.provider))
-        return self._scheduler_made
-
-    async def send_many(self, requests: list[Request], keys: list[str | None]) -> list[Result]:
-        """Run requests whose cache keys the caller made and looked up (``cached_answers``); order is kept.
-
-        No task per row: each row goes to the prefix scheduler (or straight to the queue), and a fixed
-        pool of sender tasks (``_sender``) takes the rows it releases. A row whose identical request is
-        already on its way waits for that one's answer (no future unless there is such a row); the
-        caller awaits one future for the whole batch.
-        """
-        if self._scheduler is None:
-            made = self._lanes_known()
-            lanes = made.result() if made.done() else await asyncio.shield(made)
-            if self._scheduler is None:
-                self._scheduler = PrefixScheduler(lanes, pinned=True) if lanes else PrefixScheduler(1)
-        batch = _Batch(len(requests), asyncio.get_running_loop().create_future())
-        if not requests:
-            return []
-        self._batches += 1
-        batch.future.add_done_callback(self._batch_closed)
-        sched, in_flight, ready = self._scheduler, self._in_flight, self._ready
-        reads = self._reads
-        for i, (request, key) in enumerate(zip(requests, keys)):
-            if key is not None:
-                if reads:
-                    hit = self.cache.recheck(key)  # an identical request of an earlier batch may have finished
-                    if hit is not None:
-                        batch.put(i, self._cached(hit))
-                        continue
-                owner = in_flight.get(key)
-                if owner is not None and not owner.done():
-                    self.stats.deduped += 1
-                    owner.follow(batch, i)
-                    continue
-            row = _Row(self, request, key, batch, i)
-            if key is not None:
-                in_flight[key] = row
-            text = request.prompt if sched is not False else None  # kept beside the body: the body is not read
-            if text is None:
-                ready.append(row)
-                self._wake()
-            else:
-                sched.put(text, row)  # released to ``_Row.set_result``
-        self._offer()
-        try:
-            return await batch.future
-        except asyncio.CancelledError:
-            self._abandon(batch)
-            raise
-
-    def _batch_closed(self, _future: asyncio.Future) -> None:
-        self._batches -= 1
-        if not self._batches:  # no batch waits: the idle senders end (a later batch starts new ones)
-            idle, self._idle = self._idle, []
-            for f in idle:
-                if not f.done():
-                    f.set_result(None)
-            for task, row in list(self._retrying.items()):
-                if row.done():  # a retry nobody waits for (its batch failed or was cancelled)
-                    task.cancel()
-
-    def _abandon(self, batch: "_Batch") -> None:
-        """The caller is gone (cancelled): its rows not yet sent are dropped, unless another row shares them."""
-        batch.dead = True
-        for key, row in list(self._in_flight.items()):
-            if row.batch is batch and row.done():
-                del self._in_flight[key]
-
-    def _wake(self) -> None:
-        """A row is ready: an idle sender takes it, or a new one while the pool is not full."""
-        idle = self._idle
-        while idle:
-            f = idle.pop()
-            if not f.done():
-                f.set_result(None)
-                return
-        # No more senders than the in-flight bound admits (a cluster's or AIMD's may be far below the pool):
-        # the others would each wait there with a future of their own.
-        if self._senders < min(self._pool, int(getattr(self.slots, "limit", self._pool))):
-            self._senders += 1
-            self._spawn(self._sender())
-
-    def _spawn(self, coro) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _sender(self) -> None:
-        """Send ready rows one after the other, until no batch waits for rows (one of the pool's tasks)."""
-        ready = self._ready
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                if ready:
-                    row = ready.popleft()
-                    if row.done():  # its batch is gone and nobody shares it
-                        if row.turn is not None and row.attempts == 0:
-                            self._scheduler.release(row.turn.lane)
-                        continue
-                    await self._send_row(row)
-                    if ready and not self._idle:
-                        self._wake()  # the bound may have grown: one more sender for the rows waiting
-                elif not self._batches:
-                    return
-                else:
-                    idle = loop.create_future()
-                    self._idle.append(idle)
-                    await idle
-        finally:
-            self._senders -= 1
-
-    async def _send_row(self, row: "_Row") -> None:
-        request, hold = row.request, None
-        turn = row.turn
-        if turn is not None and row.attempts == 0:
-            sched = self._scheduler
-            body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
-            if body is not request.body:
-                request = row.request = request.with_body(body)
-            hold = _LaneHold(sched, turn.lane)
-        try:
-            result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
-        except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled too
-            self._row_failed(row, None)
-            raise
-        except Exception as e:  # the job must stop (a tripped breaker, on_error="raise"): the batch raises it
-            self._row_failed(row, e)
-            return
-        finally:
-            if hold is not None:
-                hold.release()
-        if result is not None:
-            self._row_done(row, result)
-            return
-        self.stats.retries += 1
-        self.stats.retrying += 1  # the progress line says why nothing is in flight
-        task = asyncio.ensure_future(self._retry_after(row, delay))
-        self._retrying[task] = row
-        task.add_done_callback(self._retry_ended)
-
-    def _retry_ended(self, task: asyncio.Task) -> None:
-        del self._retrying[task]
-
-    async def _retry_after(self, row: "_Row", delay: float) -> None:
-        """A row's next attempt after ``delay``, before the rows waiting for their first (no sender waits for it)."""
-        try:
-            await self.clock.sleep(delay)
-        finally:
-            self.stats.retrying -= 1
-        self._ready.appendleft(row)
-        self._wake()
-
-    def _row_done(self, row: "_Row", result: Result) -> None:
-        if row.key is not None and self._in_flight.get(row.key) is row:
-            del self._in_flight[row.key]
-        if row.batch is not None:
-            row.batch.put(row.index, result)
-        if row.followers:
-            for batch, i in row.followers:  # paid once, by the first row
-                self.stats.rows_done += 1
-                batch.put(i, dataclasses.replace(result, usage=Usage(), cost=0.0, attempts=0))
-        if row.waiter is not None and not row.waiter.done():
-            row.waiter.set_result(result)
-
-    def _row_failed(self, row: "_Row", error: BaseException | None) -> None:
-        """The row raised ``error`` (None: it was cancelled): every batch and sharer waiting for it gets it."""
-        if row.key is not None and self._in_flight.get(row.key) is row:
-            del self._in_flight[row.key]
-        if row.batch is not None:
-            row.batch.fail(error)
-        for batch, _ in row.followers or ():
-            batch.fail(error)
-        waiter = row.waiter
-        if waiter is not None and not waiter.done():
-            if error is None:
-                waiter.cancel()
-            else:
-                waiter.set_exception(error)
-                waiter.exception()  # mark retrieved: sharers get it, nobody else must see a warning
-
     async def run_batch_api(self, requests: list[Request | None], rows: bool = True) -> list[Result | None]:
         """Answer requests through the provider's Batch API (see runtime.batch); order is kept.
 
@@ -659,85 +474,3 @@ class InferenceRuntime:
 
 
 BATCH_DISCOUNT = 0.5  # the Batch API costs half the synchronous price
-
-
-class _LaneHold:
-    """One row's hold on a prefix scheduler's lane, released once."""
-
-    __slots__ = ("scheduler", "lane", "pinned")
-
-    def __init__(self, scheduler: PrefixScheduler, lane: int) -> None:
-        self.scheduler, self.lane, self.pinned = scheduler, lane, scheduler.pinned
-
-    def release(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.release(self.lane)
-            self.scheduler = None
-
-
-class _Batch:
-    """The rows of one ``send_many`` call: their results, and the one future its caller awaits."""
-
-    __slots__ = ("results", "left", "future", "dead")
-
-    def __init__(self, n: int, future: asyncio.Future) -> None:
-        self.results: list = [None] * n
-        self.left = n
-        self.future = future
-        self.dead = False  # failed or abandoned: its rows not yet sent are dropped
-        if not n:
-            future.set_result(self.results)
-
-    def put(self, i: int, result: Result) -> None:
-        self.results[i] = result
-        self.left -= 1
-        if not self.left and not self.future.done():
-            self.future.set_result(self.results)
-
-    def fail(self, error: BaseException | None) -> None:
-        """The batch raises ``error`` (None: it is cancelled); its rows not yet sent are dropped."""
-        self.dead = True
-        if not self.future.done():
-            if error is None:
-                self.future.cancel()
-            else:
-                self.future.set_exception(error)
-
-
-class _Row:
-    """One row on its way to a sender: what the prefix scheduler releases (it calls ``set_result``).
-
-    Rows with the same request wait for this one's answer: ``followers`` of ``send_many`` batches, and
-    a ``waiter`` future made only when a ``run_one`` call shares it.
-    """
-
-    __slots__ = ("runtime", "request", "key", "batch", "index", "turn", "attempts", "followers", "waiter")
-
-    def __init__(self, runtime: InferenceRuntime, request: Request, key: str | None, batch: _Batch | None,
-                 index: int) -> None:
-        self.runtime, self.request, self.key, self.batch, self.index = runtime, request, key, batch, index
-        self.turn = None
-        self.attempts = 0
-        self.followers: list | None = None
-        self.waiter: asyncio.Future | None = None
-
-    def done(self) -> bool:
-        """Nobody waits for this row's answer any more (the scheduler and the senders skip it)."""
-        batch = self.batch
-        return batch is not None and batch.dead and not self.followers and self.waiter is None
-
-    def set_result(self, turn) -> None:
-        """The prefix scheduler released the row: it goes to the senders."""
-        self.turn = turn
-        self.runtime._ready.append(self)
-        self.runtime._wake()
-
-    def follow(self, batch: _Batch, i: int) -> None:
-        if self.followers is None:
-            self.followers = []
-        self.followers.append((batch, i))
-
-    def shared(self) -> asyncio.Future:
-        if self.waiter is None:
-            self.waiter = asyncio.get_running_loop().create_future()
-        return self.waiter
