@@ -139,7 +139,8 @@ class OpenAIProvider(BaseTransport):
 
         if self._closed:
             return Outcome(error_kind=ErrorKind.CONNECTION, message="the job stopped before this request was sent")
-        session = await self._client()
+        # The open session without a coroutine of its own per request (bench/prompt_throughput.py).
+        session = self._session or await self._client()
         url = self._url(request.endpoint)
         try:
             # The body as a payload that carries its own Content-Type: no per-request headers for aiohttp

@@ -276,25 +276,29 @@ def limit_hints(headers: Mapping[str, str] | None) -> LimitHints | None:
         >>> limit_hints({"x-ratelimit-limit-requests": "1200", "x-ratelimit-remaining-requests": "19",
         ...              "x-ratelimit-reset-requests": "50ms"})
         LimitHints(requests_limit=1200.0, requests_remaining=19.0, tokens_limit=None, tokens_remaining=None, requests_reset=0.05, tokens_reset=None)
+        >>> limit_hints({"x-request-id": "req_1"}), limit_hints({"x-ratelimit-limit-requests": "n/a"})
+        (None, None)
     """
     if not headers:
         return None
+    get = headers.get
+    found = [get(name) for name in _LIMIT_HEADERS]
+    if not any(found):  # the usual answer of a server that sends none: no closures, no dataclass (issue 36)
+        return None
 
-    def num(name: str) -> float | None:
-        v = headers.get(name)
+    def num(v: str | None) -> float | None:
         try:
-            return float(v) if v is not None and v != "" else None
+            return float(v) if v else None
         except ValueError:
             return None
 
-    def reset(name: str) -> float | None:
-        v = headers.get(name)
-        return parse_reset(v) if v else None
-
-    hints = LimitHints(num("x-ratelimit-limit-requests"), num("x-ratelimit-remaining-requests"),
-                       num("x-ratelimit-limit-tokens"), num("x-ratelimit-remaining-tokens"),
-                       reset("x-ratelimit-reset-requests"), reset("x-ratelimit-reset-tokens"))
+    hints = LimitHints(num(found[0]), num(found[1]), num(found[2]), num(found[3]),
+                       parse_reset(found[4]) if found[4] else None, parse_reset(found[5]) if found[5] else None)
     return hints if hints != LimitHints() else None
+
+
+_LIMIT_HEADERS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-limit-tokens",
+                  "x-ratelimit-remaining-tokens", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
 
 
 def error_message(body: Any, status: int) -> tuple[str, str | None]:
