@@ -291,9 +291,10 @@ class InferenceRuntime(SenderPool):
         if not self._budget_left():
             return self._not_run(attempt, rows), attempt, 0.0
         self._show_pause()
-        ticket = self._admit_now(request.est_tokens) if self._admit_now is not None else None
+        est = request.est_tokens  # a property (made on first read): read once per attempt
+        ticket = self._admit_now(est) if self._admit_now is not None else None
         if ticket is None:
-            ticket = await self.limiter.acquire(request.est_tokens)
+            ticket = await self.limiter.acquire(est)
             self._check_breaker()
         attempt += 1
         self.slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
@@ -304,11 +305,11 @@ class InferenceRuntime(SenderPool):
             if self.limiter.paused_until > self.clock.monotonic():
                 await self._sit_out_pause()
                 if self.breaker.tripped:
-                    self.limiter.release(request.est_tokens, None, ticket)  # its ticket was never used
+                    self.limiter.release(est, None, ticket)  # its ticket was never used
                     self._check_breaker()
             # Checked again with a slot held: rows queued behind the cap must not all slip through.
             if not self._budget_left():
-                self.limiter.release(request.est_tokens, None, ticket)
+                self.limiter.release(est, None, ticket)
                 return self._not_run(attempt - 1, rows), attempt - 1, 0.0
             if hold is not None and not hold.pinned:
                 hold.release()
@@ -323,9 +324,9 @@ class InferenceRuntime(SenderPool):
                     hold.release()
         latency = self.clock.monotonic() - started
         self.stats.add_latency(latency)
-        self.limiter.release(request.est_tokens, outcome.limits, ticket)
+        self.limiter.release(est, outcome.limits, ticket)
         if outcome.usage is not None:
-            self.limiter.correct(request.est_tokens, outcome.usage.total)
+            self.limiter.correct(est, outcome.usage.total)
         self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
         if outcome.ok:
             self.slots.on_success(latency, self.limiter.requests_per_second())
@@ -334,7 +335,7 @@ class InferenceRuntime(SenderPool):
                 self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
             return self._finish(outcome, attempt, rows), attempt, 0.0
         kind = outcome.error_kind
-        wait = self._react(kind, outcome, request.est_tokens)
+        wait = self._react(kind, outcome, est)
         self._check_breaker()
         if not self.config.retry.should_retry(kind, attempt):
             return self._finish(outcome, attempt, rows), attempt, 0.0
