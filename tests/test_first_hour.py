@@ -167,3 +167,12 @@ def test_explain_prints_no_name_given_inside_an_expression():
     df = ifr.from_pydict({"review": ["a"]})
     text = df.select(col("review").alias("text").cast(ifr.DataType.string()).alias("t")).explain()
     assert "cast(col(review) as string) as t" in text and "as text" not in text
+
+
+def test_explain_of_a_semantic_predicate_prints_no_made_up_name():
+    """Before: 'Filter struct.get(sem_filter[score](...), field='value') as literal' (the name of its first part)."""
+    from inferframe.functions import sem_predicate
+
+    text = ifr.from_pydict({"review": ["a"]}).where(sem_predicate("{review} is angry")).explain()
+    [line] = [ln for ln in text.splitlines() if ln.strip().startswith("* Filter")][:1]
+    assert "sem_filter[score]" in line and not line.rstrip().endswith("as literal"), line

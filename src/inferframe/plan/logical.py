@@ -160,7 +160,9 @@ class Filter(LogicalPlan):
         return Filter(children[0], self.predicate)
 
     def describe(self) -> str:
-        return f"Filter {shown(self.predicate)}"
+        # A predicate's own name names no column (sem_predicate's would print "... as literal").
+        pred = self.predicate
+        return f"Filter {shown(pred.child if isinstance(pred, Alias) else pred)}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
