@@ -69,9 +69,11 @@ def test_sem_filter_and_limit_on_ray_match_the_local_runner(sim, runners):
     df = ifr.from_pydict({"r": [("bad" if i % 3 == 0 else "good") + f" film {i}" for i in range(12)]})
     gold = [f"good film {i}" for i in range(12) if i % 3]
     (local, ray), requests, jobs = runners(sim, lambda: df.sem_filter("{r} is positive", **api(sim)).to_pydict())
-    assert local == ray == {"r": gold} and requests == [12, 12] and jobs == 1
+    # A failed row would be kept with its error (error_column=True, the default): none failed here.
+    assert local == ray and local["r"] == gold and requests == [12, 12] and jobs == 1
+    assert local["sem_filter_error"] == [None] * len(gold)
     (local, ray), requests, jobs = runners(sim, lambda: df.sem_filter("{r} is positive", **api(sim)).limit(3).to_pydict())
-    assert local == ray == {"r": gold[:3]} and all(0 < n <= 12 for n in requests) and jobs == 1
+    assert local == ray and local["r"] == gold[:3] and all(0 < n <= 12 for n in requests) and jobs == 1
 
 
 def test_sem_topk_on_ray_matches_the_local_runner(sim, runners):
