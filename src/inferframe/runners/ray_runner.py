@@ -73,6 +73,7 @@ class RayRunServices(RunServices):
     def start_reporting(self, source: str, job_state: Any) -> None:
         self.source, self.job_state = source, job_state
         self._before: dict[str, dict] = {}
+        self._seq, self._seq_lock = 0, threading.Lock()
         threading.Thread(target=self._report_loop, name="inferframe-ray-report", daemon=True).start()
 
     def _rows(self) -> dict[str, dict]:
@@ -91,9 +92,11 @@ class RayRunServices(RunServices):
 
     def report(self) -> None:
         """Send this worker's spending counters (cumulative) to the coordinator, where the driver reads them."""
-        snaps = [{**s, **dict.fromkeys(ROW_FIELDS, 0)} for s in self.counters.snapshot()]
+        with self._seq_lock:  # numbered as taken: the actor keeps the newest of reports that arrive out of order
+            self._seq += 1
+            seq, snaps = self._seq, [{**s, **dict.fromkeys(ROW_FIELDS, 0)} for s in self.counters.snapshot()]
         if snaps:
-            self.coordinator.report_counters(self.source, snaps)
+            self.coordinator.report_counters(self.source, snaps, seq)
 
     def _report_loop(self) -> None:
         last = None

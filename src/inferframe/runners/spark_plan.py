@@ -40,6 +40,7 @@ from inferframe.expressions.evaluate import to_pyarrow_filter
 from inferframe.expressions.nodes import UDFCall
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
+from inferframe.runtime.store import flush_open_stores
 
 # The row counters (counted once per finished partition); the rest is spending, reported as it grows.
 ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated")
@@ -259,6 +260,8 @@ class UDFPartitions:
         for out in stage.op.run(batches):
             if out.num_rows:
                 yield conform(out, self.out)
+        # The task's answers are stored before Spark counts it done: a retry elsewhere then pays nothing again.
+        flush_open_stores()
         zero = dict.fromkeys(ROW_FIELDS, 0)
         delta = {label: {k: v - before.get(label, zero)[k] for k, v in rows.items()}
                  for label, rows in worker.rows().items()}

@@ -259,9 +259,9 @@ class LimitsActor:
             st.probe_since = time.monotonic()
         return len(got), (got[0] if got else None), bool(probe)
 
-    def report_counters(self, source: str, snapshots: list[dict]) -> None:
-        """Keep ``source``'s latest counter snapshots (cumulative: they replace the earlier ones)."""
-        self.counters.report(source, snapshots)
+    def report_counters(self, source: str, snapshots: list[dict], seq: int | None = None) -> None:
+        """Keep ``source``'s latest counter snapshots (cumulative: a later ``seq`` replaces an earlier one)."""
+        self.counters.report(source, snapshots, seq)
 
     def counter_reports(self) -> dict[str, list[dict]]:
         """Every source's latest snapshots, for ``RunCounters.merge`` on the driver."""

@@ -68,9 +68,9 @@ class RayCoordinator:
                 found = self._limits[key] = SharedLimits(limiter, slots, breaker)
             return found
 
-    def report_counters(self, source: str, snapshots: list[dict]) -> Any:
-        """Send ``source``'s counter snapshots to the coordinator; returns at once (an awaitable ObjectRef)."""
-        return self._relay.send(source, snapshots)
+    def report_counters(self, source: str, snapshots: list[dict], seq: int | None = None) -> Any:
+        """Send ``source``'s counter snapshots (its ``seq``-th report) to the coordinator; returns at once."""
+        return self._relay.send(source, snapshots, seq)
 
     def counter_reports(self) -> dict[str, list[dict]]:
         """Every worker's latest counter snapshots (driver; blocking): merge them with ``RunCounters.merge``."""

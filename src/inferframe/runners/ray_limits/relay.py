@@ -5,7 +5,8 @@ and collects them (``CounterRelay``).
 
 Example:
     >>> board = CounterBoard()
-    >>> board.report("w1", [{"label": "prompt[m]", "rows_done": 3}])
+    >>> board.report("w1", [{"label": "prompt[m]", "rows_done": 3}], seq=2)
+    >>> board.report("w1", [{"label": "prompt[m]", "rows_done": 1}], seq=1)  # older, arrived late: ignored
     >>> board.reports()
     {'w1': [{'label': 'prompt[m]', 'rows_done': 3}]}
 """
@@ -22,9 +23,18 @@ class CounterBoard:
 
     def __init__(self) -> None:
         self.latest: dict[str, list[dict]] = {}
+        self.seq: dict[str, int] = {}
 
-    def report(self, source: str, snapshots: list[dict]) -> None:
-        """Keep ``source``'s latest counter snapshots (cumulative: they replace the earlier ones)."""
+    def report(self, source: str, snapshots: list[dict], seq: int | None = None) -> None:
+        """Keep ``source``'s latest counter snapshots (cumulative: they replace the earlier ones).
+
+        ``seq`` numbers a source's reports: the actor runs calls concurrently, so an older report may
+        arrive after a newer one and must not replace it (a round's last request went uncounted).
+        """
+        if seq is not None:
+            if seq < self.seq.get(source, -1):
+                return
+            self.seq[source] = seq
         self.latest[source] = list(snapshots)
 
     def reports(self) -> dict[str, list[dict]]:
@@ -42,9 +52,9 @@ class CounterRelay:
     def __init__(self, link: Any) -> None:
         self.link = link
 
-    def send(self, source: str, snapshots: list[dict]) -> Any:
-        """Send ``source``'s snapshots; returns at once (an awaitable ObjectRef)."""
-        return self.link.handle_now().report_counters.remote(source, snapshots)
+    def send(self, source: str, snapshots: list[dict], seq: int | None = None) -> Any:
+        """Send ``source``'s snapshots (its ``seq``-th report); returns at once (an awaitable ObjectRef)."""
+        return self.link.handle_now().report_counters.remote(source, snapshots, seq)
 
     def collect(self) -> dict[str, list[dict]]:
         """Every worker's latest snapshots (driver; blocking)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from inferframe.runtime.store.base import CacheStore, default_cache_dir
 from inferframe.runtime.store.url import is_store_url, safe_name
 
-__all__ = ["CacheStore", "default_cache_dir", "is_store_url", "open_store", "safe_name"]
+__all__ = ["CacheStore", "default_cache_dir", "flush_open_stores", "is_store_url", "open_store", "safe_name"]
 
 _open: dict[str, CacheStore] = {}
 _open_lock = threading.Lock()
@@ -51,3 +51,18 @@ def open_store(directory: str | os.PathLike | None = None, url: str | None = Non
 
             found = _open[path] = ResponseCache(path)
         return found
+
+
+def flush_open_stores(timeout: float | None = 30.0) -> int:
+    """Wait until every answer this process put into its open stores is stored; how many are still not.
+
+    A cluster task calls it before it reports success: an answer it paid for must not live only in
+    the memory of a worker that may be gone the next moment (PostgreSQL commits a round trip later).
+
+    Example:
+        >>> flush_open_stores(timeout=1)
+        0
+    """
+    with _open_lock:
+        stores = list(_open.values())
+    return sum(store.flush(timeout=timeout) for store in stores)
