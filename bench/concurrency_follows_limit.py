@@ -114,6 +114,14 @@ def run_variant(server: str, mode: str, args: argparse.Namespace) -> dict:
         vs_possible = min(1.0, (60.0 * (windows - 1) + args.latency_ms / 1000) / duration)
     else:
         vs_possible = n200 / (bucket + rate * duration)
+    if args.timeline:  # per second of the run: requests arrived, answered 200, 429s, in flight (the server's)
+        print(f"    timeline {server}/{mode} (s: arrived 200s 429s in-flight)")
+        for s in range(int(math.ceil(duration)) + 1):
+            t = res["t0"] + s
+            print(f"      {s:3d}: {sampler.count_at(t + 1, 4) - sampler.count_at(t, 4):6.0f} "
+                  f"{sampler.count_at(t + 1) - sampler.count_at(t):6.0f} "
+                  f"{sampler.count_at(t + 1, 3) - sampler.count_at(t, 3):5.0f} "
+                  f"{min((x[1] for x in sampler.samples if t <= x[0] < t + 1), default=0):5d}")
     return {"server": server, "mode": mode, "rows": rows, "duration": duration, "n200": n200, "n429": n429,
             "total": st["total_requests"], "failed": res["failed"], "error_kinds": res["error_kinds"],
             "peak": st.get("max_in_flight", 0), "rate": rate, "vs_possible": vs_possible, "steady": steady}
@@ -128,6 +136,7 @@ def main() -> None:
     ap.add_argument("--servers", default="bucket1s,quantized,window,independent",
                     help="bucket1s, quantized, window and/or independent")
     ap.add_argument("--target", type=float, default=93.0, help="percent of the limit each run must reach (issue 36: 93)")
+    ap.add_argument("--timeline", action="store_true", help="print each run's server counts per second")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)

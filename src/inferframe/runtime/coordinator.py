@@ -115,7 +115,17 @@ class SharedLimits:
             AdaptiveLimit(config.initial_concurrency or base, config.max_concurrency, adaptive=config.adaptive,
                           clock=clock, base=base),
             Breaker(),
-        )
+        ).sized()
+
+    def sized(self) -> "SharedLimits":
+        """Size the in-flight bound from the limits known before any answer (the user's, or recalled); returns self.
+
+        The runtime starts no more senders than the bound admits: a bound left at its default until
+        the first answer came back started the job with 64 of the 200 requests a second that
+        12,000 RPM at 1 s allows (issue 36).
+        """
+        self.slots.size(self.limiter.requests_per_second())
+        return self
 
 
 class Coordinator(Protocol):
@@ -156,7 +166,7 @@ class LocalCoordinator:
                 found = self._limits[key] = SharedLimits.for_config(config, self.clock)
                 with _EARLIER_LOCK:
                     earlier = _EARLIER.get((key, account))
-                    if earlier is not None:
-                        found.limiter.recall(earlier)
+                    if earlier is not None and found.limiter.recall(earlier):
+                        found.sized()
                     _EARLIER[(key, account)] = found.limiter
             return found
