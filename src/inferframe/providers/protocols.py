@@ -126,7 +126,10 @@ class PrefixRouting(Protocol):
         """Server slots that each keep their own prompt cache (llama.cpp); None: one shared cache."""
 
     def routed(self, body: dict, lane: int | None, group: str) -> dict:
-        """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints)."""
+        """The body to send for a row of prefix ``group`` on ``lane`` (with the server's cache hints).
+
+        Not asked for a row that shares no prefix worth caching with another (``group`` "") unless it
+        has a lane (a llama.cpp slot)."""
 
 
 @runtime_checkable

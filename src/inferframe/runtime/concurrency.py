@@ -101,6 +101,19 @@ class AdaptiveLimit:
         return self
 
     async def __aexit__(self, *exc):
+        self.leave()
+
+    def enter_now(self) -> bool:
+        """Take a place if one is free (True), as ``async with`` would without waiting; no coroutine (issue 36)."""
+        if self.in_flight >= int(self.limit):
+            return False
+        self.in_flight += 1
+        if self.in_flight > self.peak:
+            self.peak = self.in_flight
+        return True
+
+    def leave(self) -> None:
+        """Give back a place taken by ``enter_now`` or ``async with``."""
         self.in_flight -= 1
         if self._waiters or self._ahead:
             self._wake(1)

@@ -61,6 +61,12 @@ class InFlightBound(Protocol):
 
     async def __aexit__(self, *exc): ...
 
+    def enter_now(self) -> bool:
+        """Take a place if one is free, without waiting (False: enter with ``async with``)."""
+
+    def leave(self) -> None:
+        """Give a place back."""
+
     def ahead(self):
         """The same bound, entered before the rows waiting for a first attempt (a retry)."""
 

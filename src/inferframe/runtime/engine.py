@@ -252,9 +252,10 @@ class InferenceRuntime(SenderPool):
         if text is None:
             return request, None
         turn = await sched.turn(text)
-        body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
-        if body is not request.body:
-            request = request.with_body(body)
+        if sched.pinned or turn.group:  # else there is no hint to add
+            body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
+            if body is not request.body:
+                request = request.with_body(body)
         return request, turn.lane
 
     async def _send(self, request: Request, key: str | None, rows: bool = True) -> Result:
@@ -298,8 +299,12 @@ class InferenceRuntime(SenderPool):
             self._check_breaker()
         attempt += 1
         self.slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
-        # A retry goes before the rows waiting for their first attempt: they all wait here at once.
-        async with self.slots.ahead() if attempt > 1 else self.slots:
+        slots = self.slots
+        # A place without a coroutine when one is free (issue 36). A retry goes before the rows waiting for
+        # their first attempt: they all wait here at once.
+        if attempt > 1 or not slots.enter_now():
+            await (slots.ahead() if attempt > 1 else slots).__aenter__()
+        try:
             # A pause that began while this row waited for its slot holds it too: rows admitted before
             # a spent budget was seen would otherwise all go out into it (with no known rate, every row is).
             if self.limiter.paused_until > self.clock.monotonic():
@@ -322,6 +327,8 @@ class InferenceRuntime(SenderPool):
                 self.stats.in_flight -= 1
                 if hold is not None:
                     hold.release()
+        finally:
+            slots.leave()
         latency = self.clock.monotonic() - started
         self.stats.add_latency(latency)
         self.limiter.release(est, outcome.limits, ticket)

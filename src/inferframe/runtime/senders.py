@@ -147,7 +147,32 @@ class SenderPool:
                         if row.turn is not None and row.attempts == 0:
                             self._scheduler.release(row.turn.lane)
                         continue
-                    await self._send_row(row)
+                    # The row's attempt, inlined: one coroutine less per row (issue 36).
+                    request, hold = row.request, None
+                    turn = row.turn
+                    if turn is not None and row.attempts == 0:
+                        sched = self._scheduler
+                        if sched.pinned or turn.group:  # else there is no hint to add
+                            body = routed(self.provider, request.body, turn.lane if sched.pinned else None,
+                                          turn.group)
+                            if body is not request.body:
+                                request = row.request = request.with_body(body)
+                        hold = _LaneHold(sched, turn.lane)
+                    try:
+                        result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
+                    except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled
+                        self._row_failed(row, None)
+                        raise
+                    except Exception as e:  # the job must stop (a tripped breaker, on_error="raise"): the batch raises
+                        self._row_failed(row, e)
+                        continue
+                    finally:
+                        if hold is not None:
+                            hold.release()
+                    if result is not None:
+                        self._row_done(row, result)
+                    else:
+                        self._retry_later(row, delay)
                     if ready and not self._idle:
                         self._top_up()
                 elif not self._batches:
@@ -159,29 +184,8 @@ class SenderPool:
         finally:
             self._senders -= 1
 
-    async def _send_row(self, row: "_Row") -> None:
-        request, hold = row.request, None
-        turn = row.turn
-        if turn is not None and row.attempts == 0:
-            sched = self._scheduler
-            body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
-            if body is not request.body:
-                request = row.request = request.with_body(body)
-            hold = _LaneHold(sched, turn.lane)
-        try:
-            result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
-        except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled too
-            self._row_failed(row, None)
-            raise
-        except Exception as e:  # the job must stop (a tripped breaker, on_error="raise"): the batch raises it
-            self._row_failed(row, e)
-            return
-        finally:
-            if hold is not None:
-                hold.release()
-        if result is not None:
-            self._row_done(row, result)
-            return
+    def _retry_later(self, row: "_Row", delay: float) -> None:
+        """The row's next attempt after ``delay``, waited out off the pool."""
         self.stats.retries += 1
         self.stats.retrying += 1  # the progress line says why nothing is in flight
         task = asyncio.ensure_future(self._retry_after(row, delay))
