@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.simulator.ratelimit import RateLimiter as ServerLimits
 from test_limits_follow_server import Server, rows, runtime, timed
 from virtual_time import VirtualTimeLoop
@@ -71,3 +72,22 @@ def test_a_later_job_recalls_the_limits_and_goes_at_them_at_once():
     seconds = per_second(server.arrived, start, 4)
     assert min(seconds) >= 190, seconds
     assert server.denied == 0
+
+
+def test_the_bound_follows_the_latency_learned_over_the_first_answers():
+    # The first answers back are the fastest of the first burst (0.5 s of a 1 s median): the bound sized
+    # from them (200 at 200 requests/s) is what the rate needs with no room for the spread. It follows
+    # the mean latency as the slower answers come, as long as AIMD has cut nothing since it was sized.
+    from inferframe.runtime.clock import FakeClock
+
+    lim = AdaptiveLimit(64, 1024, base=64, clock=FakeClock())
+    lim.on_success(0.5, rate=200.0)
+    assert lim.limit == 200
+    for _ in range(60):
+        lim.on_success(1.0, rate=200.0)
+    assert lim.limit == lim.target >= 380  # 2 x 200/s x about 1 s; one slot per round trip left it near 200
+    lim.on_congestion()  # a cut: AIMD regrows it slowly from here, and a longer latency does not undo it
+    cut = lim.limit
+    for _ in range(20):
+        lim.on_success(1.5, rate=200.0)
+    assert cut <= lim.limit < cut + 1

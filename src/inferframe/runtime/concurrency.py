@@ -85,7 +85,9 @@ class AdaptiveLimit:
         self._latency = 0.0
         self._answers = 0  # answers in the smoothed latency since it was last reset
         self._mean_latency: float | None = None
+        self._latencies = 0  # answers in the mean latency: a plain mean over the first ones, then an EWMA
         self._sized: tuple[float, bool] | None = None
+        self._cut_since_sized = False  # AIMD cut the bound since it was last sized: it regrows by AIMD alone
         self._last_429 = -math.inf
         self._recent: collections.deque[bool] = collections.deque(maxlen=FAILURE_WINDOW)  # True: failed
         self._failed = 0  # failures in _recent
@@ -197,7 +199,8 @@ class AdaptiveLimit:
         """Size the target from ``rate`` (requests/s the limits allow) and the mean latency seen.
 
         With a rate but no answer yet, the target is the ceiling: the rate limiter paces the first
-        round trip, and the first latency measured brings the target down to its size.
+        round trip, and the first latency measured brings the target down to its size. The bound
+        follows the target as the mean latency moves, until AIMD cuts it: then it regrows by AIMD.
         """
         if not self.adaptive or not rate:
             return
@@ -211,16 +214,23 @@ class AdaptiveLimit:
             # New limits, or the first latency: go to the new size at once (one slot per round trip would take
             # minutes). A rate that drifts (a TPM limit over requests of varying size) does not undo AIMD's cuts.
             self._sized = (rate, latency is not None)
+            self._cut_since_sized = False
             self._set_limit(float(max(self.minimum, self.target)))
         elif self.limit > self.target:
             self.limit = float(max(self.minimum, self.target))
+        elif self.limit < self.target and not self._cut_since_sized:
+            # The mean latency grew: the first answers back are the fastest of the first burst, and a bound
+            # sized from them left no room for the spread (one slot per round trip took minutes to grow).
+            self._set_limit(float(self.target))
 
     def on_success(self, latency: float, rate: float | None = None) -> None:
         """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow."""
         self._record(False)
         if not self.adaptive:
             return
-        self._mean_latency = latency if self._mean_latency is None else 0.95 * self._mean_latency + 0.05 * latency
+        self._latencies += 1
+        mean = self._mean_latency
+        self._mean_latency = latency if mean is None else mean + (latency - mean) * max(0.05, 1.0 / self._latencies)
         self.size(rate)
         # The smoothed latency (a plain mean over the first answers, then an EWMA) against the best
         # smoothed latency seen, drifting up slowly so a permanently slower server becomes the new
@@ -246,6 +256,7 @@ class AdaptiveLimit:
             return
         self._last_cut = now
         self.cuts += 1
+        self._cut_since_sized = True
         self.limit = max(self.minimum, self.limit * factor)
         self._latency, self._answers = 0.0, 0  # judge the latency afresh at the new bound
 
