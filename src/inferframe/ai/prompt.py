@@ -201,19 +201,26 @@ class PromptOperator(AIOperator):
     def _columns(self, results: list[Result | None], early: dict[int, RowError]) -> pa.StructArray:
         """struct{value, error, usage} built column by column (a cached rerun is all this per row)."""
         n = len(results)
-        values = [r.value if r is not None else None for r in results]
-        errors = [r.error.as_dict() if r is not None and r.error is not None else None for r in results]
+        values, errors, absent = [None] * n, [None] * n, []
+        ins, outs, costs, reasons, cached = [0] * n, [0] * n, [0.0] * n, [None] * n, [0] * n
+        # One pass over the rows (a list per field made five: issue 36).
+        for i, r in enumerate(results):
+            if r is None:
+                absent.append(i)
+                continue
+            values[i] = r.value
+            if r.error is not None:
+                errors[i] = r.error.as_dict()
+            u = r.usage
+            ins[i], outs[i], costs[i], reasons[i], cached[i] = (u.input_tokens, u.output_tokens, r.cost,
+                                                                 r.finish_reason, u.cached_tokens)
         for i, err in early.items():
             errors[i] = err.as_dict()
-        present = [r is not None for r in results]
+        mask = pa.array([r is None for r in results]) if absent else None
         usage = pa.StructArray.from_arrays(
-            [pa.array([r.usage.input_tokens if r is not None else 0 for r in results], pa.int64()),
-             pa.array([r.usage.output_tokens if r is not None else 0 for r in results], pa.int64()),
-             pa.array([r.cost if r is not None else 0.0 for r in results], pa.float64()),
-             pa.array([r.finish_reason if r is not None else None for r in results], pa.string()),
-             pa.array([r.usage.cached_tokens if r is not None else 0 for r in results], pa.int64())],
-            fields=list(USAGE_TYPE), mask=pa.array([not p for p in present]) if not all(present) else None)
-        error = pa.array(errors, ERROR_TYPE) if any(e is not None for e in errors) else pa.nulls(n, ERROR_TYPE)
+            [pa.array(ins, pa.int64()), pa.array(outs, pa.int64()), pa.array(costs, pa.float64()),
+             pa.array(reasons, pa.string()), pa.array(cached, pa.int64())], fields=list(USAGE_TYPE), mask=mask)
+        error = pa.array(errors, ERROR_TYPE) if errors.count(None) != n else pa.nulls(n, ERROR_TYPE)
         value = pa.array(values, self.value_type)
         return pa.StructArray.from_arrays([value, error, usage], fields=list(result_type(self.value_type)))
 

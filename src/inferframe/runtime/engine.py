@@ -89,6 +89,8 @@ class InferenceRuntime(SenderPool):
         self._tasks: set[asyncio.Task] = set()  # the senders
         self._retrying: dict[asyncio.Task, _Row] = {}  # rows waiting out a delay before their next attempt
         self._batches = 0  # send_many calls waiting for their rows
+        # Rows can run out of budget: asked twice per attempt, so known once.
+        self._budgeted = config.max_cost is not None or config.max_tokens_budget is not None
         # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
         self._fresh = False
         self._started: asyncio.Event | None = None
@@ -288,39 +290,44 @@ class InferenceRuntime(SenderPool):
                    attempt: int) -> tuple[Result | None, int, float]:
         """One attempt of a request that had ``attempt`` before: (its final result, or None to retry after the
         delay; the attempts now; the delay)."""
-        self._check_breaker()
-        if not self._budget_left():
+        limiter, clock = self.limiter, self.clock
+        if self.breaker.tripped:
+            self._check_breaker()
+        if self._budgeted and not self._budget_left():
             return self._not_run(attempt, rows), attempt, 0.0
         self._show_pause()
         est = request.est_tokens  # a property (made on first read): read once per attempt
         ticket = self._admit_now(est) if self._admit_now is not None else None
-        if ticket is None:
-            ticket = await self.limiter.acquire(est)
+        waited = ticket is None
+        if waited:
+            ticket = await limiter.acquire(est)
             self._check_breaker()
         attempt += 1
-        self.slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
         slots = self.slots
+        slots.size(limiter.requests_per_second())  # the bound follows the limit (Little's law)
         # A place without a coroutine when one is free (issue 36). A retry goes before the rows waiting for
         # their first attempt: they all wait here at once.
         if attempt > 1 or not slots.enter_now():
             await (slots.ahead() if attempt > 1 else slots).__aenter__()
+            waited = True
         try:
+            # Only a row that waited can find things changed since its checks above (nothing else ran).
             # A pause that began while this row waited for its slot holds it too: rows admitted before
             # a spent budget was seen would otherwise all go out into it (with no known rate, every row is).
-            if self.limiter.paused_until > self.clock.monotonic():
+            if waited and limiter.paused_until > clock.monotonic():
                 await self._sit_out_pause()
                 if self.breaker.tripped:
-                    self.limiter.release(est, None, ticket)  # its ticket was never used
+                    limiter.release(est, None, ticket)  # its ticket was never used
                     self._check_breaker()
             # Checked again with a slot held: rows queued behind the cap must not all slip through.
-            if not self._budget_left():
-                self.limiter.release(est, None, ticket)
+            if waited and self._budgeted and not self._budget_left():
+                limiter.release(est, None, ticket)
                 return self._not_run(attempt - 1, rows), attempt - 1, 0.0
             if hold is not None and not hold.pinned:
                 hold.release()
             self.stats.in_flight += 1
             self.stats.requests += 1
-            started = ticket.sent_at = self.clock.monotonic()
+            started = ticket.sent_at = clock.monotonic()
             try:
                 outcome = await self.provider.send(request)
             finally:
@@ -329,14 +336,15 @@ class InferenceRuntime(SenderPool):
                     hold.release()
         finally:
             slots.leave()
-        latency = self.clock.monotonic() - started
+        latency = clock.monotonic() - started
         self.stats.add_latency(latency)
-        self.limiter.release(est, outcome.limits, ticket)
-        if outcome.usage is not None:
-            self.limiter.correct(est, outcome.usage.total)
+        limiter.release(est, outcome.limits, ticket)
+        usage = outcome.usage
+        if usage is not None:
+            limiter.correct(est, usage.input_tokens + usage.output_tokens)
         self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
-        if outcome.ok:
-            self.slots.on_success(latency, self.limiter.requests_per_second())
+        if outcome.error_kind is None:
+            slots.on_success(latency, limiter.requests_per_second())
             if key is not None and self._writes:
                 usage = outcome.usage or Usage()
                 self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
