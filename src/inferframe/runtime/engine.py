@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import functools
 import random
+from typing import Any
 
 from inferframe.errors import ErrorKind, RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
@@ -323,11 +324,7 @@ class InferenceRuntime(SenderPool):
             if waited and self._budgeted and not self._budget_left():
                 limiter.release(est, None, ticket)
                 return self._not_run(attempt - 1, rows), attempt - 1, 0.0
-            if hold is not None and not hold.pinned:
-                hold.release()
-            self.stats.in_flight += 1
-            self.stats.requests += 1
-            started = ticket.sent_at = clock.monotonic()
+            started = self._start(ticket, hold)
             try:
                 outcome = await self.provider.send(request)
             finally:
@@ -336,7 +333,49 @@ class InferenceRuntime(SenderPool):
                     hold.release()
         finally:
             slots.leave()
-        latency = clock.monotonic() - started
+        return self._answered(outcome, key, rows, attempt, est, ticket, started)
+
+    def _go_now(self, request: Request, hold: "_LaneHold | None") -> tuple[int, Any, float] | None:
+        """A first attempt's admission when nothing has to wait: (tokens, ticket, start) with its place held and
+        the request counted as sent; None: ``_try`` takes it (a limit, a pause, the bound or the budget).
+
+        The senders' path: the request is then sent from the sender's own coroutine, with no ``_try`` between
+        them (each await of a request passes through every coroutine above it: issue 36).
+        """
+        if self._admit_now is None or self.breaker.tripped or (self._budgeted and not self._budget_left()):
+            return None
+        slots = self.slots
+        slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
+        if not slots.enter_now():
+            return None
+        est = request.est_tokens
+        ticket = self._admit_now(est)  # None while paused, limited or another row waits first
+        if ticket is None:
+            slots.leave()
+            return None
+        return est, ticket, self._start(ticket, hold)
+
+    def _start(self, ticket: Any, hold: "_LaneHold | None") -> float:
+        """The request leaves: its lane is free for the next row of one stream, it counts as sent and in flight."""
+        if hold is not None and not hold.pinned:
+            hold.release()
+        self.stats.in_flight += 1
+        self.stats.requests += 1
+        started = ticket.sent_at = self.clock.monotonic()
+        return started
+
+    def _sent(self, hold: "_LaneHold | None") -> None:
+        """The request of ``_go_now`` is answered (or failed): its place and lane are free."""
+        self.stats.in_flight -= 1
+        if hold is not None:
+            hold.release()
+        self.slots.leave()
+
+    def _answered(self, outcome: Outcome, key: str | None, rows: bool, attempt: int, est: int, ticket: Any,
+                  started: float) -> tuple[Result | None, int, float]:
+        """What one answered attempt teaches the limits, and the row's result (None: retry after the delay)."""
+        limiter = self.limiter
+        latency = self.clock.monotonic() - started
         self.stats.add_latency(latency)
         limiter.release(est, outcome.limits, ticket)
         usage = outcome.usage
@@ -344,7 +383,7 @@ class InferenceRuntime(SenderPool):
             limiter.correct(est, usage.input_tokens + usage.output_tokens)
         self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
         if outcome.error_kind is None:
-            slots.on_success(latency, limiter.requests_per_second())
+            self.slots.on_success(latency, limiter.requests_per_second())
             if key is not None and self._writes:
                 usage = outcome.usage or Usage()
                 self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)

@@ -159,7 +159,17 @@ class SenderPool:
                                 request = row.request = request.with_body(body)
                         hold = _LaneHold(sched, turn.lane)
                     try:
-                        result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
+                        go = None if row.attempts else self._go_now(request, hold)
+                        if go is None:
+                            result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
+                        else:  # sent from here: no coroutine of ``_try`` between this one and the request's
+                            est, ticket, started = go
+                            try:
+                                outcome = await self.provider.send(request)
+                            finally:
+                                self._sent(hold)
+                            result, row.attempts, delay = self._answered(outcome, row.key, True, 1, est, ticket,
+                                                                         started)
                     except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled
                         self._row_failed(row, None)
                         raise
