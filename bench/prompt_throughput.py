@@ -42,7 +42,8 @@ percent, so the fast clients (aiohttp, inferframe) run ``--repeat`` times
 (default 5, rounds interleaved) and the table shows the fastest and the median
 run; openai-sdk and Daft are 5-20x slower and run ``--repeat-slow`` times (1).
 ``--profile`` then runs the inferframe child once more per latency with py-spy
-attached for the timed part only, and prints the top functions by self time and
+attached for the timed part only (``--gil``: the thread holding the GIL, i.e. CPU spent in Python; a thread waiting
+for the GIL or a lock is not counted), and prints the top functions by self time and
 the share of samples in each part of the engine (raw stacks in bench/out/).
 
 Targets (issue 36), PASS/FAIL on the best runs with the medians beside them: at a latency, inferframe's
@@ -321,7 +322,7 @@ def print_profile(path: str, top: int = 15) -> None:
     if not total:
         print("  (no samples)")
         return
-    print(f"  {total} non-idle samples (timed part only; py-spy --nonblocking 250 Hz, all threads); % of those")
+    print(f"  {total} samples holding the GIL (timed part only; py-spy --gil 250 Hz: CPU in Python, not threads waiting); % of those")
     rows = [[f"{100 * c / total:5.1f}", fr, ",".join(ln for ln, _ in self_line[fr].most_common(3))]
             for fr, c in self_f.most_common(top)]
     print(table(["% self", "function (file)", "hottest lines"], rows, "rll"))
