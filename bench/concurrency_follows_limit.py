@@ -39,6 +39,7 @@ another version against the same server).
 Usage:
     .venv/bin/python bench/concurrency_follows_limit.py                   # about 7 min (2 runs of 3 servers)
     .venv/bin/python bench/concurrency_follows_limit.py --rpm 30000 --seconds 10
+    .venv/bin/python bench/concurrency_follows_limit.py --servers bucket1s,independent --timeline   # per second
 """
 
 from __future__ import annotations
