@@ -182,6 +182,12 @@ def main() -> None:
               f"{100 * r['rows_per_s'] / (r['concurrency'] / args.latency):.1f}%", r["max_in_flight"],
               f"{r['cpu_s']:.1f}", f"{r['peak_mib']:.0f}", f"{r['load1']:.2f}"] for r in results],
         ))
+        lo = min(results, key=lambda r: r["concurrency"])
+        hi = max(results, key=lambda r: r["concurrency"])
+        if hi is not lo:  # issue 36: many rows in flight cost no more per row than few
+            ratio = hi["rows_per_s"] / lo["rows_per_s"]
+            print(f"  target rows/s at {hi['concurrency']:,} >= 0.90x at {lo['concurrency']:,}: {ratio:.2f}x -> "
+                  f"{'PASS' if ratio >= 0.9 else 'FAIL'}")
         return
 
     results = [run_size(rows, args.concurrency, args.latency, args.timeout) for rows in sizes]
