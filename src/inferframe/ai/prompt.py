@@ -201,12 +201,12 @@ class PromptOperator(AIOperator):
     def _columns(self, results: list[Result | None], early: dict[int, RowError]) -> pa.StructArray:
         """struct{value, error, usage} built column by column (a cached rerun is all this per row)."""
         n = len(results)
-        values, errors, absent = [None] * n, [None] * n, []
+        values, errors, absent = [None] * n, [None] * n, False
         ins, outs, costs, reasons, cached = [0] * n, [0] * n, [0.0] * n, [None] * n, [0] * n
         # One pass over the rows (a list per field made five: issue 36).
         for i, r in enumerate(results):
             if r is None:
-                absent.append(i)
+                absent = True
                 continue
             values[i] = r.value
             if r.error is not None:

@@ -97,9 +97,7 @@ class AdaptiveLimit:
         # Single-threaded asyncio: no await between the check and the increment, so no lock is needed.
         if self.in_flight >= int(self.limit):
             await self._wait(self._waiters)
-        self.in_flight += 1
-        if self.in_flight > self.peak:
-            self.peak = self.in_flight
+        self._take()
         return self
 
     async def __aexit__(self, *exc):
@@ -109,10 +107,13 @@ class AdaptiveLimit:
         """Take a place if one is free (True), as ``async with`` would without waiting; no coroutine (issue 36)."""
         if self.in_flight >= int(self.limit):
             return False
+        self._take()
+        return True
+
+    def _take(self) -> None:
         self.in_flight += 1
         if self.in_flight > self.peak:
             self.peak = self.in_flight
-        return True
 
     def leave(self) -> None:
         """Give back a place taken by ``enter_now`` or ``async with``."""

@@ -255,11 +255,15 @@ class InferenceRuntime(SenderPool):
         if text is None:
             return request, None
         turn = await sched.turn(text)
-        if sched.pinned or turn.group:  # else there is no hint to add
-            body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
-            if body is not request.body:
-                request = request.with_body(body)
-        return request, turn.lane
+        return self._routed(request, turn), turn.lane
+
+    def _routed(self, request: Request, turn) -> Request:
+        """The request of a row the prefix scheduler released, with the server's cache hints for its turn."""
+        sched = self._scheduler
+        if not (sched.pinned or turn.group):  # no slot and no prefix worth caching: no hint to add
+            return request
+        body = routed(self.provider, request.body, turn.lane if sched.pinned else None, turn.group)
+        return request if body is request.body else request.with_body(body)
 
     async def _send(self, request: Request, key: str | None, rows: bool = True) -> Result:
         # Parts of rows packed into one request (embeddings) are not ordered by prefix.
@@ -321,18 +325,19 @@ class InferenceRuntime(SenderPool):
                     limiter.release(est, None, ticket)  # its ticket was never used
                     self._check_breaker()
             # Checked again with a slot held: rows queued behind the cap must not all slip through.
-            if waited and self._budgeted and not self._budget_left():
-                limiter.release(est, None, ticket)
-                return self._not_run(attempt - 1, rows), attempt - 1, 0.0
-            started = self._start(ticket, hold)
-            try:
-                outcome = await self.provider.send(request)
-            finally:
-                self.stats.in_flight -= 1
-                if hold is not None:
-                    hold.release()
-        finally:
+            spent = waited and self._budgeted and not self._budget_left()
+        except BaseException:
             slots.leave()
+            raise
+        if spent:
+            slots.leave()
+            limiter.release(est, None, ticket)
+            return self._not_run(attempt - 1, rows), attempt - 1, 0.0
+        started = self._start(ticket, hold)
+        try:
+            outcome = await self.provider.send(request)
+        finally:
+            self._sent(hold)
         return self._answered(outcome, key, rows, attempt, est, ticket, started)
 
     def _go_now(self, request: Request, hold: "_LaneHold | None") -> tuple[int, Any, float] | None:
@@ -365,7 +370,7 @@ class InferenceRuntime(SenderPool):
         return started
 
     def _sent(self, hold: "_LaneHold | None") -> None:
-        """The request of ``_go_now`` is answered (or failed): its place and lane are free."""
+        """A request is answered (or failed): its place and lane are free."""
         self.stats.in_flight -= 1
         if hold is not None:
             hold.release()

@@ -118,8 +118,7 @@ def cost_of(price: Price | None, input_tokens: int, output_tokens: int, cached_t
         total = input_tokens * price[0] + output_tokens * price[1]
     else:
         cached = min(cached_tokens, input_tokens)
-        total = (input_tokens - cached) * price[0] + cached * (price[2] if len(price) > 2 else price[0]) \
-            + output_tokens * price[1]
+        total = (input_tokens - cached) * price[0] + cached * cached_rate(price) + output_tokens * price[1]
     # Rounded to 12 places, which keeps hand-worked figures exact (1.46, not 1.4600000000000002), by way of a
     # multiply and an int: round(x, 12) goes through a decimal string and cost most of this function.
     return int(total * 1_000_000 + (0.5 if total >= 0 else -0.5)) / 1e12

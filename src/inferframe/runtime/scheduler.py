@@ -110,17 +110,17 @@ def form_groups(texts: list[str]) -> list[tuple[str, list[int]]]:
         >>> [(p[:3], rows) for p, rows in form_groups([a + "1", b + "1", a + "2", a + "3"])]
         [('AAA', [0, 2, 3]), ('BBB', [1])]
     """
-    return _groups(texts)[0]
+    return _groups(texts)
 
 
-def _groups(texts: list[str]) -> tuple[list[tuple[str, list[int]]], int]:
-    """``form_groups``, and the longest prefix any two of the texts share."""
+def _groups(texts: list[str]) -> list[tuple[str, list[int]]]:
+    """``form_groups``."""
     order = sorted(range(len(texts)), key=texts.__getitem__)
     srt = [texts[i] for i in order]
     lcp = [0] + [common_prefix_len(x, y) for x, y in zip(srt, srt[1:])]
     n = len(srt)
     if n == 0:
-        return [], 0
+        return []
     shared = min(lcp[1:]) if n > 1 else len(srt[0])
     bounds = [0] + [i for i in range(1, n) if lcp[i] == shared] + [n]
     groups = []
@@ -130,7 +130,7 @@ def _groups(texts: list[str]) -> tuple[list[tuple[str, list[int]]], int]:
         prefix = srt[a][:min(lcp[a + 1:b])] if b - a > 1 else srt[a]
         groups.append((prefix, [order[i] for i in idx]))
     groups.sort(key=lambda g: -len(g[1]))
-    return groups, max(lcp)
+    return groups
 
 
 class PrefixScheduler:
@@ -318,8 +318,8 @@ class PrefixScheduler:
             self._flat = True
             self._round.append(_Group("", "", collections.deque(arrivals)))
             return
-        groups, longest = _groups(texts)
-        self._flat = not self.pinned and longest < MIN_SHARED_CHARS
+        groups = _groups(texts)
+        self._flat = False  # a round of one stream with no rows to keep together took the branch above
         root = groups[0][0] if len(groups) == 1 else _shared(texts)  # what every row of the round starts with
         for prefix, idx in groups:
             # A lone row's key is the round's shared prefix: rows that share only that still route together.

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from inferframe.providers.interface import Request, Usage, prefix_lanes, routed
+from inferframe.providers.interface import Request, Usage, prefix_lanes
 from inferframe.runtime.scheduler import PrefixScheduler
 from inferframe.runtime.types import Result
 
@@ -114,9 +114,13 @@ class SenderPool:
                 return
         # No more senders than the in-flight bound admits (a cluster's or AIMD's may be far below the pool):
         # the others would each wait there with a future of their own.
-        if self._senders < min(self._pool, int(getattr(self.slots, "limit", self._pool))):
+        if self._senders < self._sender_bound():
             self._senders += 1
             self._spawn(self._sender())
+
+    def _sender_bound(self) -> int:
+        """Senders at most: the pool, or fewer when the in-flight bound admits fewer (the others would wait there)."""
+        return min(self._pool, int(getattr(self.slots, "limit", self._pool)))
 
     def _top_up(self) -> None:
         """Senders for the rows waiting, up to the in-flight bound: it may have grown since they started.
@@ -125,8 +129,7 @@ class SenderPool:
         one more sender per answer took three round trips to get there (issue 36: 64, 128, 256
         requests in the first seconds at 12,000 RPM and 1 s).
         """
-        room = min(self._pool, int(getattr(self.slots, "limit", self._pool))) - self._senders
-        for _ in range(min(room, len(self._ready))):
+        for _ in range(min(self._sender_bound() - self._senders, len(self._ready))):
             self._senders += 1
             self._spawn(self._sender())
 
@@ -151,13 +154,8 @@ class SenderPool:
                     request, hold = row.request, None
                     turn = row.turn
                     if turn is not None and row.attempts == 0:
-                        sched = self._scheduler
-                        if sched.pinned or turn.group:  # else there is no hint to add
-                            body = routed(self.provider, request.body, turn.lane if sched.pinned else None,
-                                          turn.group)
-                            if body is not request.body:
-                                request = row.request = request.with_body(body)
-                        hold = _LaneHold(sched, turn.lane)
+                        request = row.request = self._routed(request, turn)
+                        hold = _LaneHold(self._scheduler, turn.lane)
                     try:
                         go = None if row.attempts else self._go_now(request, hold)
                         if go is None:
