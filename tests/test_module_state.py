@@ -68,6 +68,8 @@ ALLOWED = {
                                              "threshold the first of them found, put back by the last"),
     "inferframe.execution.gc_scope:_lock": "lock: guards _state",
     "inferframe.execution.process_worker:_LIVE": "weak set of live worker processes, stopped at exit",
+    "inferframe.providers.http:_live": ("weak set of HTTP clients a job did not close: dropped at exit while the "
+                                        "interpreter still runs (reqwest's thread aborts a finalizing interpreter)"),
     "inferframe.runners.ray_limits.coordinator:_ACTOR_CLASS": "cache: the Ray actor class, made once per process",
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",
     "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext: the one driver service of "

@@ -1,8 +1,9 @@
 """OpenAI and every OpenAI-compatible server (vLLM, LM Studio, llama.cpp, Ollama, OpenRouter).
 
-Requests go out through one pooled aiohttp session: the official SDK's per-request CPU cost caps
-a 2-core machine near 125 requests/s, while a lean client reaches the server's limit. The SDK
-stays the reference for shapes and is used in tests to check them.
+Single requests go out through one pooled Rust client (providers/http.py): the official SDK's
+per-request CPU cost caps a 2-core machine near 125 requests/s, and even aiohttp's parsing on the
+event loop costs more than the engine itself (issue 36). The Batch API's files go through aiohttp.
+The SDK stays the reference for shapes and is used in tests to check them.
 
 Example:
     >>> from inferframe.providers.spec import ProviderSpec
@@ -21,6 +22,7 @@ from typing import Any
 
 from inferframe.errors import BatchAPIError, ErrorKind
 from inferframe.providers import openai_format as wire
+from inferframe.providers.http import Poster, SendFailed
 from inferframe.providers.interface import (
     LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, Request,
 )
@@ -83,7 +85,8 @@ class OpenAIProvider(BaseTransport):
         self._headers = dict(spec.option("headers", ()) or ())
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._session = None
+        self._session = None  # aiohttp, for the Batch API's files, /tokenize and downloads
+        self._poster = Poster(self._headers, self.timeout)  # single requests (providers/http.py)
         self._closed = False
 
     def __reduce__(self):
@@ -135,26 +138,10 @@ class OpenAIProvider(BaseTransport):
         return self._session
 
     async def send(self, request: Request) -> Outcome:
-        import aiohttp
-
-        if self._closed:
-            return Outcome(error_kind=ErrorKind.CONNECTION, message="the job stopped before this request was sent")
-        # The open session without a coroutine of its own per request (bench/prompt_throughput.py).
-        session = self._session or await self._client()
-        url = self._url(request.endpoint)
         try:
-            # The body as a payload that carries its own Content-Type: no per-request headers for aiohttp
-            # to merge with the session's (about 5% of the client's CPU per request, bench/prompt_throughput.py).
-            body = aiohttp.payload.BytesPayload(_dumps(request.body), content_type="application/json")
-            async with session.post(url, data=body) as resp:
-                raw = await resp.read()
-                status, headers = resp.status, resp.headers
-        except asyncio.TimeoutError:
-            return Outcome(error_kind=ErrorKind.TIMEOUT, message=f"No answer within {self.timeout:g} s")
-        except aiohttp.ClientConnectorError as e:
-            return Outcome(error_kind=ErrorKind.CONNECTION, message=f"connection failed ({e.os_error or e})")
-        except (aiohttp.ClientError, ConnectionError, OSError) as e:
-            return Outcome(error_kind=ErrorKind.CONNECTION, message=f"{type(e).__name__}: {e}")
+            status, raw, headers = await self._poster.post(self._url(request.endpoint), _dumps(request.body))
+        except SendFailed as e:
+            return Outcome(error_kind=e.kind, message=e.message)
         try:
             body = _loads(raw)
         except ValueError:
@@ -230,6 +217,7 @@ class OpenAIProvider(BaseTransport):
 
     async def aclose(self) -> None:
         self._closed = True
+        await self._poster.aclose()
         if self._session is not None:
             await self._session.close()
             self._session = None
