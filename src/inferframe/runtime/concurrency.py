@@ -196,6 +196,11 @@ class AdaptiveLimit:
             if min(start, ceiling) > self.limit:
                 self._set_limit(float(min(start, ceiling)))
 
+    @property
+    def sized(self) -> bool:
+        """The bound was sized from known limits (a rate and the latency), not left at its base."""
+        return self._sized is not None
+
     def size(self, rate: float | None) -> None:
         """Size the target from ``rate`` (requests/s the limits allow) and the mean latency seen.
 

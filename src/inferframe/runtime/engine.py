@@ -32,7 +32,7 @@ from inferframe.runtime.config import RuntimeConfig
 from inferframe.runtime.coordinator import SharedLimits
 from inferframe.runtime.pricing import cost_of
 from inferframe.runtime.scheduler import PrefixScheduler
-from inferframe.runtime.senders import SenderPool, _LaneHold, _Row
+from inferframe.runtime.senders import FIRST_SENDERS, SenderPool, _LaneHold, _Row
 from inferframe.runtime.types import Result, RowError
 
 __all__ = ["InferenceRuntime", "RowFailed", "RuntimeConfig", "ServiceError"]
@@ -86,6 +86,13 @@ class InferenceRuntime(SenderPool):
         self._ready: collections.deque[_Row] = collections.deque()
         self._senders = 0
         self._pool = max(1, config.max_concurrency)
+        # Senders allowed now: above FIRST_SENDERS the pool doubles once a round trip while answers keep pace
+        # (``SenderPool._paced``). ``_levels``: per pool size, [answers, latency summed, latencies summed].
+        self._grown = min(self._pool, FIRST_SENDERS)
+        self._growing = self._pool > self._grown
+        self._levels: dict[int, list] = {}
+        self._level_at = 0.0  # when the pool took its present size
+        self._surplus = 0  # senders to end: the pool went back to a smaller size
         self._idle: list[asyncio.Future] = []
         self._tasks: set[asyncio.Task] = set()  # the senders
         self._retrying: dict[asyncio.Task, _Row] = {}  # rows waiting out a delay before their next attempt

@@ -28,6 +28,15 @@ from inferframe.providers.interface import Request, Usage, prefix_lanes
 from inferframe.runtime.scheduler import PrefixScheduler
 from inferframe.runtime.types import Result
 
+# The pool starts with up to this many senders, and grows past it only while answers keep pace: a sender
+# per row of a 16,384 bound against a server that queues them costs the client CPU and wins nothing (issue 36).
+FIRST_SENDERS = 1024
+# A larger pool is kept while its answers come back less than this much slower than at half its size:
+# at a constant rate (a server at its limit), twice the requests in flight take twice as long (Little's law).
+SLOWER = 1.5
+# Answers timed at each size before it is judged.
+MIN_ANSWERS = 32
+
 
 class SenderPool:
     """``send_many`` and the pool of sender tasks behind it (a mixin of ``InferenceRuntime``)."""
@@ -119,8 +128,48 @@ class SenderPool:
             self._spawn(self._sender())
 
     def _sender_bound(self) -> int:
-        """Senders at most: the pool, or fewer when the in-flight bound admits fewer (the others would wait there)."""
-        return min(self._pool, int(getattr(self.slots, "limit", self._pool)))
+        """Senders at most: the pool, or fewer when the in-flight bound admits fewer (the others would wait there).
+
+        A bound sized from known limits (rate x latency) governs at once; otherwise the pool is what has
+        grown so far (``_paced``).
+        """
+        slots = self.slots
+        cap = self._pool if getattr(slots, "sized", False) else self._grown
+        return min(cap, int(getattr(slots, "limit", cap)))
+
+    def _paced(self, started: float) -> None:
+        """One answer of a request sent at ``started`` while the pool may still grow: double it, keep it, or halve it.
+
+        The answers of requests sent at the present size count once the first half of a round's worth
+        came back (until then the server still answers what the smaller pool sent). After
+        ``MIN_ANSWERS`` of them, the pool doubles if they came back less than ``SLOWER`` times as
+        slow as at half the size; otherwise it goes back to the half and stops growing.
+        """
+        size = self._grown
+        if started < self._level_at or int(getattr(self.slots, "limit", size)) < size:
+            return  # sent at a smaller size, or the in-flight bound holds fewer than the pool: nothing to judge
+        level = self._levels.get(size)
+        if level is None:
+            level = self._levels[size] = [0, 0.0, 0]
+        level[0] += 1
+        if level[0] <= size // 2:
+            return
+        now = self.clock.monotonic()
+        level[1] += now - started
+        level[2] += 1
+        if level[2] < MIN_ANSWERS:
+            return
+        half = self._levels.get(size // 2)
+        if half is not None and half[2] and level[1] / level[2] >= SLOWER * half[1] / half[2]:
+            self._grown = size // 2  # queueing, not latency: the extra senders only wait (they end, ``_sender``)
+            self._growing = False
+            if not getattr(self.slots, "sized", False):
+                self._surplus = max(0, self._senders - self._grown)
+            return
+        self._grown = min(self._pool, size * 2)
+        self._growing = self._grown < self._pool
+        self._level_at = now
+        self._top_up()
 
     def _top_up(self) -> None:
         """Senders for the rows waiting, up to the in-flight bound: it may have grown since they started.
@@ -144,6 +193,9 @@ class SenderPool:
         loop = asyncio.get_running_loop()
         try:
             while True:
+                if self._surplus:
+                    self._surplus -= 1
+                    return  # the pool went back to a smaller size (``_paced``)
                 if ready:
                     row = ready.popleft()
                     if row.done():  # its batch is gone and nobody shares it
@@ -168,6 +220,8 @@ class SenderPool:
                                 self._sent(hold)
                             result, row.attempts, delay = self._answered(outcome, row.key, True, 1, est, ticket,
                                                                          started)
+                            if self._growing:
+                                self._paced(started)
                     except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled
                         self._row_failed(row, None)
                         raise

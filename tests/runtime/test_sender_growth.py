@@ -1,0 +1,75 @@
+"""The sender pool grows past 1,024 only while answers keep pace (issue 36, item 3).
+
+A server that queues requests (a constant rate: twice the requests in flight take twice as long)
+keeps the pool at 1,024 of a 16,384 bound; a server with a steady latency gets the whole bound; a
+bound under 1,024 is used at once. The bound is ``base_concurrency=max_concurrency``, as ``prompt()``
+sets it when no rate limit is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from inferframe.providers.interface import MockProvider, Outcome, Request
+from inferframe.runtime import InferenceRuntime, RuntimeConfig
+from inferframe.runtime.senders import FIRST_SENDERS
+
+
+def _run(send, rows: int, bound: int):
+    """Send ``rows`` rows through a runtime bounded at ``bound``; (peak in flight, peak over the last fifth, runtime)."""
+    state = {"now": 0, "peak": 0, "late_peak": 0, "answered": 0}
+
+    async def answer(r):
+        state["now"] += 1
+        state["peak"] = max(state["peak"], state["now"])
+        if state["answered"] > rows * 4 // 5:
+            state["late_peak"] = max(state["late_peak"], state["now"])
+        try:
+            await send()
+        finally:
+            state["now"] -= 1
+            state["answered"] += 1
+        return Outcome(value="ok")
+
+    async def main():
+        rt = InferenceRuntime(MockProvider(answer), RuntimeConfig(cache_policy="off", max_concurrency=bound,
+                                                                  base_concurrency=bound), model="m")
+        out = await rt.send_many([Request("chat", {"q": i}, 5) for i in range(rows)], [None] * rows)
+        assert [r.value for r in out] == ["ok"] * rows
+        return rt
+
+    rt = asyncio.run(main())
+    return state["peak"], state["late_peak"], rt
+
+
+def test_a_server_that_queues_keeps_the_first_size():
+    free = [0.0]
+
+    async def one_at_a_time():  # a server at its limit: each request waits for those before it
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        free[0] = max(free[0], now) + 0.0003
+        await asyncio.sleep(free[0] - now)
+
+    peak, late_peak, rt = _run(one_at_a_time, 8000, 16384)
+    # It tried twice the size once (answers came back about twice as slow) and went back; without the rule
+    # every row was in flight at once (all 8,000 of them, up to the bound).
+    assert rt._grown == FIRST_SENDERS and not rt._growing
+    assert peak <= 2 * FIRST_SENDERS
+    assert late_peak <= FIRST_SENDERS
+
+
+def test_a_server_with_a_steady_latency_gets_the_whole_bound():
+    async def steady():
+        await asyncio.sleep(1.0)
+
+    peak, _, rt = _run(steady, 10000, 4096)
+    assert peak == 4096 and rt._grown == 4096 and not rt._growing
+
+
+def test_a_bound_under_the_first_size_is_used_at_once():
+    async def steady():
+        await asyncio.sleep(0.05)
+
+    peak, _, rt = _run(steady, 2000, 512)
+    assert peak == 512 and rt._grown == 512 and not rt._growing
