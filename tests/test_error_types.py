@@ -32,6 +32,8 @@ INTERNAL = [
      "pickle protocol: an object that must not be pickled raises TypeError, as pickle's own errors do"),
     ("providers/openai.py", "TypeError", "A live provider holds a key",
      "pickle protocol: an object that must not be pickled raises TypeError, as pickle's own errors do"),
+    ("providers/http.py", "TypeError", "A live HTTP client holds a key",
+     "pickle protocol: an object that must not be pickled raises TypeError, as pickle's own errors do"),
     ("runtime/store/postgres.py", "TypeError", "a PostgresStore does not pickle",
      "pickle protocol: an object that must not be pickled raises TypeError, as pickle's own errors do"),
     ("io/_jsonl.py", "TypeError", "Cannot write",
