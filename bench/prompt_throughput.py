@@ -370,10 +370,11 @@ SERVER_RPS = 10_000  # the GPU server to feed (seed 003: Ray Data + vLLM at ~12,
 def print_per_core(ifr: dict) -> None:
     """Requests/s one inferframe process sustains per core of its own CPU at 0 ms, and processes a server needs."""
     per_core = ifr["rows"] / ifr["cpu_s"]
+    n = math.ceil(SERVER_RPS / per_core)
+    who = "one such process or Ray worker, with a core" if n == 1 else f"{n} such processes or Ray workers, each with a core"
     print(f"  per core: one inferframe process sustains {per_core:,.0f} requests/s per CPU second of its own "
           f"({1e6 * ifr['cpu_s'] / ifr['rows']:,.0f} us/request) against the zero-latency simulator; a "
-          f"{SERVER_RPS:,} requests/s server needs {math.ceil(SERVER_RPS / per_core)} such processes or Ray "
-          f"workers, each with a core of its own (the server's CPU not counted)")
+          f"{SERVER_RPS:,} requests/s server needs {who} of its own (the server's CPU not counted)")
 
 
 def run_sweep(args: argparse.Namespace) -> None:

@@ -48,11 +48,11 @@ def test_a_server_that_queues_keeps_the_first_size():
     async def one_at_a_time():  # a server at its limit: each request waits for those before it
         loop = asyncio.get_running_loop()
         now = loop.time()
-        free[0] = max(free[0], now) + 0.0008
+        free[0] = max(free[0], now) + 0.0005
         await asyncio.sleep(free[0] - now)
 
-    # 0.8 ms a request: the server, not this loop's CPU on a loaded machine (0.3 ms was not), sets the pace.
-    peak, late_peak, rt = _run(one_at_a_time, 5000, 16384)
+    # 0.5 ms a request: the server, not this loop's CPU on a loaded machine (0.3 ms was not), sets the pace.
+    peak, late_peak, rt = _run(one_at_a_time, 8000, 16384)
     # It tried twice the size once (answers came back about twice as slow) and went back; without the rule
     # every row was in flight at once (all 8,000 of them, up to the bound).
     assert rt._grown == FIRST_SENDERS and not rt._growing
@@ -62,11 +62,11 @@ def test_a_server_that_queues_keeps_the_first_size():
 
 def test_a_server_with_a_steady_latency_gets_the_whole_bound():
     async def steady():
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(1.0)
 
-    # 2,048 in flight at 1.5 s: 1,365 answers a second, well within a loaded machine's CPU (a client too slow
-    # for its answers queues them itself, and the pool rightly stops growing).
-    peak, _, rt = _run(steady, 4000, 2048)
+    # 2,048 in flight at 1 s: 2,048 answers a second, well within this thread's CPU (a client too busy to
+    # send twice as much stops growing: test_a_client_that_sets_the_pace_stops_growing).
+    peak, _, rt = _run(steady, 6000, 2048)
     assert peak == 2048 and rt._grown == 2048 and not rt._growing
 
 
@@ -76,3 +76,26 @@ def test_a_bound_under_the_first_size_is_used_at_once():
 
     peak, _, rt = _run(steady, 2000, 512)
     assert peak == 512 and rt._grown == 512 and not rt._growing
+
+
+def test_a_client_that_sets_the_pace_stops_growing(monkeypatch):
+    import time
+
+    from inferframe.runtime import senders
+
+    class BusyThread:  # this thread on the CPU 90% of the time (a zero-latency server here: about 60%)
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def thread_time():
+            return 0.9 * time.monotonic()
+
+    monkeypatch.setattr(senders, "time", BusyThread)
+
+    async def steady():
+        await asyncio.sleep(0.2)
+
+    peak, _, rt = _run(steady, 4000, 16384)
+    # A steady latency, so the pool would grow (test_a_server_with_a_steady_latency_gets_the_whole_bound); a
+    # trial at twice the size would only queue requests in this thread, and there is none.
+    assert rt._grown == FIRST_SENDERS and not rt._growing and peak <= FIRST_SENDERS

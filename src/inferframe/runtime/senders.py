@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 
 from inferframe.providers.interface import Request, Usage, prefix_lanes
 from inferframe.runtime.scheduler import PrefixScheduler
@@ -35,7 +36,11 @@ FIRST_SENDERS = 1024
 # at a constant rate (a server at its limit), twice the requests in flight take twice as long (Little's law).
 SLOWER = 1.5
 # Answers timed at each size before it is judged.
-MIN_ANSWERS = 32
+MIN_ANSWERS = 64
+# The pool stops growing where the event loop's thread was busy more than this share of the time: the
+# client sets the pace (a zero-latency server on this machine: about 0.9), and a trial at twice the size
+# cost 15-20% of a 20,000-row run (bench/prompt_throughput.py --sweep 1024,16384).
+BUSY = 0.5
 
 
 class SenderPool:
@@ -140,27 +145,37 @@ class SenderPool:
     def _paced(self, started: float) -> None:
         """One answer of a request sent at ``started`` while the pool may still grow: double it, keep it, or halve it.
 
-        The answers of requests sent at the present size count once the first half of a round's worth
-        came back (until then the server still answers what the smaller pool sent). After
-        ``MIN_ANSWERS`` of them, the pool doubles if they came back less than ``SLOWER`` times as
-        slow as at half the size; otherwise it goes back to the half and stops growing.
+        Only answers that come back while the pool is full count: a pool its rows do not fill has
+        nothing to gain from more senders. At each size a round's worth of answers is let pass (half
+        a round after a doubling: until then the server still answers what the smaller pool sent),
+        then ``MIN_ANSWERS`` are timed. The pool then
+
+        * stays, if this thread was busy more than ``BUSY`` of the time meanwhile: the client, not the
+          server, sets the pace, and twice the senders could not send twice as much;
+        * goes back to half its size for good, if the answers came back ``SLOWER`` times as slow as at
+          half the size or more (queueing at the server: Little's law);
+        * doubles otherwise.
         """
         size = self._grown
-        if started < self._level_at or int(getattr(self.slots, "limit", size)) < size:
-            return  # sent at a smaller size, or the in-flight bound holds fewer than the pool: nothing to judge
+        if self.stats.in_flight < size - size // 10 or started < self._level_at:
+            return  # the pool is not full (rows come slower than it sends them), or sent at a smaller size
         level = self._levels.get(size)
-        if level is None:
-            level = self._levels[size] = [0, 0.0, 0]
+        if level is None:  # [answers, latency summed, latencies summed, wall and CPU time at the first answer]
+            level = self._levels[size] = [0, 0.0, 0, time.monotonic(), time.thread_time()]
         level[0] += 1
-        if level[0] <= size // 2:
+        half = self._levels.get(size // 2)
+        if level[0] <= (size // 2 if half is not None else size):
             return
         now = self.clock.monotonic()
         level[1] += now - started
         level[2] += 1
         if level[2] < MIN_ANSWERS:
             return
-        half = self._levels.get(size // 2)
-        if half is not None and half[2] and level[1] / level[2] >= SLOWER * half[1] / half[2]:
+        busy = (time.thread_time() - level[4]) / max(1e-9, time.monotonic() - level[3])
+        if busy > BUSY:
+            self._growing = False  # this thread is the bottleneck: more senders would only queue in it
+            return
+        if half is not None and level[1] / level[2] >= SLOWER * half[1] / half[2]:
             self._grown = size // 2  # queueing, not latency: the extra senders only wait (they end, ``_sender``)
             self._growing = False
             if not getattr(self.slots, "sized", False):
