@@ -122,3 +122,37 @@ def test_a_process_with_a_client_exits_cleanly():
             done = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, sim.base_url, mode], capture_output=True,
                                   text=True, timeout=60)
             assert done.returncode == 0, (mode, done.returncode, done.stderr[-2000:])
+
+
+_JOBS_SCRIPT = textwrap.dedent("""
+    import asyncio, sys
+    from inferframe.execution.context import EventLoopThread
+
+    url = sys.argv[1] + "/chat/completions"
+    body = b'{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}'
+    for job in range(6):
+        loop = EventLoopThread()  # each job's event loop on a thread of its own, ended with the job
+
+        async def go():
+            # First imported on the first job's thread, as a provider loaded while a job plans would be.
+            from inferframe.providers.http import Poster
+
+            p = Poster({"Authorization": "Bearer sk-x"}, 10.0)
+            out = await asyncio.gather(*(p.post(url, body) for _ in range(10)))
+            await p.aclose()
+            return [status for status, _, _ in out]
+
+        assert loop.submit(go()).result(timeout=60) == [200] * 10
+        loop.close()
+    print("jobs done")
+""")
+
+
+def test_jobs_on_threads_that_end_build_their_clients_safely():
+    # pyreqwest first imported on a thread that then ended: the next job's client crashed the process (a
+    # segfault at the second or third job, every time, by hand). It is imported on a thread that never ends.
+    with Simulator(SimulatorConfig()) as sim:
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-c", _JOBS_SCRIPT, sim.base_url], capture_output=True, text=True,
+                                  timeout=120)
+            assert done.returncode == 0 and "jobs done" in done.stdout, (done.returncode, done.stderr[-2000:])
