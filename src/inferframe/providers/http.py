@@ -100,7 +100,12 @@ class Poster:
         from pyreqwest import exceptions
         from pyreqwest.client import ClientBuilder
 
-        headers = {**self._headers, "Content-Type": "application/json"}
+        from pyreqwest.http import HeaderMap
+
+        headers = HeaderMap()  # the key marked sensitive: pyreqwest's reprs and logs show it masked
+        for name, value in self._headers.items():
+            headers.insert(name, value, is_sensitive=name.lower() in ("authorization", "api-key", "x-api-key"))
+        headers.insert("Content-Type", "application/json")
         self._client = (ClientBuilder().default_headers(headers).timeout(datetime.timedelta(seconds=self.timeout))
                         .no_proxy().follow_redirects(False).build())
         self._errors = exceptions
