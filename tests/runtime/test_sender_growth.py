@@ -83,14 +83,8 @@ def test_a_client_that_sets_the_pace_stops_growing(monkeypatch):
 
     from inferframe.runtime import senders
 
-    class BusyThread:  # this thread on the CPU 90% of the time (a zero-latency server here: about 60%)
-        monotonic = staticmethod(time.monotonic)
-
-        @staticmethod
-        def thread_time():
-            return 0.9 * time.monotonic()
-
-    monkeypatch.setattr(senders, "time", BusyThread)
+    # The process on a CPU 90% of the time (a zero-latency server here: about all of it).
+    monkeypatch.setattr(senders, "_cpu_seconds", lambda: 0.9 * time.monotonic())
 
     async def steady():
         await asyncio.sleep(0.2)

@@ -37,10 +37,15 @@ FIRST_SENDERS = 1024
 SLOWER = 1.5
 # Answers timed at each size before it is judged.
 MIN_ANSWERS = 64
-# The pool stops growing where the event loop's thread was busy more than this share of the time: the
-# client sets the pace (a zero-latency server on this machine: about 0.9), and a trial at twice the size
-# cost 15-20% of a 20,000-row run (bench/prompt_throughput.py --sweep 1024,16384).
+# The pool stops growing where this process was on a CPU more than this share of the time: its Python
+# threads share one GIL, so the client sets the pace (a zero-latency server on this machine: about 1.0),
+# and a trial at twice the size cost 15-20% of a 20,000-row run (bench/prompt_throughput.py --sweep).
 BUSY = 0.5
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process, every thread (the GIL's and reqwest's)."""
+    return time.process_time()
 
 
 class SenderPool:
@@ -150,8 +155,8 @@ class SenderPool:
         a round after a doubling: until then the server still answers what the smaller pool sent),
         then ``MIN_ANSWERS`` are timed. The pool then
 
-        * stays, if this thread was busy more than ``BUSY`` of the time meanwhile: the client, not the
-          server, sets the pace, and twice the senders could not send twice as much;
+        * stays, if the process was on a CPU more than ``BUSY`` of the time meanwhile: the client, not
+          the server, sets the pace, and twice the senders could not send twice as much;
         * goes back to half its size for good, if the answers came back ``SLOWER`` times as slow as at
           half the size or more (queueing at the server: Little's law);
         * doubles otherwise.
@@ -161,7 +166,7 @@ class SenderPool:
             return  # the pool is not full (rows come slower than it sends them), or sent at a smaller size
         level = self._levels.get(size)
         if level is None:  # [answers, latency summed, latencies summed, wall and CPU time at the first answer]
-            level = self._levels[size] = [0, 0.0, 0, time.monotonic(), time.thread_time()]
+            level = self._levels[size] = [0, 0.0, 0, time.monotonic(), _cpu_seconds()]
         level[0] += 1
         half = self._levels.get(size // 2)
         if level[0] <= (size // 2 if half is not None else size):
@@ -171,9 +176,9 @@ class SenderPool:
         level[2] += 1
         if level[2] < MIN_ANSWERS:
             return
-        busy = (time.thread_time() - level[4]) / max(1e-9, time.monotonic() - level[3])
+        busy = (_cpu_seconds() - level[4]) / max(1e-9, time.monotonic() - level[3])
         if busy > BUSY:
-            self._growing = False  # this thread is the bottleneck: more senders would only queue in it
+            self._growing = False  # the client is the bottleneck: more senders would only queue in it
             return
         if half is not None and level[1] / level[2] >= SLOWER * half[1] / half[2]:
             self._grown = size // 2  # queueing, not latency: the extra senders only wait (they end, ``_sender``)
