@@ -52,6 +52,9 @@ def _load_pyreqwest() -> None:
 
 
 _load_pyreqwest()
+from pyreqwest import exceptions as _errors  # noqa: E402 (loaded above, on a thread that never ends)
+from pyreqwest.client import ClientBuilder  # noqa: E402
+from pyreqwest.http import HeaderMap  # noqa: E402
 
 # Clients this process opened and has not closed: each is dropped at exit while the interpreter still runs.
 _live: weakref.WeakSet = weakref.WeakSet()
@@ -87,7 +90,6 @@ class Poster:
         self._headers = dict(headers)
         self.timeout = timeout
         self._client = None
-        self._errors = None
         self.closed = False
 
     def __repr__(self) -> str:
@@ -97,18 +99,12 @@ class Poster:
         raise TypeError("A live HTTP client holds a key and a connection pool; it does not pickle.")
 
     def _build(self):
-        from pyreqwest import exceptions
-        from pyreqwest.client import ClientBuilder
-
-        from pyreqwest.http import HeaderMap
-
         headers = HeaderMap()  # the key marked sensitive: pyreqwest's reprs and logs show it masked
         for name, value in self._headers.items():
             headers.insert(name, value, is_sensitive=name.lower() in ("authorization", "api-key", "x-api-key"))
         headers.insert("Content-Type", "application/json")
         self._client = (ClientBuilder().default_headers(headers).timeout(datetime.timedelta(seconds=self.timeout))
                         .no_proxy().follow_redirects(False).build())
-        self._errors = exceptions
         _live.add(self)
         return self._client
 
@@ -117,15 +113,14 @@ class Poster:
         if self.closed:
             raise SendFailed(ErrorKind.CONNECTION, "the job stopped before this request was sent")
         client = self._client or self._build()
-        errors = self._errors
         try:
             resp = await client.post(url).body_bytes(body).build().send()
             raw = await resp.bytes()
-        except errors.RequestTimeoutError:
+        except _errors.RequestTimeoutError:
             raise SendFailed(ErrorKind.TIMEOUT, f"No answer within {self.timeout:g} s") from None
-        except errors.ConnectError as e:
+        except _errors.ConnectError as e:
             raise SendFailed(ErrorKind.CONNECTION, f"connection failed ({_cause(e)})") from None
-        except errors.PyreqwestError as e:
+        except _errors.PyreqwestError as e:
             raise SendFailed(ErrorKind.CONNECTION, f"{type(e).__name__}: {_cause(e)}") from None
         return resp.status, bytes(raw), resp.headers
 
