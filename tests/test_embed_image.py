@@ -107,5 +107,5 @@ def test_clear_errors_name_what_to_do(clip_dir):
 
 
 def test_a_numeric_column_is_a_plan_error(clip_dir):
-    with pytest.raises(PlanError, match="needs images"):
+    with pytest.raises(PlanError, match=r"input 'n' must be images .*got double"):
         ifr.from_pydict({"n": [1.0]}).with_column("v", embed_image(col("n"), model=str(clip_dir)))

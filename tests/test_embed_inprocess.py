@@ -169,7 +169,7 @@ def test_a_second_query_reuses_the_loaded_model():
 
 def test_a_non_text_column_is_a_plan_error_and_estimate_skips_in_process_models():
     df = ifr.from_pydict({"n": [1, 2], "t": ["a", "b"]})
-    with pytest.raises(PlanError, match=r"needs text, but column 'n' is int64.*cast\(DataType.string\(\)\)"):
+    with pytest.raises(PlanError, match=r"input 'n' must be text, got int64.*col\('n'\)\.cast\(DataType\.string\(\)\)"):
         df.with_column("v", embed_text(col("n")))
     est = df.with_column("v", embed_text(col("t"))).estimate()
     assert est["calls"] == [] and est["cost_usd"] == 0

@@ -44,6 +44,7 @@ from inferframe.ai.join_properties import split_text
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.expressions.nodes import column_not_found
+from inferframe.functions._input_types import check_input
 from inferframe.functions._vocabulary import take
 from inferframe.functions.embed import embed_text
 from inferframe.functions.sem_join import batch_check, batch_parts, pair_check
@@ -242,6 +243,7 @@ def _check_arguments(left, right, template: Template, on_property, values, relat
         for c in template.columns(side):
             if c not in df.column_names:
                 raise column_not_found(c, pa.schema(df))
+            check_input("sem_join", pa.schema(df).field(c), template=True)  # the AI functions' one input rule
     if plan not in PLANS:
         raise PlanError(f"sem_join(): plan={plan!r} is not one of {', '.join(map(repr, PLANS))}.")
     if relation not in RELATIONS:

@@ -301,13 +301,10 @@ def _attach(source: Source, frame_of: FrameOf) -> None:
 
 
 def _check_text(fn: Function, param: str, column: str, schema: Any, source: Source) -> None:
-    import pyarrow as pa
+    from inferframe.functions._input_types import check_input  # the one input rule of Python's AI functions
 
-    t = schema.field(column).type
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)):
-        shown = next((text for name, text in source.exprs if name == column), column)
-        raise PlanError(f"sql(): {fn.name}()'s {param} must be text (VARCHAR), got {t} from {shown!r}; wrong argument "
-                        f"type: cast it, e.g. CAST({shown} AS VARCHAR).")
+    shown = next((text for name, text in source.exprs if name == column), column)
+    check_input(fn.name, schema.field(column), ("text",), sql=shown, param=param)
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:

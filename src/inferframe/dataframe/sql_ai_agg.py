@@ -21,6 +21,7 @@ from inferframe.dataframe.sql_ai_functions import FUNCTIONS, options_of
 from inferframe.dataframe.sql_ai_parse import Call, Query
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
+from inferframe.functions._input_types import check_input
 from inferframe.io.interop import quote_sql
 
 
@@ -63,6 +64,7 @@ def agg_plan(q: Query, frames: dict[str, Any], frame_of: Callable[[str, dict], A
     listed = names[index + len(hidden)]
     texts = "texts" if "texts" not in names else "__ifr_texts"
     exploded = rows.explode(listed).with_column(texts, col(listed)).exclude(listed)
+    check_input(call.name, exploded.schema().to_arrow().field(texts), ("text",), sql=call.args[0].text, param="text")
     if call.name == "ai_agg":
         instruction = call.args[1].value.replace("{", "{{").replace("}", "}}")
         template = f"{instruction} (over the {{{texts}}})"

@@ -21,6 +21,7 @@ from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.expressions.nodes import Alias, Call, Node, UDFCall
 from inferframe.expressions.udf import AISpec, ClassSpec
+from inferframe.functions._input_types import check_input
 
 
 def message_parts(messages: Any, fn: str) -> list[Node]:
@@ -54,21 +55,8 @@ class AICallSpec(AISpec):
                     f"{self.name}(): {self.no_images} reads text only, but input {field.name!r} is an image column "
                     f"({DataType(field.type)}); no request was sent. Send text only, or use a provider and model that read "
                     "images, e.g. provider='openai', model='gpt-5-mini'.")
-        if self.accepts:
-            _check_model_input(self.name, self.accepts, arg_fields[0])
+            check_input(self.name, field, self.accepts)  # the one input rule: text is text, nothing cast silently
         return super().return_type(arg_fields)
-
-
-def _check_model_input(name: str, accepts: tuple, field: pa.Field) -> None:
-    t = field.type.storage_type if isinstance(field.type, pa.ExtensionType) else field.type
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    ok = (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
-          or ("binary" in accepts and (pa.types.is_binary(t) or pa.types.is_large_binary(t))))
-    if not ok:
-        what = "text" if accepts == ("text",) else "images (an image or binary column, or paths)"
-        raise PlanError(f"{name.split('[')[0]}() needs {what}, but column {field.name!r} is {field.type}. "
-                        f"Cast it first, e.g. col({field.name!r}).cast(DataType.string()).")
 
 
 def ai_expression(call: AICall) -> Expression:

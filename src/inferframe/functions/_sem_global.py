@@ -25,6 +25,7 @@ import pyarrow as pa
 from inferframe.errors import LowInformationWarning, PlanError, SemanticFailuresWarning
 from inferframe.expressions.expression import col
 from inferframe.expressions.nodes import column_not_found
+from inferframe.functions._input_types import check_input
 from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
 from inferframe.observe.progress import last_run
@@ -44,12 +45,15 @@ def frame(df: Any, table: pa.Table) -> Any:
 
 
 def check_columns(df: Any, t: Template, fn: str, extra: tuple = ()) -> None:
-    """A column the template reads (or in ``extra``) that ``df`` lacks is a PlanError, before anything runs."""
+    """A column the template reads (or in ``extra``) that ``df`` lacks, or one it reads that is not text, is a PlanError, before anything runs."""
     missing = [c for c in [*t.columns(), *extra] if c not in df.column_names]
     if missing:
         found = column_not_found(missing[0], df.schema().to_arrow())  # its "Did you mean" and the columns
         raise PlanError(f"{fn}(): the DataFrame has no column {missing[0]!r}; name one of its columns in the "
                         f"template. {found}")
+    schema = df.schema().to_arrow()
+    for name in t.columns():  # the one input rule of AI functions: a {field} reads text
+        check_input(fn, schema.field(name), template=True)
 
 
 def operator(df: Any, schema: pa.Schema, op: Operator) -> Any:
