@@ -98,7 +98,7 @@ def test_prompt_out_writes_parquet_and_a_rerun_sends_nothing(sim, csv_file, key,
     assert table.column_names == ["id", "review", "label", "label_error"]
     assert table.column("label").to_pylist() == [f"sim answer: {r}" for r in REVIEWS]
     assert not list(out.glob(".*"))  # the atomic writer left no temporary directory
-    again = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--out", out, "--as", "label")
+    again = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--out", out, "--as", "label", "--mode", "overwrite")
     assert again.exit_code == 0 and "3 cached" in again.stderr
     assert sim.stats()["total_requests"] == 3
 
@@ -129,7 +129,8 @@ def test_prompt_choices_and_return_format(sim, csv_file, key, tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     answer = pq.read_table(out).schema.field("answer").type
     assert pa.types.is_struct(answer) and {f.name for f in answer} == {"positive", "reason"}
-    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--choices", "good,bad", "--out", out)
+    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--choices", "good,bad", "--out", out,
+                    "--mode", "overwrite")
     assert result.exit_code == 0, result.output
     assert set(pq.read_table(out).column("answer").to_pylist()) <= {"good", "bad"}
     sys.modules.pop("cli_models", None)

@@ -133,7 +133,7 @@ def test_a_live_writers_folder_stays_and_goes_once_its_process_is_gone(tmp_path)
     finally:
         holder.kill()
         holder.wait()
-    write_dataset([pa.record_batch({"a": [4]})], schema, str(root), "parquet")
+    write_dataset([pa.record_batch({"a": [4]})], schema, str(root), "parquet", mode="overwrite")  # [3] is there
     assert _tmp_folders(str(root)) == sorted([foreign, unnamed])
 
 

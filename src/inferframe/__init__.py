@@ -20,8 +20,8 @@ from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
 from inferframe.errors import (
     ArgumentTypeError, BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
-    LocalServerError, LowInformationWarning, MediaError, PathNotFoundError, PathNotWritableError, PlanError, RowFailed, SchemaMismatchError,
-    SemanticFailuresWarning, ServiceError, UDFError,
+    LocalServerError, LowInformationWarning, MediaError, OutputExistsError, PathNotFoundError, PathNotWritableError, PlanError, RowFailed, SchemaMismatchError,
+    SemanticFailuresWarning, ServiceError, UDFError, UnreadableFileError,
 )
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
-    "MediaError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError",
+    "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError", "UnreadableFileError",
     "LowInformationWarning", "SemanticFailuresWarning", "cls", "last_run", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",

@@ -9,6 +9,7 @@ The hierarchy::
     │   ├── ArgumentTypeError (TypeError)   an argument of a call has the wrong Python type
     │   ├── PathNotFoundError (FileNotFoundError)  an input path matches no file
     │   └── PathNotWritableError (OSError)  the output location cannot be written
+    │       └── OutputExistsError (FileExistsError)  the output directory holds data and mode="error"
     ├── UDFError                            a user function raised or returned the wrong type
     ├── ExecutionError                      the job failed while running
     │   ├── ServiceError (RuntimeError)     the service, not a row, is failing: the job stops
@@ -16,6 +17,7 @@ The hierarchy::
     │   ├── BatchAPIError (RuntimeError)    the Batch API refused a file or batch operation
     │   └── LocalServerError (RuntimeError) the embedded llama.cpp server could not start
     ├── SchemaMismatchError (ValueError)    files of one dataset disagree on their schema
+    ├── UnreadableFileError (ValueError)    an input file is not data of the format read (a README.txt)
     ├── MediaError (ValueError)             an image or file of one row cannot be read or encoded
     └── DownloadError                       one location could not be downloaded
 
@@ -96,6 +98,32 @@ class PathNotWritableError(PlanError, OSError):
 
     Subclasses OSError, so ``except OSError`` still catches it; raised before any row is computed.
     """
+
+
+class OutputExistsError(PathNotWritableError, FileExistsError):
+    """A write's target directory already holds data and the write's ``mode`` is ``"error"`` (the default).
+
+    Raised when the write starts, before the plan runs: nothing was sent, written or removed. The
+    message names the directory, the files found and the fix (``mode="overwrite"`` or ``"append"``);
+    ``directory`` and ``files`` hold them.
+
+    Example:
+        >>> import tempfile, inferframe as ifr
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = ifr.from_pydict({"a": [1]}).write_parquet(d)
+        ...     try:
+        ...         ifr.from_pydict({"a": [2]}).write_parquet(d)
+        ...     except FileExistsError as e:
+        ...         e.files, isinstance(e, ifr.PlanError)
+        (['part-00000.parquet'], True)
+    """
+
+    def __init__(self, message: str, directory: str = "", files: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.directory, self.files = directory, list(files or [])
+
+    def __str__(self) -> str:  # OSError would show its args as a tuple
+        return str(self.args[0]) if self.args else ""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -199,6 +227,14 @@ class SchemaMismatchError(InferframeError, ValueError):
 
     The message names the offending file, the column, both types, and the file (or explicit
     schema) the scan's schema came from.
+    """
+
+
+class UnreadableFileError(InferframeError, ValueError):
+    """An input file cannot be read as the format asked (a README.txt among Parquet files): the message names it.
+
+    Files whose names start with ``.`` or ``_`` (``_SUCCESS``, ``.crc``) are skipped in a directory, as
+    Spark and pyarrow skip them; any other file must be data of the format read.
     """
 
 

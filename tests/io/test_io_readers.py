@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inferframe.errors import UnreadableFileError
 from inferframe.io import (
     GLOB_SCHEMA,
     ScanSource,
@@ -348,7 +349,7 @@ def test_csv_type_conflict_names_both_files(tmp_path):
     (tmp_path / "1.csv").write_text("a\n1\n")
     (tmp_path / "2.csv").write_text("a\nhello\n")
     src = open_source("csv", str(tmp_path))
-    with pytest.raises(pa.ArrowInvalid) as info:
+    with pytest.raises(UnreadableFileError) as info:  # an InferframeError naming the file, not pyarrow's own
         collect(scan(src))
     msg = str(info.value)
     assert "2.csv" in msg and "1.csv" in msg and "schema=" in msg

@@ -173,14 +173,14 @@ def test_overwrite_replaces_parts_and_keeps_other_files(tmp_path):
     write_dataset(batches(1000), SCHEMA, str(tmp_path), "parquet", rows_per_file=250)
     (tmp_path / "README.txt").write_text("keep me")
     assert len(list(tmp_path.glob("part-*"))) == 4
-    write_dataset(batches(300), SCHEMA, str(tmp_path), "parquet", rows_per_file=250)
+    write_dataset(batches(300), SCHEMA, str(tmp_path), "parquet", rows_per_file=250, mode="overwrite")
     assert listing(tmp_path) == ["README.txt", "part-00000.parquet", "part-00001.parquet"]
     assert read_back(tmp_path, "parquet").num_rows == 300
 
 
 def test_overwrite_removes_parts_of_other_formats(tmp_path):
     write_dataset(batches(10), SCHEMA, str(tmp_path), "csv")
-    write_dataset(batches(10), SCHEMA, str(tmp_path), "parquet")
+    write_dataset(batches(10), SCHEMA, str(tmp_path), "parquet", mode="overwrite")
     assert listing(tmp_path) == ["part-00000.parquet"]
 
 
@@ -241,7 +241,7 @@ def test_failure_midway_leaves_existing_output_untouched(tmp_path, error, format
         raise error
 
     with pytest.raises(type(error)):
-        write_dataset(failing(), SCHEMA, str(root), format, rows_per_file=100)
+        write_dataset(failing(), SCHEMA, str(root), format, rows_per_file=100, mode="overwrite")
     after = {p.name: p.read_bytes() for p in root.iterdir()}
     assert after == before  # no temp dir, no new parts, old parts byte-identical
     assert len(old_paths) == 3

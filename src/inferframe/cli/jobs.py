@@ -27,6 +27,7 @@ from inferframe.cli.options import (
     ai_options, api_key_from_env, opt, refuse_api_key, unescape,
 )
 from inferframe.cli.output import print_estimate, report_totals, show_rows, totals
+from inferframe.cli.writes import Mode, write_out
 
 
 def prompt_job(input: str, column: Optional[str], template: Optional[str], system: Optional[str], name: str,
@@ -94,6 +95,7 @@ def prompt(
     return_format: ReturnFormat = None,
     choices: Choices = None,
     out: Out = None,
+    mode: Mode = "error",
     fmt: Format = None,
     batch: Batch = False,
     max_cost: MaxCost = None,
@@ -121,15 +123,15 @@ def prompt(
             if df.schema()[name] != ifr.DataType.string():
                 raise CLIError("--strip works on text answers, not with --return-format or --choices", USAGE)
             df = df.with_column(name, ifr.col(name).str.strip())
-        code = _run(df, name, used, out, show, progress)
+        code = _run(df, name, used, out, show, progress, mode)
     raise typer.Exit(code)
 
 
 def _run(df: ifr.DataFrame, name: str, used: list[str], out: Optional[Path], show: int,
-         progress: Optional[bool]) -> int:
+         progress: Optional[bool], mode: str = "error") -> int:
     """Run the job: write ``out`` or print the first rows; then the totals."""
     if out is not None:
-        written = df.write_parquet(str(out), progress=progress).to_pydict()["path"]
+        written = write_out(df, out, mode, progress)
         total = totals(name)
         typer.echo(f"wrote {len(written)} Parquet file{'s' if len(written) != 1 else ''} to {out}", err=True)
         return report_totals(total, name, None)
@@ -221,6 +223,7 @@ def embed(
     column: Annotated[str, opt("--column", "-c", metavar="COLUMN", help="The text column to embed.")],
     out: Annotated[Path, opt("--out", "-o", metavar="DIR",
                              help="Write the input's columns and the vectors to this directory as Parquet (atomic).")],
+    mode: Mode = "error",
     name: Annotated[str, opt("--as", metavar="NAME", show_default=True, help="The vector column's name.")] = "embedding",
     model: Annotated[Optional[str], opt("--model", "-m", metavar="MODEL",
                                         help="The embedding model (default: the packaged all-MiniLM-L6-v2).")] = None,
@@ -255,7 +258,7 @@ def embed(
             df = df.limit(limit)
         df = df.with_column(name, embed_text(ifr.col(column), provider=provider, model=model, dimensions=dimensions,
                                              **options))
-        written = df.write_parquet(str(out), progress=progress).to_pydict()["path"]
+        written = write_out(df, out, mode, progress)
         typer.echo(f"wrote {len(written)} Parquet file{'s' if len(written) != 1 else ''} to {out}", err=True)
         if f"{name}_error" in df.column_names:  # over an API: errors as data and totals
             code = report_totals(totals(name), name, None)

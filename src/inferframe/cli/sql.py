@@ -17,6 +17,7 @@ import typer
 import inferframe as ifr
 from inferframe.cli.base import app, guard
 from inferframe.cli.output import show_rows
+from inferframe.cli.writes import Mode, write_out
 
 
 @app.command(short_help="Run SQL with AI functions over files.", help=(
@@ -31,6 +32,7 @@ def sql(
     explain: Annotated[bool, typer.Option("--explain", help="Show the plan and the estimate; send nothing.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write every row to this Parquet directory.")] = None,
     show: Annotated[int, typer.Option("--show", help="Rows to print.")] = 20,
+    mode: Mode = "error",
 ) -> None:
     with guard():
         if explain:
@@ -38,7 +40,7 @@ def sql(
             return
         df = ifr.sql(query)
         if out is not None:
-            df.write_parquet(str(out))
+            write_out(df, out, mode)
             typer.echo(f"wrote {out}")
             return
         table = df.to_arrow()

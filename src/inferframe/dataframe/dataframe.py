@@ -405,7 +405,7 @@ class DataFrame(SemanticMethods, InteropMethods):
         return ray.data.from_arrow(self.to_arrow())
 
     def write_parquet(self, root: str, **options: Any) -> "DataFrame":
-        """Write a directory of Parquet files atomically; returns a DataFrame of the written paths."""
+        """Write a directory of Parquet files atomically; ``mode="error"`` (default: refuse a directory holding data), "overwrite" or "append"; returns the written paths."""
         return self._write(root, "parquet", **options)
 
     def write_lance(self, uri: str, table: str, mode: str = "create", progress: bool | None = None,
@@ -436,11 +436,11 @@ class DataFrame(SemanticMethods, InteropMethods):
         return in_memory(pa.table({"path": pa.array([path])}))
 
     def write_csv(self, root: str, **options: Any) -> "DataFrame":
-        """Write a directory of CSV files atomically; returns a DataFrame of the written paths."""
+        """Write a directory of CSV files atomically; ``mode="error"`` (default: refuse a directory holding data), "overwrite" or "append"; returns the written paths."""
         return self._write(root, "csv", **options)
 
     def write_json(self, root: str, **options: Any) -> "DataFrame":
-        """Write a directory of JSON-lines files atomically; returns a DataFrame of the written paths."""
+        """Write a directory of JSON-lines files atomically; ``mode="error"`` (default: refuse a directory holding data), "overwrite" or "append"; returns the written paths."""
         return self._write(root, "json", **options)
 
 

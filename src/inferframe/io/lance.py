@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from inferframe.errors import ArgumentTypeError, PlanError
+from inferframe.errors import ArgumentTypeError, OutputExistsError, PlanError
 from inferframe.io._batches import storage_batch, storage_schema
 from inferframe.io.arrow_stream import StreamSource, engine_schema
 
@@ -55,7 +55,7 @@ def write_lance(batches: Iterable[pa.RecordBatch], schema: pa.Schema, uri: str, 
         schema: their schema (also used when there are no batches, so an empty table keeps its columns).
         uri: the LanceDB database: a directory or an object-store URI.
         table: the table name.
-        mode: "create" (fail if the table exists), "overwrite" (replace it), or "append"
+        mode: "create" or "error" (fail if the table exists), "overwrite" (replace it), or "append"
             (add rows to it, creating it when missing; the schema must match).
         **options: passed to ``lancedb.connect`` (e.g. ``storage_options``).
 
@@ -69,6 +69,8 @@ def write_lance(batches: Iterable[pa.RecordBatch], schema: pa.Schema, uri: str, 
         ...     lancedb.connect(db).open_table("t").count_rows(), location == f"{db}/t.lance"
         (2, True)
     """
+    if mode == "error":  # "create" under the name every other writer uses (write_parquet(mode="error"))
+        mode = "create"
     if mode not in MODES:
         raise PlanError(f"write_lance(): mode must be one of {', '.join(MODES)}, got {mode!r}.")
     if not isinstance(table, str) or not table:
@@ -77,10 +79,9 @@ def write_lance(batches: Iterable[pa.RecordBatch], schema: pa.Schema, uri: str, 
     db = lancedb.connect(uri, **options)
     exists = _exists(db, table)
     if mode == "create" and exists:
-        raise PlanError(
-            f"write_lance(): table {table!r} already exists in {uri}. "
-            "Use mode='overwrite' to replace it or mode='append' to add rows."
-        )
+        raise OutputExistsError(
+            f"write_lance(): table {table!r} already exists in {uri}; nothing was written. "
+            "Use mode='overwrite' to replace it or mode='append' to add rows.", directory=str(uri), files=[table])
     target = storage_schema(schema)
 
     def plain() -> Iterable[pa.RecordBatch]:

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from inferframe.errors import ArgumentTypeError, ColumnNotFoundError, PlanError
 from inferframe.io._batches import cast_batch
 from inferframe.io._formats import FORMATS, file_format, normalize_options, option
+from inferframe.io._unreadable import check_parquet_files, unreadable
 from inferframe.io.arrow_stream import StreamSource, scan_stream
 from inferframe.io.errors import SchemaMismatchError
 from inferframe.io.filesystems import display_path
@@ -145,6 +146,8 @@ def open_source(
             (_SIZES, tuple(info.size for info in infos)),
         )
         opts = tuple(sorted(opts + listing, key=lambda kv: kv[0]))
+    elif format == "parquet":  # a stray README.txt is named now, not mid-job
+        check_parquet_files(fs, [info.path for info in infos])
     return ScanSource(format, tuple(info.path for info in infos), fs, opts)
 
 
@@ -185,7 +188,7 @@ def source_schema(src: ScanSource) -> pa.Schema:
             )
             schema = fragment.physical_schema
     except (pa.ArrowException, OSError) as e:
-        _reraise(e, f"Could not read the schema of {_show(src, first)}")
+        _reraise(e, f"Could not read the schema of {_show(src, first)}", src.format)
     # Writer metadata (pandas index info, ...) describes the file, not the scan.
     return schema.remove_metadata()
 
@@ -220,7 +223,7 @@ def estimate_rows(src: ScanSource) -> int | None:
         try:
             return pq.read_metadata(path, filesystem=src.filesystem).num_rows
         except (pa.ArrowException, OSError) as e:
-            _reraise(e, f"Could not read the parquet footer of {_show(src, path)}")
+            _reraise(e, f"Could not read the parquet footer of {_show(src, path)}", src.format)
 
     if len(src.paths) == 1:
         return count(src.paths[0])
@@ -339,7 +342,7 @@ def _scan_files(
                     )
                     yield from scanner.to_batches()
         except (pa.ArrowException, OSError) as e:
-            _reraise(e, _read_context(src, path))
+            _reraise(e, _read_context(src, path), src.format)
 
 
 def _needs_cast(physical: pa.Schema, target: pa.Schema) -> bool:
@@ -468,8 +471,11 @@ def _show(src: ScanSource, path: str) -> str:
     return repr(display_path(src.filesystem, path))
 
 
-def _reraise(error: BaseException, context: str) -> Any:
-    """Raise ``error`` again with ``context`` prepended, keeping its type when possible."""
+def _reraise(error: BaseException, context: str, format: str = "") -> Any:
+    """Raise ``error`` again with ``context`` prepended, keeping its type when possible (data pyarrow cannot read:
+    an UnreadableFileError)."""
+    if isinstance(error, pa.ArrowInvalid):
+        raise unreadable(context, error, format) from error
     try:
         wrapped = type(error)(f"{context}: {error}")
     except Exception:

@@ -8,6 +8,9 @@ temporary directory, so ``root`` looks exactly as it did before the call. The
 writer's machine and pid in the name let the next write to ``root`` remove the
 folder of a writer that was killed outright, and leave a live one's alone.
 
+Nothing is replaced silently: by default (``mode="error"``) a ``root`` that already holds data is
+refused before a single batch is read; ``"overwrite"`` and ``"append"`` say what to do with it.
+
 Example::
 
     >>> import os, tempfile
@@ -31,7 +34,9 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from inferframe.errors import ArgumentTypeError, PathNotWritableError, PlanError, SchemaMismatchError
+from inferframe.errors import (
+    ArgumentTypeError, OutputExistsError, PathNotWritableError, PlanError, SchemaMismatchError,
+)
 from inferframe.io._batches import cast_batch
 from inferframe.io._part_writers import (
     PartWriter,
@@ -45,7 +50,9 @@ from inferframe.observe.owner import owner_tag, owner_gone
 
 __all__ = ["PendingWrite", "write_dataset", "WRITE_MODES"]
 
-WRITE_MODES = ("overwrite", "append")
+# "error" first: the default, as Spark's DataFrameWriter ("errorifexists") and pyarrow.dataset.write_dataset
+# (existing_data_behavior="error") do: a second write to one directory is a mistake until the user says otherwise.
+WRITE_MODES = ("error", "overwrite", "append")
 
 TMP_PREFIX = "._inferframe_tmp_"
 
@@ -62,7 +69,7 @@ def write_dataset(
     rows_per_file: int = 1_000_000,
     compression: str | None = None,
     filesystem: pafs.FileSystem | None = None,
-    mode: str = "overwrite",
+    mode: str = "error",
 ) -> list[str]:
     """Stream ``batches`` into ``root/part-00000.<ext>``, ``part-00001.<ext>``, ...
 
@@ -74,12 +81,15 @@ def write_dataset(
     What happens to files already in ``root``:
 
     * files that are not ``part-<n>.<ext>`` files are never touched;
-    * ``mode="overwrite"`` (default): new parts replace same-named ones, and then
-      leftover ``part-*`` files from earlier writes are deleted, so the directory
-      holds exactly the new data. Old parts are removed only after the new ones
+    * ``mode="error"`` (default): a ``root`` holding data (any entry whose name does
+      not start with ``.`` or ``_``) raises :class:`~inferframe.errors.OutputExistsError`
+      before any batch is read; an empty or missing ``root`` is written;
+    * ``mode="overwrite"``: new parts replace same-named ones, and then
+      leftover ``part-*`` files from earlier writes are deleted, so the parts
+      are exactly the new data. Old parts are removed only after the new ones
       are in place.
-    * ``mode="append"``: new parts are numbered after the highest existing part
-      number, so nothing is replaced. Not safe with concurrent writers.
+    * ``mode="append"``: new parts are numbered after the highest part number
+      in ``root`` when they are moved in, so nothing is replaced.
 
     Atomicity: nothing appears in ``root`` until all batches were written; a
     failure or interrupt before that leaves ``root`` unchanged (a ``root`` this
@@ -100,7 +110,7 @@ def write_dataset(
         compression: parquet codec (default snappy), or for csv/json one of
             ``gzip``, ``bz2``, ``zstd``, ``lz4``, ``brotli`` (adds ``.gz`` etc.).
         filesystem: filesystem to write to; inferred from ``root`` when None.
-        mode: ``'overwrite'`` or ``'append'``, see above.
+        mode: ``'error'`` (default), ``'overwrite'`` or ``'append'``, see above.
 
     Returns:
         The final paths of the written files, in order (URIs for remote roots).
@@ -110,6 +120,7 @@ def write_dataset(
             does not fit ``schema`` (SchemaMismatchError); CSV with nested columns.
         PathNotWritableError: ``root`` is an existing file, or cannot be created or
             written (read-only, no permission); an OSError, raised before any batch is read.
+        OutputExistsError: ``mode="error"`` and ``root`` holds data; raised before any batch is read.
 
     Example::
 
@@ -148,9 +159,10 @@ class PendingWrite:
 
     def __init__(self, root: str, format: str, schema: pa.Schema, *, rows_per_file: int = 1_000_000,
                  compression: str | None = None, filesystem: pafs.FileSystem | None = None,
-                 mode: str = "overwrite") -> None:
+                 mode: str = "error") -> None:
         if mode not in WRITE_MODES:
-            raise PlanError(f"mode must be one of {WRITE_MODES}, got {mode!r}")
+            raise PlanError(f"mode must be one of {WRITE_MODES}, got {mode!r}: 'error' refuses a directory that "
+                            "holds data, 'overwrite' replaces its parts, 'append' adds parts next to them.")
         if not isinstance(rows_per_file, int) or rows_per_file < 1:
             raise PlanError(f"rows_per_file must be a positive integer, got {rows_per_file!r}")
         check_writable(format, schema, compression)
@@ -166,14 +178,17 @@ class PendingWrite:
         try:
             self.fs.create_dir(self.root, recursive=True)
             entries = self.fs.get_file_info(pafs.FileSelector(self.root))
+        except OSError as e:
+            raise _not_writable(root, e) from e
+        if mode == "error":  # before anything is made in root, and before the plan runs
+            _refuse_data(root, entries)
+        try:
             self.existing = _existing_parts(entries)
             _remove_dead_writers(self.fs, entries)
             self.fs.create_dir(self.tmp, recursive=True)
         except OSError as e:
-            raise PathNotWritableError(
-                f"Cannot write a dataset to {root!r}: {_reason(e)}. Write to a directory you may write to, "
-                "or make this one writable.") from e
-        self.first = max(self.existing.values()) + 1 if mode == "append" and self.existing else 0
+            raise _not_writable(root, e) from e
+        self.first = _next_part(self.existing) if mode == "append" else 0
 
     def write_parts(self, batches: Iterable[pa.RecordBatch | pa.Table], prefix: str = "part-",
                     keep_empty: bool = True) -> list[str]:
@@ -195,6 +210,8 @@ class PendingWrite:
             if not names:
                 names = self.write_parts([])
             ext = file_extension(self.format, self.compression)
+            if self.mode == "append":  # numbered after the parts there now: another write may have added some
+                self.first = _next_part(_existing_parts(self.fs.get_file_info(pafs.FileSelector(self.root))))
             final = [f"part-{self.first + i:05d}{ext}" for i in range(len(names))]
             for name, dest in zip(names, final):
                 # A rename: readers see either the old file or the complete new one.
@@ -239,6 +256,26 @@ def _existing_parts(entries: list[pafs.FileInfo]) -> dict[str, int]:
     return out
 
 
+def _next_part(existing: dict[str, int]) -> int:
+    """The number after the highest existing part's (0 with none)."""
+    return max(existing.values()) + 1 if existing else 0
+
+
+def _refuse_data(root: str, entries: list[pafs.FileInfo]) -> None:
+    """Raise OutputExistsError if ``entries`` (the listing of ``root``) hold data: names not starting with ``.`` or ``_``.
+
+    Hidden names are what readers skip (``_SUCCESS``, a killed writer's ``._inferframe_tmp_*``): not data.
+    """
+    found = sorted(info.base_name for info in entries if info.base_name[:1] not in (".", "_"))
+    if not found:
+        return
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise OutputExistsError(
+        f"{root!r} already holds data ({shown}); nothing was written. Pass mode=\"overwrite\" to replace its "
+        "parts (the old ones are removed only once the new ones are in place), mode=\"append\" to add new parts "
+        "next to them, or write to an empty directory.", directory=str(root), files=found)
+
+
 def _remove_dead_writers(fs: pafs.FileSystem, entries: list[pafs.FileInfo]) -> None:
     """Delete the temporary directories among ``entries`` whose writer process is gone (killed outright).
 
@@ -253,6 +290,11 @@ def _remove_dead_writers(fs: pafs.FileSystem, entries: list[pafs.FileInfo]) -> N
         if owner and owner_gone(owner):
             with contextlib.suppress(OSError):  # another writer may be removing it right now
                 fs.delete_dir(info.path)
+
+
+def _not_writable(root: str, error: OSError) -> PathNotWritableError:
+    return PathNotWritableError(f"Cannot write a dataset to {root!r}: {_reason(error)}. Write to a directory you "
+                                "may write to, or make this one writable.")
 
 
 def _reason(error: OSError) -> str:
