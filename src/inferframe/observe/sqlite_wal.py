@@ -1,13 +1,17 @@
 """SQLite files that several processes open at once (the response cache, the run history): WAL mode,
-and private to the user (directory 0700, files 0600, whatever the umask)."""
+and private to the user (directory 0700, files 0600, whatever the umask; a directory that was already
+there and that other users can open is made private when it is the library's own, else warned about)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import time
 from pathlib import Path
 from typing import Any
+
+from inferframe.errors import warn_user
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -46,6 +50,57 @@ def private_dir(directory: str | os.PathLike) -> Path:
     return path
 
 
+def library_dir() -> Path:
+    """The directory the library picks when none is named: ``$XDG_CACHE_HOME/inferframe``, else ``~/.cache/inferframe``.
+
+    Example:
+        >>> library_dir().name
+        'inferframe'
+    """
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inferframe"
+
+
+def keep_private(directory: str | os.PathLike) -> None:
+    """Make an existing ``directory`` that other users can open private, or warn: it will hold inputs and answers.
+
+    The library's own directory (``library_dir()``, e.g. left 0755 by an older install's ``mkdir -p``) is
+    set to 0700 when this user owns it. A directory the user named keeps its mode (it is their choice),
+    and a warning at their line says how to make it private. A private one (no group or other bits) is
+    left alone, silently.
+
+    Parameters:
+        directory: the cache or run-history directory, which exists.
+
+    Example:
+        >>> import tempfile, warnings
+        >>> d = tempfile.mkdtemp()
+        >>> os.chmod(d, 0o755)
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     keep_private(d)
+        >>> "chmod 700" in str(seen[0].message), oct(stat.S_IMODE(os.stat(d).st_mode))
+        (True, '0o755')
+    """
+    path = Path(directory).expanduser()
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o077:
+        return
+    mine = st.st_uid == os.getuid()
+    if mine and path.resolve() == library_dir().resolve():
+        try:
+            os.chmod(path, PRIVATE_DIR)
+            return
+        except OSError:
+            pass  # a read-only mount: say so below
+    fix = f"chmod 700 {path}" if mine else "ask its owner to make it private, or name a directory of your own"
+    warn_user(f"The cache directory {path} can be opened by other users (mode {oct(mode)}), and it holds your "
+              f"inputs and answers. Make it private: {fix}.")
+
+
 def connect_private(path: str | os.PathLike, **kwargs: Any) -> sqlite3.Connection:
     """Open the SQLite file ``path``, creating it (and its directory) private to the user first.
 
@@ -66,6 +121,7 @@ def connect_private(path: str | os.PathLike, **kwargs: Any) -> sqlite3.Connectio
     """
     path = Path(path)
     private_dir(path.parent)
+    keep_private(path.parent)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
     except FileExistsError:
