@@ -57,7 +57,9 @@ def test_binary_and_url_images_count_as_images():
 def test_text_to_the_embedded_model_still_plans():
     df = ifr.from_pydict({"q": ["hi"], "n": [3]})
     assert df.with_column("a", prompt(col("q"), model="gemma-3-270m")).schema()["a"] == ifr.DataType.string()
-    df.with_column("a", prompt([col("q"), col("n")], model="gemma-3-270m")).schema()
+    df.with_column("a", prompt([col("q"), col("n").cast(ifr.DataType.string())], model="gemma-3-270m")).schema()
+    with pytest.raises(PlanError, match=r"input 'n' must be text, got int64"):  # issue 41 item 7: no silent cast
+        df.with_column("a", prompt([col("q"), col("n")], model="gemma-3-270m")).schema()
 
 
 def test_openai_models_known_without_vision_are_refused_and_vision_models_answer(pictures):
