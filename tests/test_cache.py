@@ -149,11 +149,12 @@ def test_killed_runs_resume_without_paying_twice(tmp_path):
 def test_rows_over_the_budget_run_on_the_next_start(sim, tmp_path):
     ifr.set_prices({"priced": (1000.0, 1000.0)})
     df = ifr.from_pydict({"q": [f"q{i}" for i in range(30)]})
-    capped = df.with_column("a", ask(sim, tmp_path, model="priced", max_cost=0.05, max_concurrency=1)).to_pydict()
+    capped = df.with_column("a", ask(sim, tmp_path, model="priced", max_cost=0.05, max_tokens=20,
+                                     max_concurrency=1)).to_pydict()
     not_run = [i for i, e in enumerate(capped["a_error"]) if e and e["kind"] == "budget"]
     assert not_run and len(not_run) < 30
     sent = sim.stats()["total_requests"]
-    again = df.with_column("a", ask(sim, tmp_path, model="priced", max_concurrency=1)).to_pydict()
+    again = df.with_column("a", ask(sim, tmp_path, model="priced", max_tokens=20, max_concurrency=1)).to_pydict()
     assert again["a_error"] == [None] * 30
     assert sim.stats()["total_requests"] - sent == len(not_run)  # only the rows the cap held back were sent
 

@@ -75,7 +75,7 @@ def _public_packages():
 
 def test_all_is_pinned():
     assert sorted(ifr.__all__) == sorted([
-        "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "DriftWarning", "PromptLayoutHint", "ErrorKind",
+        "ArgumentTypeError", "BatchAPIError", "BudgetExceededError", "BudgetExceededWarning", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "DriftWarning", "PromptLayoutHint", "ErrorKind",
         "Evaluation", "evaluate",
         "ExecutionError", "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
         "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError", "UnreadableFileError",

@@ -19,7 +19,7 @@ from inferframe.observe import DriftWarning, last_run
 from inferframe.functions.layout_hint import PromptLayoutHint
 from inferframe.datatype import DataType
 from inferframe.errors import (
-    ArgumentTypeError, BatchAPIError, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
+    ArgumentTypeError, BatchAPIError, BudgetExceededError, BudgetExceededWarning, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
     LocalServerError, LowInformationWarning, MediaError, OutputExistsError, PathNotFoundError, PathNotWritableError, PlanError, RowFailed, SchemaMismatchError,
     SemanticFailuresWarning, ServiceError, UDFError, UnreadableFileError,
 )
@@ -33,7 +33,7 @@ from inferframe.udf import cls, func, method
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentTypeError", "BatchAPIError", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
+    "ArgumentTypeError", "BatchAPIError", "BudgetExceededError", "BudgetExceededWarning", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
     "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError", "UnreadableFileError",
     "LowInformationWarning", "SemanticFailuresWarning", "cls", "last_run", "col", "from_arrow",

@@ -15,6 +15,7 @@ The hierarchy::
     │   ├── ServiceError (RuntimeError)     the service, not a row, is failing: the job stops
     │   ├── RowFailed (RuntimeError)        a row failed and on_error="raise" was asked for
     │   ├── BatchAPIError (RuntimeError)    the Batch API refused a file or batch operation
+    │   ├── BudgetExceededError (RuntimeError) the job's max_cost/max_tokens_budget was reached, on_error="raise"
     │   └── LocalServerError (RuntimeError) the embedded llama.cpp server could not start
     ├── SchemaMismatchError (ValueError)    files of one dataset disagree on their schema
     ├── UnreadableFileError (ValueError)    an input file is not data of the format read (a README.txt)
@@ -26,6 +27,7 @@ Warnings (a result is returned, but the user must know):
     LowInformationWarning   the model's answers carry little information (every row the same
                             answer, A/B comparisons at chance, every pair a match)
     SemanticFailuresWarning calls inside a semantic operator failed and were counted, not raised
+    BudgetExceededWarning   the job's max_cost/max_tokens_budget was reached: rows were not run
 
 A failure of one row is not an exception but data: a null value and an error record whose
 ``kind`` is one of :class:`ErrorKind`.
@@ -159,6 +161,10 @@ class SemanticFailuresWarning(UserWarning):
     """Some model calls inside a semantic operator failed; the message gives the count and ``on_error="raise"``."""
 
 
+class BudgetExceededWarning(UserWarning):
+    """A job reached its ``max_cost``/``max_tokens_budget``: the message gives what was spent, the rows not run and how to go on."""
+
+
 class UDFError(InferframeError):
     """A user function raised or returned a value that does not fit its declared type."""
 
@@ -212,6 +218,10 @@ class RowFailed(ExecutionError, RuntimeError):
     def __reduce__(self):
         # The record would be lost by the default pickling; workers ship errors across processes.
         return (RowFailed, (self.args[0] if self.args else "", self.error))
+
+
+class BudgetExceededError(ExecutionError, RuntimeError):
+    """The job's ``max_cost``/``max_tokens_budget`` was reached with ``on_error="raise"``: what was paid stays cached."""
 
 
 class BatchAPIError(ExecutionError, RuntimeError):

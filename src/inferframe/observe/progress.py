@@ -18,6 +18,7 @@ import warnings
 from typing import Iterator
 
 from inferframe.errors import LowInformationWarning, SemanticFailuresWarning, warn_user
+from inferframe.observe.budget_note import warn_budget
 from inferframe.observe.quality import FIX, FIX_EXAMPLES, message, same_answer
 from inferframe.observe.stats import RunCounters, RunStats
 
@@ -316,6 +317,7 @@ def job_progress(total: int | None, show: bool | None = None,
         guard_answers(totals, warn=finished)
         if finished:
             warn_semantic_failures(totals)
+            warn_budget(totals)  # on_error="raise" raised BudgetExceededError instead
         if totals and in_notebook():
             from IPython.display import HTML, display  # type: ignore
 

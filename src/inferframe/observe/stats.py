@@ -96,6 +96,10 @@ class RunStats:
     answers: dict = dataclasses.field(default_factory=dict)
     answers_raw: dict = dataclasses.field(default_factory=dict)
 
+    # A call with max_cost/max_tokens_budget: its caps, and the worst case of a request it held back
+    # (``runtime.budget``), for the end-of-job BudgetExceededWarning; a setting, the same in every process.
+    budget: dict = dataclasses.field(default_factory=dict)
+
     def pause_for(self, seconds: float) -> None:
         """Admission is paused for ``seconds`` from now (a spent rate limit); shown on the progress line.
 
@@ -138,6 +142,7 @@ class RunStats:
     def snapshot(self) -> dict:
         """The counters as plain data, to send to the driver."""
         return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED},
+                "budget": dict(self.budget),
                 "paused_for": self.paused_for, "latency_hist": list(self.latency_hist),
                 "stage_rows": dict(self.stage_rows), "stage_thresholds": dict(self.stage_thresholds),
                 "answers": dict(self.answers), "answers_raw": dict(self.answers_raw)}
@@ -193,6 +198,7 @@ class RunCounters:
             total.latency_hist = [a + b for a, b in zip(total.latency_hist, s.latency_hist)]
             _merge_stages(total, s.stage_rows, s.stage_thresholds)
             _merge_answers(total, s.answers, s.answers_raw)
+            total.budget.update(s.budget)
         for snap in remote:
             label = snap.get("label", "")
             total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
@@ -205,6 +211,7 @@ class RunCounters:
                 total.latency_hist = [a + b for a, b in zip(total.latency_hist, snap["latency_hist"])]
             _merge_stages(total, snap.get("stage_rows") or {}, snap.get("stage_thresholds") or {})
             _merge_answers(total, snap.get("answers") or {}, snap.get("answers_raw") or {})
+            total.budget.update(snap.get("budget") or {})
         return list(out.values())
 
     def clear(self) -> None:

@@ -22,10 +22,11 @@ import functools
 import random
 from typing import Any
 
-from inferframe.errors import ErrorKind, RowFailed, ServiceError
+from inferframe.errors import BudgetExceededError, ErrorKind, RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
 from inferframe.providers.interface import Outcome, Provider, Request, Usage, routed
 from inferframe.runtime.batch import BatchRunner
+from inferframe.runtime.budget import Budget, cap_text
 from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.config import RuntimeConfig
@@ -99,17 +100,11 @@ class InferenceRuntime(SenderPool):
         self._batches = 0  # send_many calls waiting for their rows
         # Rows can run out of budget: asked twice per attempt, so known once.
         self._budgeted = config.max_cost is not None or config.max_tokens_budget is not None
+        # A cap: each request's worst case is reserved before it is sent (``runtime.budget``).
+        self._budget = Budget(config, model, self.stats) if self._budgeted else None
         # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
         self._fresh = False
         self._started: asyncio.Event | None = None
-
-    def _budget_left(self) -> bool:
-        c = self.config
-        if c.max_cost is not None and self.stats.cost >= c.max_cost:
-            return False
-        if c.max_tokens_budget is not None and self.stats.input_tokens + self.stats.output_tokens >= c.max_tokens_budget:
-            return False
-        return True
 
     def _check_breaker(self) -> None:
         if self.breaker.tripped:
@@ -305,7 +300,8 @@ class InferenceRuntime(SenderPool):
         limiter, clock = self.limiter, self.clock
         if self.breaker.tripped:
             self._check_breaker()
-        if self._budgeted and not self._budget_left():
+        # Waits while the answers in flight may leave room; not run when its worst case cannot fit.
+        if self._budgeted and not await self._budget.admit(request, wait_all=self.config.on_error == "raise"):
             return self._not_run(attempt, rows), attempt, 0.0
         self._show_pause()
         est = request.est_tokens  # a property (made on first read): read once per attempt
@@ -332,7 +328,7 @@ class InferenceRuntime(SenderPool):
                     limiter.release(est, None, ticket)  # its ticket was never used
                     self._check_breaker()
             # Checked again with a slot held: rows queued behind the cap must not all slip through.
-            spent = waited and self._budgeted and not self._budget_left()
+            spent = self._budgeted and not await self._budget.admit(request, wait_all=self.config.on_error == "raise")
         except BaseException:
             slots.leave()
             raise
@@ -340,11 +336,13 @@ class InferenceRuntime(SenderPool):
             slots.leave()
             limiter.release(est, None, ticket)
             return self._not_run(attempt - 1, rows), attempt - 1, 0.0
+        if self._budgeted:
+            self._budget.reserve(request)  # released in ``_sent``: no await since ``admit`` said it fits
         started = self._start(ticket, hold)
         try:
             outcome = await self.provider.send(request)
         finally:
-            self._sent(hold)
+            self._sent(hold, request)
         return self._answered(outcome, key, rows, attempt, est, ticket, started)
 
     def _go_now(self, request: Request, hold: "_LaneHold | None") -> tuple[int, Any, float] | None:
@@ -354,7 +352,7 @@ class InferenceRuntime(SenderPool):
         The senders' path: the request is then sent from the sender's own coroutine, with no ``_try`` between
         them (each await of a request passes through every coroutine above it: issue 36).
         """
-        if self._admit_now is None or self.breaker.tripped or (self._budgeted and not self._budget_left()):
+        if self._admit_now is None or self.breaker.tripped or (self._budgeted and self._budget.fits(request) is not True):
             return None
         slots = self.slots
         slots.size(self.limiter.requests_per_second())  # the bound follows the limit (Little's law)
@@ -365,6 +363,8 @@ class InferenceRuntime(SenderPool):
         if ticket is None:
             slots.leave()
             return None
+        if self._budgeted:
+            self._budget.reserve(request)  # released in ``_sent``
         return est, ticket, self._start(ticket, hold)
 
     def _start(self, ticket: Any, hold: "_LaneHold | None") -> float:
@@ -376,8 +376,10 @@ class InferenceRuntime(SenderPool):
         started = ticket.sent_at = self.clock.monotonic()
         return started
 
-    def _sent(self, hold: "_LaneHold | None") -> None:
-        """A request is answered (or failed): its place and lane are free."""
+    def _sent(self, hold: "_LaneHold | None", request: Request | None = None) -> None:
+        """A request is answered (or failed): its place, lane and budget reservation are free."""
+        if self._budgeted and request is not None:
+            self._budget.release(request)  # its actual cost is charged next (``_finish``), with no await between
         self.stats.in_flight -= 1
         if hold is not None:
             hold.release()
@@ -454,11 +456,14 @@ class InferenceRuntime(SenderPool):
             await self.clock.sleep(left)
 
     def _not_run(self, attempts: int, rows: bool = True) -> Result:
+        if self.config.on_error == "raise":
+            raise BudgetExceededError(self._budget.reached())
         if rows:
             self.stats.not_run += 1
             self.stats.rows_done += 1
-        return Result(error=RowError(ErrorKind.BUDGET, "not run: the job's max_cost/max_tokens budget was reached; "
-                                     "it runs on the next start", None, attempts), attempts=attempts)
+        return Result(error=RowError(ErrorKind.BUDGET, f"not run: its worst case (prompt and max_tokens) would pass "
+                                     f"the job's {cap_text(self.stats.budget)}; it runs on the next start", None,
+                                     attempts), attempts=attempts)
 
     def _finish(self, outcome: Outcome, attempts: int, rows: bool = True) -> Result:
         usage = outcome.usage or Usage()

@@ -43,6 +43,30 @@ _DEFAULT: MappingProxyType[str, Price] = MappingProxyType({
 })
 
 
+# model -> the most tokens one answer may have (reasoning tokens included), as OpenAI's model pages give them.
+# A budget reserves this for a request that sets no max_tokens: the server may answer that long.
+_MAX_OUTPUT: MappingProxyType[str, int] = MappingProxyType({
+    "gpt-5": 128_000, "gpt-5.1": 128_000, "gpt-5-mini": 128_000, "gpt-5-nano": 128_000,
+    "gpt-4.1": 32_768, "gpt-4.1-mini": 32_768, "gpt-4.1-nano": 32_768,
+    "gpt-4o": 16_384, "gpt-4o-mini": 16_384, "o3": 100_000, "o4-mini": 100_000,
+})
+# A model not listed: the largest limit above. A priced model of your own with a smaller limit: set max_tokens.
+DEFAULT_MAX_OUTPUT = 128_000
+
+
+def max_output_of(model: str | None) -> int:
+    """The most output tokens one answer of ``model`` may have: its documented limit, else ``DEFAULT_MAX_OUTPUT``.
+
+    Example:
+        >>> max_output_of("gpt-4o-2024-08-06"), max_output_of("gpt-5-mini"), max_output_of("my-model")
+        (16384, 128000, 128000)
+    """
+    if model in _MAX_OUTPUT:
+        return _MAX_OUTPUT[model]
+    best = max((m for m in _MAX_OUTPUT if (model or "").startswith(m + "-")), key=len, default=None)
+    return _MAX_OUTPUT[best] if best else DEFAULT_MAX_OUTPUT
+
+
 def check_price(value: Any, where: str = "price") -> Price:
     """A price as a tuple of floats: ``(input, output)`` or ``(input, output, cached_input)`` dollars per 1M tokens.
 

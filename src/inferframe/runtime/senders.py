@@ -237,7 +237,7 @@ class SenderPool:
                             try:
                                 outcome = await self.provider.send(request)
                             finally:
-                                self._sent(hold)
+                                self._sent(hold, request)
                             result, row.attempts, delay = self._answered(outcome, row.key, True, 1, est, ticket,
                                                                          started)
                             if self._growing:

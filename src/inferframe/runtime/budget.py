@@ -1,0 +1,130 @@
+"""A job's ``max_cost`` / ``max_tokens_budget`` as a cap: each request's worst case is reserved before it is sent.
+
+A request's worst case is its estimated prompt tokens plus its ``max_tokens`` (a request that sets
+none: the model's output limit, ``pricing.max_output_of``; an embedding answers no tokens), at the
+model's price. It is reserved before the request leaves and released when the answer arrives, which
+is then charged at its actual cost. A request is sent only while what was spent, what requests in
+flight hold and its own worst case stay within the cap; one that would pass it waits for the
+requests in flight to be answered, and is not sent (its row gets the ``budget`` error kind) once it
+would pass the cap with nothing in flight. Without a price a request costs nothing here: ``max_cost``
+then never holds a row back.
+
+The budget is this runtime's: one AI call of one job in one process (on Ray and Spark, each worker's
+call has its own).
+
+Example:
+    >>> from inferframe.observe.stats import RunStats
+    >>> from inferframe.providers.interface import Request
+    >>> b = Budget(RuntimeConfig(max_cost=0.001, price=(1.0, 2.0)), "m", RunStats(label="p"))
+    >>> r = Request("chat", {}, 300, max_output_tokens=200)      # 100 prompt tokens + 200: $0.0005 at most
+    >>> b.fits(r), b.reserve(r), b.fits(r), b.reserve(r), b.fits(r)
+    (True, None, True, None, None)
+    >>> b.release(r); b.stats.cost = 0.0009; b.release(r); b.fits(r)   # answered; $0.0009 spent: it never fits
+    False
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from inferframe.observe.budget_note import cap_text, go_on, spent_text
+from inferframe.observe.stats import RunStats
+from inferframe.providers.interface import Request
+from inferframe.runtime.config import RuntimeConfig
+from inferframe.runtime.pricing import cost_of, max_output_of
+
+
+class Budget:
+    """The cap of one runtime: reserve a request's worst case, release it when answered, say when a row cannot go.
+
+    Parameters:
+        config: the call's ``max_cost``, ``max_tokens_budget`` and price.
+        model: the model (its output limit is a request's worst case when it sets no max_tokens).
+        stats: the counters that hold what was spent (the runtime charges them); the cap is recorded
+            in ``stats.budget`` for the end-of-job warning.
+    """
+
+    def __init__(self, config: RuntimeConfig, model: str | None, stats: RunStats) -> None:
+        self.max_cost, self.max_tokens, self.price = config.max_cost, config.max_tokens_budget, config.price
+        self.output_cap = max_output_of(model)
+        self.stats = stats
+        self.reserved_cost = 0.0
+        self.reserved_tokens = 0
+        self.held = 0  # requests holding a reservation (in flight)
+        self._freed: asyncio.Event | None = None  # set when a reservation is released (rows wait for room)
+        stats.budget = {"max_cost": self.max_cost, "max_tokens_budget": self.max_tokens}
+
+    def worst_case(self, request: Request) -> tuple[float, int]:
+        """(dollars, tokens) the request may cost at most: its prompt estimate and its output bound.
+
+        Example:
+            >>> from inferframe.observe.stats import RunStats
+            >>> b = Budget(RuntimeConfig(max_cost=1.0, price=(1.0, 2.0)), "gpt-4o", RunStats())
+            >>> b.worst_case(Request("chat", {}, 12)), b.worst_case(Request("chat", {}, 15, max_output_tokens=5))
+            ((0.03278, 16396), (2e-05, 15))
+        """
+        bound = request.max_output_tokens
+        out = bound if bound is not None else (0 if request.endpoint == "embeddings" else self.output_cap)
+        prompt = max(0, request.est_tokens - (bound or 0))
+        cost = cost_of(self.price, prompt, out) if self.max_cost is not None else 0.0
+        return cost, prompt + out
+
+    def fits(self, request: Request) -> bool | None:
+        """True: the request may go now; None: only once requests in flight are answered; False: never."""
+        cost, tokens = self.worst_case(request)
+        stats, now = self.stats, True
+        if self.max_cost is not None and self.price is not None:
+            if stats.cost + cost > self.max_cost:
+                return self._refused(cost, tokens, request)
+            now = stats.cost + self.reserved_cost + cost <= self.max_cost
+        if self.max_tokens is not None:
+            used = stats.input_tokens + stats.output_tokens
+            if used + tokens > self.max_tokens:
+                return self._refused(cost, tokens, request)
+            now = now and used + self.reserved_tokens + tokens <= self.max_tokens
+        return True if now else None
+
+    def _refused(self, cost: float, tokens: int, request: Request) -> bool:
+        # What the end-of-job message quotes: one request's worst case, and why it is so large.
+        self.stats.budget.update(worst_cost=cost, worst_tokens=tokens,
+                                 unbounded=self.output_cap if request.max_output_tokens is None else None)
+        return False
+
+    async def admit(self, request: Request, *, wait_all: bool = False) -> bool:
+        """Wait until the request fits (True) or never will (False); ``wait_all``: say False only with nothing in flight.
+
+        ``wait_all`` is for ``on_error="raise"``: the job stops at this row, after the answers in flight
+        are in (paid for, they are kept).
+        """
+        while True:
+            fit = self.fits(request)
+            if fit or (fit is False and not (wait_all and self.held)):
+                return bool(fit)
+            if self._freed is None:
+                self._freed = asyncio.Event()
+            await self._freed.wait()
+
+    def reserve(self, request: Request) -> None:
+        """Hold the request's worst case until ``release`` (call it after ``fits`` said True, with no await between)."""
+        cost, tokens = self.worst_case(request)
+        self.reserved_cost += cost
+        self.reserved_tokens += tokens
+        self.held += 1
+
+    def release(self, request: Request) -> None:
+        """The request was answered (or failed): give its reservation back; the runtime charges what it cost."""
+        cost, tokens = self.worst_case(request)
+        self.reserved_cost = max(0.0, self.reserved_cost - cost)
+        self.reserved_tokens = max(0, self.reserved_tokens - tokens)
+        self.held = max(0, self.held - 1)
+        if not self.held:  # nothing in flight: no float residue may hold a row back for good
+            self.reserved_cost, self.reserved_tokens = 0.0, 0
+        freed, self._freed = self._freed, None
+        if freed is not None:
+            freed.set()
+
+    def reached(self) -> str:
+        """The message of a row held back under ``on_error="raise"``: what was spent, and how to go on."""
+        b, s = self.stats.budget, self.stats
+        return (f"{s.label or 'an AI call'}: {cap_text(b)} reached: {spent_text(s.as_dict())}; the job stopped, and rows "
+                f"not answered yet were not run. {go_on(s.as_dict())}")
