@@ -102,7 +102,7 @@ def write_in_workers(plan: lp.LogicalPlan, pending: Any, progress: bool | None =
 
 
 def _total(plan: lp.LogicalPlan) -> int | None:
-    """Rows the job will produce, when the plan or file metadata says (for the progress bar)."""
-    from inferframe.io import estimate_rows
+    """Rows the job will produce, when the plan, file metadata or a local text file's lines say (for the progress bar)."""
+    from inferframe.io.row_count import progress_rows
 
-    return cheap_total(plan, estimate_rows)
+    return cheap_total(plan, progress_rows)
