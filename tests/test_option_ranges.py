@@ -50,7 +50,7 @@ def test_messages_say_what_is_accepted():
 
 
 @pytest.mark.parametrize("options", [
-    {"max_tokens": 1}, {"max_output_tokens": 4096}, {"temperature": 0}, {"temperature": 2}, {"temperature": 0.7},
+    {"max_tokens": 1}, {"max_output_tokens": 2000}, {"temperature": 0}, {"temperature": 2}, {"temperature": 0.7},
     {"top_p": 1}, {"top_k": 0}, {"seed": -1}, {"seed": 42}, {"n": 1}, {"presence_penalty": -2}, {"logprobs": True},
     {"top_logprobs": 5}, {"stop": ["\n"]}, {"extra_body": {"max_tokens": 3}},
 ])

@@ -176,10 +176,14 @@ def test_breaker_trips_when_the_first_rows_all_fail_the_same_way():
     for _ in range(5):
         after_ok.row(False, "timeout", "x")
     assert not after_ok.tripped
-    bad_input = Breaker()  # a row's own fault (400) says nothing of the next row
-    for _ in range(5):
-        bad_input.row(False, "bad_request", "HTTP 400")
+    bad_input = Breaker()  # a row's own fault (a 400 that says something else each time) says nothing of the next row
+    for i in range(5):
+        bad_input.row(False, "bad_request", f"HTTP 400: input {i} too long", status=400)
     assert not bad_input.tripped
+    kept = Breaker()  # on_error="null" given: the same refusal on every row stays data (issue 41 item 1)
+    for _ in range(5):
+        kept.row(False, "bad_request", "HTTP 400", status=400, recurring=False)
+    assert not kept.tripped
 
 
 def test_prices_and_estimates():

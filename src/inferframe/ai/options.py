@@ -240,6 +240,7 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
         retry=RetryPolicy(max_attempts=int(parsed.get("max_retries", 5)) + 1),
         max_cost=parsed.get("max_cost"), max_tokens_budget=parsed.get("max_tokens_budget"),
         on_error=parsed.get("on_error", "null"), cache_policy=policy, cache_dir=directory,
+        stop_on_recurring=parsed.get("on_error") != "null",  # "null" given: every failed row stays data
         cache_store=session.cache_store_of(parsed.get("cache_url")),  # a handle: the URL holds a password
         prompt_version=parsed.get("prompt_version"), batch=batch,
         batch_poll_interval=float(parsed.get("batch_poll_interval", 5.0)),

@@ -26,7 +26,7 @@ from inferframe.cli.options import (
     MaxCost, MaxTokens, Model, Name, Out, Progress, Provider, ReturnFormat, Rpm, Stop, System, Temperature, Template,
     ai_options, api_key_from_env, opt, refuse_api_key, unescape,
 )
-from inferframe.cli.output import print_estimate, report_totals, show_rows, totals
+from inferframe.cli.output import count_errors, print_estimate, report_totals, show_rows, totals, written_errors
 from inferframe.cli.writes import Mode, write_out
 
 
@@ -134,20 +134,20 @@ def _run(df: ifr.DataFrame, name: str, used: list[str], out: Optional[Path], sho
         written = write_out(df, out, mode, progress)
         total = totals(name)
         typer.echo(f"wrote {len(written)} Parquet file{'s' if len(written) != 1 else ''} to {out}", err=True)
-        return report_totals(total, name, None)
+        return report_totals(total, name, None, written_errors(written, name) if total["errors"] else None)
     import pyarrow as pa
 
-    first, rows, failed = [], 0, False
+    first, rows, errors = [], 0, {}
     for batch in df.iter_batches(progress):  # the whole job runs; only the rows shown are kept
         if rows < show:
             first.append(batch.slice(0, show - rows))
         rows += batch.num_rows
         if f"{name}_error" in batch.schema.names:
-            failed = failed or batch.column(f"{name}_error").null_count < batch.num_rows
+            count_errors(batch.column(f"{name}_error"), errors)  # the exit line names the most common
     total = totals(name)
     if first:
-        show_rows(pa.Table.from_batches(first), used + [name] + ([f"{name}_error"] if failed else []), show, rows)
-    return report_totals(total, name, rows)
+        show_rows(pa.Table.from_batches(first), used + [name] + ([f"{name}_error"] if errors else []), show, rows)
+    return report_totals(total, name, rows, errors)
 
 
 @app.command(short_help="Tokens and dollars of a prompt job; sends nothing.", help=(
@@ -261,7 +261,8 @@ def embed(
         written = write_out(df, out, mode, progress)
         typer.echo(f"wrote {len(written)} Parquet file{'s' if len(written) != 1 else ''} to {out}", err=True)
         if f"{name}_error" in df.column_names:  # over an API: errors as data and totals
-            code = report_totals(totals(name), name, None)
+            total = totals(name)
+            code = report_totals(total, name, None, written_errors(written, name) if total["errors"] else None)
         else:  # in this process: a failure stops the job, so every row has its vector
             typer.echo(f"done: {ifr.read_parquet(str(out)).count_rows():,} rows", err=True)
             code = OK

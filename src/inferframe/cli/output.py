@@ -27,8 +27,57 @@ def totals(name: str) -> dict:
     return total
 
 
-def report_totals(total: dict, name: str, rows: Optional[int]) -> int:
-    """Print the run's totals on stderr; the exit code: 1 when rows failed or were not run."""
+def count_errors(errors: Any, counts: dict) -> dict:
+    """Add the (kind, message) of each error record in ``errors`` (an Arrow struct column) to ``counts``; returns it.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> failed = {"kind": "not_found", "message": "HTTP 404: no"}
+        >>> count_errors(pa.array([None, failed, failed]), {})
+        {('not_found', 'HTTP 404: no'): 2}
+    """
+    import pyarrow.compute as pc
+
+    if errors.null_count == len(errors):
+        return counts
+    failed = pc.drop_null(errors)
+    kinds, messages = pc.struct_field(failed, "kind").to_pylist(), pc.struct_field(failed, "message").to_pylist()
+    for said in zip(kinds, messages):
+        counts[said] = counts.get(said, 0) + 1
+    return counts
+
+
+def written_errors(paths: list[str], name: str) -> dict:
+    """The (kind, message) counts of the ``<name>_error`` column of the Parquet files a job wrote."""
+    import pyarrow.parquet as pq
+
+    counts: dict = {}
+    for path in paths:
+        table = pq.read_table(path, columns=[f"{name}_error"]) if f"{name}_error" in pq.read_schema(path).names else None
+        if table is not None:
+            count_errors(table.column(0), counts)
+    return counts
+
+
+def most_common(counts: dict) -> str:
+    """"; most common: kind (N rows): message" for the most frequent error, "" when there is none.
+
+    Example:
+        >>> most_common({("bad_request", "HTTP 400: bad"): 3, ("timeout", "late"): 1})
+        '; most common: bad_request (3 rows): HTTP 400: bad'
+    """
+    if not counts:
+        return ""
+    (kind, message), n = max(counts.items(), key=lambda kv: kv[1])
+    message = message if len(message or "") <= 300 else message[:300] + "..."
+    return f"; most common: {kind} ({n:,} row{'s' if n != 1 else ''}): {message}"
+
+
+def report_totals(total: dict, name: str, rows: Optional[int], errors: Optional[dict] = None) -> int:
+    """Print the run's totals on stderr; the exit code: 1 when rows failed or were not run.
+
+    ``errors``: the failed rows' (kind, message) counts (``count_errors``): the most common is named.
+    """
     tokens = total["input_tokens"] + total["output_tokens"]
     parts = [
         f"{rows if rows is not None else total['rows_done']:,} rows",
@@ -52,7 +101,7 @@ def report_totals(total: dict, name: str, rows: Optional[int]) -> int:
     if total["errors"] or total["not_run"]:
         what = [f"{total['errors']:,} rows failed"] if total["errors"] else []
         what += [f"{total['not_run']:,} rows were not sent (--max-cost reached)"] if total["not_run"] else []
-        echo_error(f"{' and '.join(what)}; see the {name}_error column")
+        echo_error(f"{' and '.join(what)}; see the {name}_error column{most_common(errors or {})}")
         return ROWS_FAILED
     return OK
 

@@ -45,7 +45,8 @@ def options_of(fn: Function, options: dict[str, Any]) -> dict[str, Any]:
     fail = out.pop("fail_on_error", False)
     if not isinstance(fail, bool):
         raise PlanError(f"{fn.name}(): fail_on_error => {fail!r} must be true or false.")
-    out["on_error"] = "raise" if fail else out.get("on_error", "null")
+    if fail:  # else the call's own default (a refusal that recurs on every row stops the query)
+        out["on_error"] = "raise"
     return out
 
 

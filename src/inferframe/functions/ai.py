@@ -28,7 +28,7 @@ from inferframe.functions._calls import ai_expression, message_parts
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.models.registry import image_refusal, resolve_model
 from inferframe.providers.gbnf import fit_to_budget
-from inferframe.providers.interface import RepairFormat, default_max_tokens, format_fields, require
+from inferframe.providers.interface import RepairFormat, check_options, default_max_tokens, format_fields, require
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW
 from inferframe.session import current
@@ -108,6 +108,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         endpoint = "chat" if use_chat_completions else "responses"
     value_type, format_request, schema = pa.string(), (), None
     wire = spec.wire_format()
+    check_options(wire, fn, endpoint, model, caps, options)  # limits the server documents: refused before any request
     if return_format is not None:
         from inferframe.structured import arrow_type_for, build_spec, json_schema_for
 

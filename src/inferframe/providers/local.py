@@ -11,8 +11,9 @@ import dataclasses
 import os
 from types import MappingProxyType
 
+from inferframe.errors import PlanError
 from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
-from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities, Outcome, Request
+from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities, Outcome, Request, output_cap
 from inferframe.providers.local_server import DEFAULT_CTX_PER_SLOT, DEFAULT_N_PARALLEL
 from inferframe.providers.openai import LlamaCppProvider
 from inferframe.providers.spec import ProviderSpec
@@ -77,6 +78,28 @@ class LocalProvider(LlamaCppProvider):
     @classmethod
     def embedding_size(cls, model: str) -> int | None:
         return EMBEDDING_SIZE if model.startswith(DEFAULT_MODEL) else None
+
+    @classmethod
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+        """Refuse an answer cap that one slot of the embedded server cannot hold (its ``--ctx-size`` / ``--parallel``).
+
+        Known without starting the server: each slot gets ``DEFAULT_CTX_PER_SLOT`` tokens. Beyond it a
+        base model writes until the slot is full, minutes a row on a CPU, and the cap never applies.
+
+        Example:
+            >>> LocalProvider.check_options("prompt", "chat", None, LocalProvider.capabilities, {"max_tokens": 10**6})
+            Traceback (most recent call last):
+            ...
+            inferframe.errors.PlanError: prompt(): max_tokens=1000000 does not fit the embedded model: each request runs in one slot of its llama.cpp server, which holds 2,048 tokens, prompt and answer together. Use max_tokens below 2,048 less the prompt's tokens, e.g. max_tokens=512 (a short answer needs far fewer).
+        """
+        given = output_cap(options)
+        slot = caps.context_tokens or DEFAULT_CTX_PER_SLOT
+        if given is None or given[1] < slot:
+            return
+        name, cap = given
+        raise PlanError(f"{fn}(): {name}={cap} does not fit the embedded model: each request runs in one slot of "
+                        f"its llama.cpp server, which holds {slot:,} tokens, prompt and answer together. Use {name} "
+                        f"below {slot:,} less the prompt's tokens, e.g. max_tokens=512 (a short answer needs far fewer).")
 
     @classmethod
     def embedding_max_input_tokens(cls, model: str) -> int | None:

@@ -20,11 +20,11 @@ import json
 from types import MappingProxyType
 from typing import Any
 
-from inferframe.errors import BatchAPIError, ErrorKind
+from inferframe.errors import BatchAPIError, ErrorKind, PlanError
 from inferframe.providers import openai_format as wire
 from inferframe.providers.http import Poster, SendFailed
 from inferframe.providers.interface import (
-    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, Request,
+    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, Request, output_cap,
 )
 from inferframe.providers.spec import ProviderSpec
 
@@ -53,6 +53,9 @@ EMBEDDING_MODELS = MappingProxyType({
 CONTEXT_TOKENS = (("gpt-5", 400_000), ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("o1", 200_000),
                   ("o3", 200_000), ("o4", 200_000), ("gpt-4-turbo", 128_000), ("gpt-3.5", 16_385))
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "text-embedding-", "chatgpt-")
+# OpenAI's /responses refuses a smaller max_output_tokens on every request (HTTP 400 "Invalid
+# 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 10 instead.").
+RESPONSES_MIN_OUTPUT_TOKENS = 16
 # OpenAI's models by whether they read images (the first matching prefix wins; others: not known).
 _OPENAI_VISION = (("gpt-3.5", False), ("o1-mini", False), ("o3-mini", False), ("text-embedding-", False),
                   ("gpt-4o", True), ("gpt-4.1", True), ("gpt-4-turbo", True), ("gpt-5", True), ("o1", True),
@@ -239,6 +242,27 @@ class HostedOpenAIProvider(OpenAIProvider):
         if endpoint == "chat" and "max_tokens" in body:
             body["max_completion_tokens"] = body.pop("max_tokens")
         return body
+
+    @classmethod
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+        """Refuse an answer cap below what OpenAI's /responses takes (``RESPONSES_MIN_OUTPUT_TOKENS``).
+
+        Example:
+            >>> HostedOpenAIProvider.check_options("prompt", "responses", "gpt-5-mini", None, {"max_tokens": 10})
+            Traceback (most recent call last):
+            ...
+            inferframe.errors.PlanError: prompt(): max_tokens=10 is below what OpenAI's /responses takes: max_output_tokens must be >= 16, and the server refuses every request with a smaller one. Use max_tokens=16 or more (ask for a short answer in the instructions), or use_chat_completions=True, whose cap may be smaller.
+            >>> HostedOpenAIProvider.check_options("prompt", "chat", "gpt-5-mini", None, {"max_tokens": 10})
+        """
+        given = output_cap(options)
+        if endpoint != "responses" or given is None or given[1] >= RESPONSES_MIN_OUTPUT_TOKENS:
+            return
+        name, cap = given
+        least = RESPONSES_MIN_OUTPUT_TOKENS
+        raise PlanError(f"{fn}(): {name}={cap} is below what OpenAI's /responses takes: max_output_tokens must be "
+                        f">= {least}, and the server refuses every request with a smaller one. Use max_tokens={least} "
+                        "or more (ask for a short answer in the instructions), or use_chat_completions=True, whose "
+                        "cap may be smaller.")
 
     @classmethod
     def context_size(cls, model: str | None, caps: Capabilities) -> int | None:

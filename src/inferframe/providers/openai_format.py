@@ -489,6 +489,8 @@ def parse_answer(endpoint: str, status: int, body: Any, headers: Mapping[str, st
         if refused is not None:
             refused.limits = limit_hints(headers)
             return refused
+        if status == 404:  # an unknown model (or a base_url without /v1): where to look, after the server's words
+            msg += " (the models this key can use: GET /v1/models)"
         return Outcome(status=status, error_kind=status_kind(status, code), message=f"HTTP {status}: {msg}",
                        retry_after=retry_after(headers or {}), limits=limit_hints(headers))
     try:

@@ -4,8 +4,8 @@ As Daft's ``Prompter``/``TextEmbedder`` protocols, each is a method or two; a pr
 implements the ones it can. The wire format's (class methods, looked up once when the plan is
 built into the call's ``ProviderSpec``): :class:`RequestFormat` (needed to send anything),
 :class:`SchemaFormat`, :class:`AnswerBudget`, :class:`RepairFormat`, :class:`ModelCatalog`,
-:class:`EmbeddingCatalog`, :class:`SpecCapabilities`. The live transport's: :class:`PrefixRouting`,
-:class:`LabelScoring`, :class:`Tokenizer`, :class:`BatchAPI`.
+:class:`EmbeddingCatalog`, :class:`SpecCapabilities`, :class:`OptionLimits`. The live transport's:
+:class:`PrefixRouting`, :class:`LabelScoring`, :class:`Tokenizer`, :class:`BatchAPI`.
 
 A call that needs a capability the provider lacks gets a PlanError before any request
 (``require``); an optional question gets the neutral answer (``context_size``, ``format_fields``,
@@ -71,6 +71,16 @@ class AnswerBudget(Protocol):
     @classmethod
     def default_max_tokens(cls, schema: dict | None) -> int | None:
         """The max_tokens of an answer of ``schema`` (None: free text) when the user sets none; None: the server's."""
+
+
+@runtime_checkable
+class OptionLimits(Protocol):
+    """Knows the limits its server documents for request options: an option it would refuse on every row is a
+    PlanError when the call is built, before any request."""
+
+    @classmethod
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+        """Raise a PlanError naming the option, the limit and the fix; ``options`` as the user gave them."""
 
 
 @runtime_checkable
@@ -234,6 +244,40 @@ def format_fields(wire: Any, caps: Capabilities, endpoint: str, name: str, schem
 def default_max_tokens(wire: Any, schema: dict | None) -> int | None:
     """An answer's bound when the user sets none (``AnswerBudget``); None: the server's."""
     return _ask(wire, "default_max_tokens", None, schema)
+
+
+# The names the APIs give an answer's token cap (the call folds them into one, ``max_tokens``).
+OUTPUT_CAPS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
+
+
+def output_cap(options: dict) -> tuple[str, int] | None:
+    """(the name the user gave the answer's token cap, its value), or None when none was given.
+
+    Example:
+        >>> output_cap({"temperature": 0, "max_output_tokens": 10}), output_cap({})
+        (('max_output_tokens', 10), None)
+    """
+    return next(((k, options[k]) for k in OUTPUT_CAPS if options.get(k) is not None), None)
+
+
+def check_options(wire: Any, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+    """Refuse, before any request, options the server would refuse on every row (``OptionLimits``), and an answer
+    cap that leaves no room for the prompt in the model's context (``context_size``).
+
+    Example:
+        >>> from inferframe.providers.interface import Capabilities
+        >>> check_options(object, "prompt", "chat", "m", Capabilities(context_tokens=4096), {"max_tokens": 5000})
+        Traceback (most recent call last):
+        ...
+        inferframe.errors.PlanError: prompt(): max_tokens=5000 does not fit m's context of 4,096 tokens (prompt and answer together); use a smaller max_tokens.
+    """
+    _ask(wire, "check_options", None, fn, endpoint, model, caps, options)
+    given = output_cap(options)
+    context = context_size(wire, model, caps)
+    if given is not None and context and given[1] >= context:
+        name, cap = given
+        raise PlanError(f"{fn}(): {name}={cap} does not fit {model or 'the model'}'s context of {context:,} tokens "
+                        f"(prompt and answer together); use a smaller {name}.")
 
 
 def capabilities_for(wire: Any, spec: Any, declared: Capabilities) -> Capabilities:

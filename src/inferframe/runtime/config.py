@@ -40,6 +40,9 @@ class RuntimeConfig:
         max_cost: stop sending once this many dollars were spent.
         max_tokens_budget: stop sending once this many tokens were used.
         on_error: "null" keeps failures as data; "raise" stops at the first one.
+        stop_on_recurring: a refusal that recurs on every row (the same 4xx message on the first rows: an
+            unknown model, an invalid parameter) stops the job (the breaker); False when ``on_error="null"``
+            was given, which keeps every such row as data.
         cache_policy: how the response cache is used.
         cache_dir: where the response cache lives (resolved when the plan is built).
         cache_store: the secret handle of a PostgreSQL store's URL (``secrets.put_store``), which then
@@ -64,6 +67,7 @@ class RuntimeConfig:
     max_cost: float | None = None
     max_tokens_budget: int | None = None
     on_error: str = "null"
+    stop_on_recurring: bool = True
     cache_policy: CachePolicy = CachePolicy.READ_WRITE
     cache_dir: str | None = None
     cache_store: str | None = None

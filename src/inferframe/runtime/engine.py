@@ -101,7 +101,7 @@ class InferenceRuntime(SenderPool):
         # Rows can run out of budget: asked twice per attempt, so known once.
         self._budgeted = config.max_cost is not None or config.max_tokens_budget is not None
         # A cap: each request's worst case is reserved before it is sent (``runtime.budget``).
-        self._budget = Budget(config, model, self.stats) if self._budgeted else None
+        self._budget = Budget(config, model, self.stats, getattr(shared, "grants", None)) if self._budgeted else None
         # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
         self._fresh = False
         self._started: asyncio.Event | None = None
@@ -109,7 +109,10 @@ class InferenceRuntime(SenderPool):
     def _check_breaker(self) -> None:
         if self.breaker.tripped:
             reason, service = self.breaker.reason, self.provider.service
-            raise ServiceError(reason if service in reason else f"{service}: {reason}")
+            # As on Ctrl-C: what was answered is in the cache, and a rerun does not pay for it again.
+            kept = (" Rows answered before the stop are kept in the response cache: run the same job again once "
+                    "this is fixed, and they are not sent again.") if self._writes else ""
+            raise ServiceError((reason if service in reason else f"{service}: {reason}") + kept)
 
     async def run_one(self, request: Request) -> Result:
         """Run one row to a final result (value or error); raises only when the job must stop.
@@ -343,7 +346,7 @@ class InferenceRuntime(SenderPool):
             outcome = await self.provider.send(request)
         finally:
             self._sent(hold, request)
-        return self._answered(outcome, key, rows, attempt, est, ticket, started)
+        return self._answered(outcome, key, rows, attempt, est, ticket, started, request.max_output_tokens)
 
     def _go_now(self, request: Request, hold: "_LaneHold | None") -> tuple[int, Any, float] | None:
         """A first attempt's admission when nothing has to wait: (tokens, ticket, start) with its place held and
@@ -386,8 +389,11 @@ class InferenceRuntime(SenderPool):
         self.slots.leave()
 
     def _answered(self, outcome: Outcome, key: str | None, rows: bool, attempt: int, est: int, ticket: Any,
-                  started: float) -> tuple[Result | None, int, float]:
-        """What one answered attempt teaches the limits, and the row's result (None: retry after the delay)."""
+                  started: float, cap: int | None = None) -> tuple[Result | None, int, float]:
+        """What one answered attempt teaches the limits, and the row's result (None: retry after the delay).
+
+        ``cap``: the request's answer cap as the call set it (the breaker's advice on timeouts names it).
+        """
         limiter = self.limiter
         latency = self.clock.monotonic() - started
         self.stats.add_latency(latency)
@@ -395,7 +401,7 @@ class InferenceRuntime(SenderPool):
         usage = outcome.usage
         if usage is not None:
             limiter.correct(est, usage.input_tokens + usage.output_tokens)
-        self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service)
+        self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service, cap)
         if outcome.error_kind is None:
             self.slots.on_success(latency, limiter.requests_per_second())
             if key is not None and self._writes:
@@ -406,7 +412,9 @@ class InferenceRuntime(SenderPool):
         wait = self._react(kind, outcome, est)
         self._check_breaker()
         if not self.config.retry.should_retry(kind, attempt):
-            return self._finish(outcome, attempt, rows), attempt, 0.0
+            result = self._finish(outcome, attempt, rows)
+            self._check_breaker()  # this row may have tripped it (the same refusal again): the job stops now
+            return result, attempt, 0.0
         return None, attempt, self.config.retry.delay(attempt, wait, self.rng, self.slots.failing)
 
     def _react(self, kind: ErrorKind, outcome: Outcome, tokens: int) -> float | None:
@@ -480,7 +488,7 @@ class InferenceRuntime(SenderPool):
         err = RowError(outcome.error_kind or ErrorKind.UNKNOWN, outcome.message, outcome.status, attempts, outcome.raw)
         self.stats.rows_done += rows
         self.stats.errors += rows
-        self.breaker.row(False, outcome.error_kind, outcome.message)
+        self.breaker.row(False, outcome.error_kind, outcome.message, outcome.status, self.config.stop_on_recurring)
         if self.config.on_error == "raise":
             raise RowFailed.of(err.as_dict())  # the shape every AI function raises (see RowFailed)
         return Result(value=None, error=err, usage=usage, cost=cost, attempts=attempts)

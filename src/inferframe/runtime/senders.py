@@ -239,7 +239,7 @@ class SenderPool:
                             finally:
                                 self._sent(hold, request)
                             result, row.attempts, delay = self._answered(outcome, row.key, True, 1, est, ticket,
-                                                                         started)
+                                                                         started, request.max_output_tokens)
                             if self._growing:
                                 self._paced(started)
                     except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled
