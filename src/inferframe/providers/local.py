@@ -150,7 +150,7 @@ class LocalProvider(LlamaCppProvider):
             cap = free_text_cap(len(prompt or ""))
             request = Request(request.endpoint, {**request.body, "max_tokens": cap}, request.est_tokens,
                               request.prompt, cap)
-        return await super().send(request)
+        return answer_text(request.endpoint, await super().send(request))
 
     async def tokenize(self, text: str) -> list[bytes]:
         """The model's tokens of ``text``, each as its bytes (llama.cpp's /tokenize), for exact chunking.
@@ -182,6 +182,28 @@ def free_text_cap(prompt_chars: int, context: int = DEFAULT_CTX_PER_SLOT) -> int
     """
     tokens = prompt_chars // 3
     return max(1, min(max(64, 2 * tokens), 512, context - tokens))
+
+
+def answer_text(endpoint: str, outcome: Outcome) -> Outcome:
+    """A text answer of the embedded model without the whitespace it starts with.
+
+    Gemma 3 270M is a base model: it continues the prompt, and after ``Sentiment:`` the next token
+    is `` negative``, space included, which is the prompt's spacing, not the answer. Only this
+    provider strips: an OpenAI-compatible server's answer is the user's model's own text and is
+    kept as the server sent it (as the OpenAI SDK and the peers keep it), since leading whitespace
+    can be meaningful there (indented code, a continued sentence); ``col(...).str.strip()`` or the
+    CLI's ``--strip`` trims it.
+
+    Example:
+        >>> answer_text("chat", Outcome(value=" negative", finish_reason="stop")).value
+        'negative'
+        >>> answer_text("completion", Outcome(value=" kept")).value
+        ' kept'
+    """
+    value = outcome.value
+    if endpoint in ("chat", "responses") and isinstance(value, str) and value[:1].isspace():
+        return dataclasses.replace(outcome, value=value.lstrip())
+    return outcome
 
 
 def _gbnf_literal(text: str) -> str:
