@@ -81,6 +81,15 @@ def test_promise_the_check_comes_before_any_request_is_sent(tmp_path, sim):
     assert sim.stats()["total_requests"] == 3
 
 
+def test_promise_a_rerun_into_its_directory_with_overwrite_sends_nothing(tmp_path, sim):
+    df = ifr.from_pydict({"q": ["one", "two"]}).with_column(
+        "a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key=KEY, model="gpt-5-mini"))
+    first = df.write_parquet(str(tmp_path / "out")).to_pydict()["path"]
+    again = df.write_parquet(str(tmp_path / "out"), mode="overwrite").to_pydict()["path"]
+    assert first == again and sim.stats()["total_requests"] == 2
+    assert sorted(ifr.read_parquet(str(tmp_path / "out")).to_pydict()["a"]) == ["sim answer: one", "sim answer: two"]
+
+
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
 def test_promise_overwrite_replaces_the_data_atomically(tmp_path, fmt):
     root = tmp_path / "out"
