@@ -33,6 +33,9 @@ ALLOWED = {
         "the totals of the job that ended last in this process, read by last_run(): a public function of no "
         "argument in the observe layer, which cannot reach the Session (it ranks above observe); written once as each "
         "job ends, from that job's own counters"),
+    "inferframe.errors:_carriers": ("the user's calls running now (carried_warnings): a warning raised on a worker "
+                                    "thread with no user frame (the executor's, DuckDB's) is raised at its call's line"),
+    "inferframe.errors:_carriers_lock": "lock: guards _carriers",
     # Caches keyed by content, and handles on resources this process opened.
     "inferframe.runtime.store:_open": ("handles keyed by the store: one ResponseCache (SQLite handle) per directory, "
                                        "one PostgresStore (connections, writer thread) per URL"),

@@ -39,11 +39,15 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import enum
 import os
 import sys
+import threading
 import warnings
+from typing import Iterator
 
 
 class InferframeError(Exception):
@@ -129,15 +133,38 @@ class OutputExistsError(PathNotWritableError, FileExistsError):
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# A library warning raised as a ``with`` block ends (a job's progress) passes through contextlib's frames.
-_SKIPPED = (_PACKAGE, contextlib.__file__)
+
+
+def _package_dirs(*names: str) -> tuple[str, ...]:
+    """The directories of installed packages, found without importing them."""
+    import importlib.util
+
+    found = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            found += [os.path.join(d, "") for d in spec.submodule_search_locations or []]
+    return tuple(found)
+
+
+# A library warning raised as a ``with`` block ends (a job's progress) passes through contextlib's frames, and a
+# DataFrame that DuckDB or Arrow reads (``sql()``) runs under their frames: none of them is the user's line.
+_SKIPPED = (_PACKAGE, contextlib.__file__) + _package_dirs("duckdb", "pyarrow")
+# Where a worker thread's stack starts: a warning that meets one of these before any user frame has no user line here.
+_THREAD_START = (threading.__file__, os.path.dirname(concurrent.futures.__file__) + os.sep,
+                 os.path.dirname(asyncio.__file__) + os.sep)
+# The calls now running that take the warnings of worker threads (``carried_warnings``), newest last.
+_carriers: list["_Carrier"] = []
+_carriers_lock = threading.Lock()
 
 
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn at the user's line: the first frame outside inferframe (its CLI included), not inside the library.
 
-    Python 3.11 has no ``skip_file_prefixes``; this walks the stack as 3.12's would. In a thread
-    with no user frame, the warning points at the thread's first frame.
+    Python 3.11 has no ``skip_file_prefixes``; this walks the stack as 3.12's would. A warning raised
+    on a worker thread (the executor's stages, DuckDB's threads reading a DataFrame for ``sql()``)
+    has no user frame there: it is handed to the user's call now running (``carried_warnings``),
+    which raises it at the user's line as that call ends; with no such call it points at the thread.
 
     Example:
         >>> import warnings
@@ -150,7 +177,47 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     frame, level = sys._getframe(1), 2  # stacklevel 2: warn_user's caller
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
         frame, level = frame.f_back, level + 1
+    if frame is None or frame.f_code.co_filename.startswith(_THREAD_START):
+        with _carriers_lock:
+            carrier = _carriers[-1] if _carriers else None
+            if carrier is not None:
+                carrier.held.append((message, category))
+                return
     warnings.warn(message, category, stacklevel=level)
+
+
+class _Carrier:
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held: list[tuple[str, type[Warning]]] = []
+
+
+@contextlib.contextmanager
+def carried_warnings() -> Iterator[None]:
+    """Run a user's call (a job) so that warnings its worker threads raise come out at the user's line as it ends.
+
+    Nested calls hand theirs to the call around them when they end on a thread with no user frame.
+
+    Example:
+        >>> import threading, warnings
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     with carried_warnings():
+        ...         t = threading.Thread(target=warn_user, args=("from a worker",)); t.start(); t.join()
+        >>> seen[0].filename.startswith((_PACKAGE, threading.__file__)), str(seen[0].message)
+        (False, 'from a worker')
+    """
+    carrier = _Carrier()
+    with _carriers_lock:
+        _carriers.append(carrier)
+    try:
+        yield
+    finally:
+        with _carriers_lock:
+            _carriers.remove(carrier)
+        for message, category in carrier.held:
+            warn_user(message, category)
 
 
 class LowInformationWarning(UserWarning):

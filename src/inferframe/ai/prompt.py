@@ -174,8 +174,10 @@ class PromptOperator(AIOperator):
                 if i in early:
                     self.stats.errors += 1
                 self.stats.rows_done += 1
-            elif r.error is None and r.finish_reason == "length":
-                self.stats.truncated += 1  # a kept answer cut at max_tokens (structured ones became errors)
+            elif r.error is None:
+                self.stats.returned += 1
+                if r.finish_reason == "length":
+                    self.stats.truncated += 1  # a kept answer cut at max_tokens (structured ones became errors)
         return self._columns(results, early)
 
     def _cached_columns(self, hits: list[tuple | None]) -> pa.StructArray:
@@ -188,6 +190,7 @@ class PromptOperator(AIOperator):
         nulls = hits.count(None)
         self.stats.rows_done += nulls  # null inputs end here; the runtime counted the hits
         reasons = [h[3] if h is not None else None for h in hits]
+        self.stats.returned += n - nulls
         self.stats.truncated += reasons.count("length")
         zeros = pa.repeat(0, n).cast(pa.int64()) if n else pa.array([], pa.int64())
         usage = pa.StructArray.from_arrays(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 from typing import Annotated, Any, Iterator, Optional
 
 import typer
@@ -48,14 +49,30 @@ def echo_error(message: str) -> None:
     typer.echo("error: " + " ".join(str(message).split()), err=True)
 
 
+def echo_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                 line: str | None = None) -> None:
+    """Print a warning as the command line's own line, ``warning: <message>`` on stderr (``warnings.showwarning``).
+
+    Example:
+        >>> import sys, contextlib
+        >>> with contextlib.redirect_stderr(sys.stdout):
+        ...     echo_warning(UserWarning("3 of 3 answers were cut off"), UserWarning, "/x/typer/main.py", 1)
+        warning: 3 of 3 answers were cut off
+    """
+    typer.echo(f"warning: {message}", err=True)
+
+
 class Group(typer.core.TyperGroup):
     """Runs the CLI so that usage errors are one line too, and returns or exits with the documented codes."""
 
     def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
         try:
-            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
-                              **extra)
+            with warnings.catch_warnings():
+                # A warning is a line of its own, as an error is: no file and line of the library or of typer.
+                warnings.showwarning = echo_warning
+                rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                  **extra)
             code = rv if isinstance(rv, int) else OK
         except typer.Abort:  # end of input at a confirmation (Ctrl-C is typer.Exit(130))
             echo_error("aborted")

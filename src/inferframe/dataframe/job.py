@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from inferframe.dataframe.recording import recording
+from inferframe.errors import carried_warnings
 from inferframe.observe import job_progress
 from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
@@ -44,11 +45,20 @@ class Job:
 def job(plan: lp.LogicalPlan, progress: bool | None = None, report: str | None = None) -> Iterator[Job]:
     """Run the body as one job of ``plan`` (already runnable: whole-table operators computed).
 
+    Warnings raised on the job's worker threads (a DataFrame that ``sql()`` reads runs on DuckDB's)
+    come out at the user's line as the job ends (``carried_warnings``).
+
     Parameters:
         plan: the plan the runner executes.
         progress: show the progress line (None: the session's choice, on terminals and in notebooks).
         report: write the run's HTML report to this path when the job ends well (jobs that call a model).
     """
+    with carried_warnings(), _job(plan, progress, report) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def _job(plan: lp.LogicalPlan, progress: bool | None, report: str | None) -> Iterator[Job]:
     if not has_ai(plan):
         yield Job(plan)
         return

@@ -23,6 +23,7 @@ import pyarrow as pa
 from inferframe.dataframe.estimates import estimate_lines
 from inferframe.dataframe.sql_ai import plan
 from inferframe.dataframe.sql_duckdb import parsed
+from inferframe.dataframe.sql_filters import without_true
 from inferframe.dataframe.sql_reads import cheap_columns, reads
 from inferframe.io.arrow_stream import StreamSource
 
@@ -48,9 +49,7 @@ def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
         keep, _, rows = found.get(source.register, (None, 1, None))
         lines.append(f"== {source.alias}: AI calls ==")
         lines += [f"  {note}" for note in source.notes]
-        if source.where is not None:
-            lines.append(f"  before the AI calls, DuckDB keeps: WHERE {source.where}")
-        lines.append(f"  cheap filter run first: {rows!r}" if rows is not None else "  cheap filter run first: none")
+        lines += _cheap_filters(source.where, rows)
         if rows is not None:
             frame = frame.where(rows)
         if keep is not None:
@@ -67,6 +66,23 @@ def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
                          "row past the cheap filter (an upper bound).")
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def _cheap_filters(where: str | None, rows: Any) -> list[str]:
+    """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off DuckDB's plan.
+
+    ``where``: the WHERE run in the source before its AI filters (their places ``TRUE``), ``rows``: the
+    predicate pushed below the AI columns (``sql_filters.pushable``).
+
+    Example:
+        >>> _cheap_filters("stars >= 4 AND TRUE", None), _cheap_filters("TRUE", None)
+        (['  cheap filter run first (by DuckDB, before the AI calls): WHERE stars >= 4'], ['  cheap filter run first: none'])
+    """
+    kept = without_true(where) if where is not None else None
+    lines = [f"  cheap filter run first (by DuckDB, before the AI calls): WHERE {kept}"] if kept is not None else []
+    if rows is not None:
+        lines.append(f"  cheap filter run first: {rows!r}")
+    return lines or ["  cheap filter run first: none"]
 
 
 def explain_source(query: str, frames: dict[str, Any], frame_of: Any) -> StreamSource:

@@ -312,7 +312,7 @@ def job_progress(total: int | None, show: bool | None = None,
         totals = [s.as_dict() for s in counters.runs()]
         global _last
         _last = totals
-        warn_truncated(totals)
+        warn_truncated(totals, stopped=not finished)
         # A job that raised (on_error="raise", a service failure) says so itself: no warnings on top.
         guard_answers(totals, warn=finished)
         if finished:
@@ -324,21 +324,26 @@ def job_progress(total: int | None, show: bool | None = None,
             display(HTML(summary_html(totals)))
 
 
-def warn_truncated(runs: list[dict]) -> None:
+def warn_truncated(runs: list[dict], stopped: bool = False) -> None:
     """One warning at the end of a job whose answers were cut at max_tokens: how many, and what to raise.
+
+    The count is of the answers the job handed on (``returned``): a job stopped early (Ctrl-C, a
+    breaker) counts the answers it handed on before it stopped, as ``stopped=True`` says.
 
     Example:
         >>> import warnings
         >>> with warnings.catch_warnings(record=True) as w:
         ...     warnings.simplefilter("always")
-        ...     warn_truncated([{"label": "prompt[m]", "truncated": 3, "rows_done": 10}])
+        ...     warn_truncated([{"label": "prompt[m]", "truncated": 3, "returned": 10, "rows_done": 12}])
         >>> print(w[0].message)
         3 of 10 answers of prompt[m] were cut off at max_tokens (their text is kept; <name>_usage.finish_reason is 'length'). Raise max_tokens (max_output_tokens on /responses) for whole answers.
     """
     cut = [r for r in runs if r.get("truncated")]
     if not cut:
         return
-    what = "; ".join(f"{r['truncated']} of {r['rows_done']} answers of {r['label']}" for r in cut)
+    before = " answered before the job stopped" if stopped else ""
+    what = "; ".join(f"{r['truncated']} of {r.get('returned', r.get('rows_done'))} answers of {r['label']}{before}"
+                     for r in cut)
     warn_user(f"{what} were cut off at max_tokens (their text is kept; <name>_usage.finish_reason is 'length'). "
               "Raise max_tokens (max_output_tokens on /responses) for whole answers.", TruncatedWarning)
 

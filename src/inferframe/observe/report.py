@@ -357,12 +357,35 @@ def _column(column: str, d: dict, olds: list[dict], drifts: list[dict]) -> str:
     return '<div>' + "".join(parts + [_drift_line(m) for m in drifts]) + "</div>"
 
 
+def earlier_runs(earlier: list[dict]) -> str:
+    """The earlier runs of the pipeline, counted as the header and the distributions both say it.
+
+    Only finished runs (``ok``) are compared with; the others are named by their status.
+
+    Example:
+        >>> earlier_runs([{"status": "ok"}, {"status": "interrupted"}])
+        '2 earlier run(s) of this pipeline (1 interrupted)'
+        >>> earlier_runs([])
+        '0 earlier run(s) of this pipeline'
+    """
+    other: dict[str, int] = {}
+    for r in earlier:
+        status = r.get("status") or "ok"
+        if status != "ok":
+            other[status] = other.get(status, 0) + 1
+    said = f"{len(earlier)} earlier run(s) of this pipeline"
+    return said + (f" ({', '.join(f'{n} {s}' for s, n in sorted(other.items()))})" if other else "")
+
+
 def _distributions(run: dict, earlier: list[dict]) -> str:
     dists, drifts = run.get("distributions") or {}, run.get("drift") or []
-    before = [r.get("distributions") or {} for r in earlier if r.get("status", "ok") == "ok"]
+    before = [r.get("distributions") or {} for r in earlier if (r.get("status") or "ok") == "ok"]
     if before:
         intro = ('<p class="note">Shares of each value, this run against the pooled earlier runs of the same pipeline'
-                 f' ({len(before)} run(s)); values that drifted are red.</p>')
+                 f' that finished ({len(before)} of {len(earlier)} run(s)); values that drifted are red.</p>')
+    elif earlier:
+        intro = (f'<p class="note">No earlier run of this pipeline finished ({_e(earlier_runs(earlier))}): none to '
+                 'compare with.</p>')
     else:
         intro = '<p class="note">No earlier run of this pipeline to compare with.</p>'
     if not dists:
@@ -468,4 +491,4 @@ def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
             f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
             f'<h1>{_e(title)}<span class="badge{" failed" if status != "ok" else ""}">{_e(status)}</span></h1>'
             f'<div class="sub">{_e(_date(run.get("started")))} · pipeline {_e(run.get("fingerprint") or "–")} · '
-            f'{len(earlier)} earlier run(s) of this pipeline</div>{alert}{"".join(panels)}</main></body></html>\n')
+            f'{_e(earlier_runs(earlier))}</div>{alert}{"".join(panels)}</main></body></html>\n')

@@ -24,8 +24,8 @@ import time
 
 # Counter fields summed across processes (everything but the label and the start time).
 _SUMMED = ("rows_done", "in_flight", "retrying", "requests", "retries", "rate_limited", "pauses", "errors", "not_run",
-           "cache_hits", "deduped", "truncated", "input_tokens", "output_tokens", "cost", "cached_tokens", "cache_saved",
-           "cascade_saved")
+           "cache_hits", "deduped", "truncated", "returned", "input_tokens", "output_tokens", "cost", "cached_tokens",
+           "cache_saved", "cascade_saved")
 
 
 # Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 min, 4 a decade; the last is open.
@@ -77,6 +77,9 @@ class RunStats:
     cache_hits: int = 0
     deduped: int = 0
     truncated: int = 0  # answers cut at max_tokens (kept as text; finish_reason "length")
+    # Answers handed to the output, each one's finish reason read: what ``truncated`` counts among. Not ``rows_done``,
+    # which counts a row as its answer arrives: a stopped job has rows answered in batches never handed on.
+    returned: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0

@@ -49,7 +49,7 @@ def _ray():
 # (after a worker died, or to rebuild a lost block) counts its rows once. The others (requests,
 # tokens, cost, retries, 429s) are money spent: reported as they grow, every REPORT_SECONDS, so a
 # worker that dies has its spending counted up to then.
-ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated")
+ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated", "returned")
 REPORT_SECONDS = 0.25
 
 

@@ -43,7 +43,7 @@ from inferframe.plan import physical as pp
 from inferframe.runtime.store import flush_open_stores
 
 # The row counters (counted once per finished partition); the rest is spending, reported as it grows.
-ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated")
+ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated", "returned")
 REPORT_SECONDS = 0.25
 
 
