@@ -26,6 +26,7 @@ import threading
 from typing import Any
 
 from inferframe.errors import ServiceError
+from inferframe.runners.ray_limits.budget_grants import BudgetGrants
 from inferframe.runners.ray_limits.limits import LeasedLimiter, shared_breaker, shared_slots
 from inferframe.runners.ray_limits.tuning import LEASE_WAIT_S
 from inferframe.runtime.config import RuntimeConfig
@@ -65,5 +66,5 @@ class SparkCoordinator:
             if found is None:
                 slots, breaker = shared_slots(config), shared_breaker()
                 found = self._limits[key] = SharedLimits(LeasedLimiter(self.link, key, config, slots, breaker),
-                                                         slots, breaker)
+                                                         slots, breaker, BudgetGrants(self.link, key))
             return found

@@ -69,6 +69,7 @@ class JobService:
         self._open = True
         self._conns: set = set()  # open connections: shut at close(), so their threads end with the service
         self._limits = None  # the job's LimitsActor and its event loop, made at the first lease
+        self._budgets = None  # the job's budget grants (max_cost/max_tokens_budget), made at the first grant
         threading.Thread(target=self._accept, name=name, daemon=True).start()
 
     @property
@@ -104,7 +105,16 @@ class JobService:
         actor, loop = self._limits
         return asyncio.run_coroutine_threadsafe(actor.lease(*args), loop).result()
 
-    _METHODS = ("env", "report", "rows", "lease")
+    def grant_budget(self, *args) -> list:
+        """``LimitsActor.grant_budget``: one ledger of every executor's budget grants (``ray_limits.budget_grants``)."""
+        with self._lock:
+            if self._budgets is None:
+                from inferframe.runners.ray_limits.budget_grants import BudgetLedger
+
+                self._budgets = BudgetLedger()
+            return self._budgets.grant(*args)
+
+    _METHODS = ("env", "report", "rows", "lease", "grant_budget")
 
     # --- what the driver reads ------------------------------------------------------------------
     def counter_reports(self) -> dict[str, list[dict]]:

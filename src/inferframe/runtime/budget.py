@@ -9,8 +9,10 @@ requests in flight to be answered, and is not sent (its row gets the ``budget`` 
 would pass the cap with nothing in flight. Without a price a request costs nothing here: ``max_cost``
 then never holds a row back.
 
-The budget is this runtime's: one AI call of one job in one process (on Ray and Spark, each worker's
-call has its own).
+The budget is one AI call's. In one process this runtime holds all of it; on Ray and Spark each
+worker reserves against what the job's coordinator granted it (``grants``), and the coordinator never
+grants more than the cap in all (``runners.ray_limits.budget_grants``), so the workers together stay
+within it.
 
 Example:
     >>> from inferframe.observe.stats import RunStats
@@ -26,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from inferframe.observe.budget_note import cap_text, go_on, spent_text
 from inferframe.observe.stats import RunStats
@@ -42,10 +45,17 @@ class Budget:
         model: the model (its output limit is a request's worst case when it sets no max_tokens).
         stats: the counters that hold what was spent (the runtime charges them); the cap is recorded
             in ``stats.budget`` for the end-of-job warning.
+        grants: a cluster's coordinator, which grants each worker its part of the caps (None: all of it is here).
     """
 
-    def __init__(self, config: RuntimeConfig, model: str | None, stats: RunStats) -> None:
+    def __init__(self, config: RuntimeConfig, model: str | None, stats: RunStats, grants: Any = None) -> None:
         self.max_cost, self.max_tokens, self.price = config.max_cost, config.max_tokens_budget, config.price
+        self.grants = grants
+        # What this runtime may reserve up to: the caps, or on a cluster what the coordinator granted so far.
+        self.allowed_cost = 0.0 if grants is not None else (config.max_cost or 0.0)
+        self.allowed_tokens = 0 if grants is not None else (config.max_tokens_budget or 0)
+        self._granted_all = False  # the coordinator gave less than asked: the caps are granted out
+        self._asking = asyncio.Lock()  # one grant request at a time: rows that wait together ask once
         self.output_cap = max_output_of(model)
         self.stats = stats
         self.reserved_cost = 0.0
@@ -70,19 +80,40 @@ class Budget:
         return cost, prompt + out
 
     def fits(self, request: Request) -> bool | None:
-        """True: the request may go now; None: only once requests in flight are answered; False: never."""
+        """True: the request may go now; None: not yet (answers in flight, or a grant, may make room); False: never."""
         cost, tokens = self.worst_case(request)
-        stats, now = self.stats, True
-        if self.max_cost is not None and self.price is not None:
-            if stats.cost + cost > self.max_cost:
-                return self._refused(cost, tokens, request)
-            now = stats.cost + self.reserved_cost + cost <= self.max_cost
-        if self.max_tokens is not None:
-            used = stats.input_tokens + stats.output_tokens
-            if used + tokens > self.max_tokens:
-                return self._refused(cost, tokens, request)
-            now = now and used + self.reserved_tokens + tokens <= self.max_tokens
-        return True if now else None
+        short_cost, short_tokens = self._short(cost, tokens)
+        stats = self.stats
+        if (self.max_cost is not None and self.price is not None and stats.cost + cost > self.max_cost) or (
+                self.max_tokens is not None and stats.input_tokens + stats.output_tokens + tokens > self.max_tokens):
+            return self._refused(cost, tokens, request)
+        return None if short_cost > 0 or short_tokens > 0 else True
+
+    def _short(self, cost: float, tokens: int) -> tuple[float, int]:
+        """How much more than this runtime may reserve a request of this worst case needs (0: none)."""
+        stats = self.stats
+        short_cost = stats.cost + self.reserved_cost + cost - self.allowed_cost \
+            if self.max_cost is not None and self.price is not None else 0.0
+        short_tokens = stats.input_tokens + stats.output_tokens + self.reserved_tokens + tokens - self.allowed_tokens \
+            if self.max_tokens is not None else 0
+        return short_cost, short_tokens
+
+    async def _grown(self, request: Request) -> bool:
+        """Ask the coordinator for what the request lacks (and a few requests more); True: it fits now."""
+        async with self._asking:
+            if self._granted_all or self.fits(request) is not None:
+                return self.fits(request) is True
+            cost, tokens = self.worst_case(request)
+            short_cost, short_tokens = self._short(cost, tokens)
+            want_cost, want_tokens = max(0.0, short_cost) + 3 * cost, max(0, short_tokens) + 3 * tokens
+            got_cost, got_tokens = await self.grants.take(self.stats.label, self.max_cost, self.max_tokens,
+                                                          want_cost, want_tokens)
+            self.allowed_cost += got_cost
+            self.allowed_tokens += got_tokens
+            if (self.max_cost is not None and got_cost < want_cost) or (
+                    self.max_tokens is not None and got_tokens < want_tokens):
+                self._granted_all = True
+            return self.fits(request) is True
 
     def _refused(self, cost: float, tokens: int, request: Request) -> bool:
         # What the end-of-job message quotes: one request's worst case, and why it is so large.
@@ -100,6 +131,11 @@ class Budget:
             fit = self.fits(request)
             if fit or (fit is False and not (wait_all and self.held)):
                 return bool(fit)
+            if fit is None and self.grants is not None and await self._grown(request):
+                return True
+            if not self.held:  # nothing in flight here, and the coordinator has nothing more to give
+                self._refused(*self.worst_case(request), request)
+                return False
             if self._freed is None:
                 self._freed = asyncio.Event()
             await self._freed.wait()

@@ -102,6 +102,14 @@ class TripSwitch(Protocol):
     def trip(self, reason: str, *, notify: bool = True) -> None: ...
 
 
+class BudgetSource(Protocol):
+    """Where a worker gets more of a call's budget: at most the caps in all, across the cluster."""
+
+    async def take(self, label: str, max_cost: float | None, max_tokens: int | None, cost: float,
+                   tokens: int) -> tuple[float, int]:
+        """Up to (``cost``, ``tokens``) more for the call ``label`` (less, or nothing, once the caps are granted)."""
+
+
 @dataclasses.dataclass
 class SharedLimits:
     """The limits of one endpoint and model: admission (rate limiter), in-flight bound, breaker.
@@ -113,6 +121,9 @@ class SharedLimits:
     limiter: Admission
     slots: InFlightBound
     breaker: TripSwitch
+    # A cluster's budget grants (``runners.ray_limits.budget_grants``): max_cost/max_tokens_budget hold for every
+    # worker together. None: this process's runtime holds the whole budget.
+    grants: BudgetSource | None = None
 
     @classmethod
     def for_config(cls, config: RuntimeConfig, clock: Clock = REAL) -> "SharedLimits":

@@ -101,7 +101,7 @@ class InferenceRuntime(SenderPool):
         # Rows can run out of budget: asked twice per attempt, so known once.
         self._budgeted = config.max_cost is not None or config.max_tokens_budget is not None
         # A cap: each request's worst case is reserved before it is sent (``runtime.budget``).
-        self._budget = Budget(config, model, self.stats) if self._budgeted else None
+        self._budget = Budget(config, model, self.stats, getattr(shared, "grants", None)) if self._budgeted else None
         # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
         self._fresh = False
         self._started: asyncio.Event | None = None

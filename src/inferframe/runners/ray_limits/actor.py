@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from inferframe.providers.interface import LimitHints
+from inferframe.runners.ray_limits.budget_grants import BudgetLedger
 from inferframe.runners.ray_limits.relay import CounterBoard
 from inferframe.runners.ray_limits.transport import ray_module
 from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS, IDLE_S, LEASE_WAIT_S, PROBE_TIMEOUT_S
@@ -152,6 +153,7 @@ class LimitsActor:
     def __init__(self) -> None:
         self.keys: dict[str, _KeyState] = {}
         self.counters = CounterBoard()
+        self.budgets = BudgetLedger()  # max_cost/max_tokens_budget: what each call's workers were granted
         self.calls = 0
         self.restarted = _was_restarted()
 
@@ -258,6 +260,10 @@ class LimitsActor:
         if probe:
             st.probe_since = time.monotonic()
         return len(got), (got[0] if got else None), bool(probe)
+
+    def grant_budget(self, key: str, max_cost: float | None, max_tokens: int | None, cost: float, tokens: int) -> list:
+        """Grant a worker up to (``cost``, ``tokens``) more of the call ``key``'s budget (``budget_grants``)."""
+        return self.budgets.grant(key, max_cost, max_tokens, cost, tokens)
 
     def report_counters(self, source: str, snapshots: list[dict], seq: int | None = None) -> None:
         """Keep ``source``'s latest counter snapshots (cumulative: a later ``seq`` replaces an earlier one)."""

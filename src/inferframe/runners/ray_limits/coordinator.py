@@ -8,6 +8,7 @@ from typing import Any
 
 from inferframe.observe.stats import RunCounters
 from inferframe.runners.ray_limits.actor import LimitsActor
+from inferframe.runners.ray_limits.budget_grants import BudgetGrants
 from inferframe.runners.ray_limits.limits import LeasedLimiter, shared_breaker, shared_slots
 from inferframe.runners.ray_limits.relay import CounterRelay
 from inferframe.runners.ray_limits.transport import ActorLink, ray_module
@@ -65,7 +66,7 @@ class RayCoordinator:
             if found is None:
                 slots, breaker = shared_slots(config), shared_breaker()
                 limiter = LeasedLimiter(self._link, key, config, slots, breaker)
-                found = self._limits[key] = SharedLimits(limiter, slots, breaker)
+                found = self._limits[key] = SharedLimits(limiter, slots, breaker, BudgetGrants(self._link, key))
             return found
 
     def report_counters(self, source: str, snapshots: list[dict], seq: int | None = None) -> Any:
