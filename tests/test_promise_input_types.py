@@ -155,3 +155,16 @@ def test_promise_text_of_every_width_and_an_all_null_column_are_text(sim):
     nulls = ifr.from_pydict({"q": [None, None]}).with_column("a", prompt(col("q"), **kw(sim))).to_pydict()
     assert nulls["a"] == [None, None] and nulls["a_error"] == [None, None]
     assert sim.stats()["total_requests"] == 0
+
+
+def test_promise_in_sql_text_built_with_pipes_is_text_in_a_join_too(sim, monkeypatch):
+    """``a.x || ' has ' || b.m`` is SQL's own conversion to text: the join reads "3", the query gets 3 back."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    a = ifr.from_pydict({"x": ["good", "bad"], "n": [1, 2]})
+    b = ifr.from_pydict({"y": ["fine", "poor"], "m": [3, 4]})
+    out = ifr.sql(f"select * from a join b on ai_filter(a.x || ' has ' || b.m, {sql_options(sim)}) order by n, m",
+                  a=a, b=b)
+    assert out.schema()["m"] == DataType.int64()
+    rows_out = out.to_pydict()
+    assert set(rows_out) == {"x", "n", "y", "m"} and all(isinstance(m, int) for m in rows_out["m"])
+    assert sim.stats()["total_requests"] > 0

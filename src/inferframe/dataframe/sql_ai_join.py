@@ -17,9 +17,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pyarrow as pa
+
 from inferframe.dataframe.sql_ai_functions import FUNCTIONS, options_of
 from inferframe.dataframe.sql_ai_parse import Call, Query
 from inferframe.errors import PlanError
+from inferframe.expressions.expression import col
+from inferframe.functions._input_types import castable, is_text
+from inferframe.functions.templates import parse_template
 from inferframe.io.interop import quote_sql
 
 _FIX = ("ai_filter in JOIN ... ON takes text built with || from constants and columns of both sides, e.g. "
@@ -56,7 +61,13 @@ def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, st
 
     text = template(call.node["arguments"][0]["expression"], side)
     options = options_of(FUNCTIONS["ai_filter"], call.options)
-    joined = sem_join(left.frame, right.frame, text, **options)
+    fields = parse_template(text, "sem_join", sides=True)
+    lframe, lback = _as_text(left.frame, fields.columns("left"))
+    rframe, rback = _as_text(right.frame, fields.columns("right"))
+    joined = sem_join(lframe, rframe, text, **options)
+    # || wrote the number as text for the model (SQL's explicit conversion); the query reads the column's own type
+    for name, dtype in lback + [(n if n not in lcols else f"right.{n}", d) for n, d in rback]:
+        joined = joined.with_column(name, col(name).cast(dtype))
 
     def out_name(ref: tuple) -> str:
         where = side(ref)
@@ -74,6 +85,16 @@ def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, st
     start = ft["left"]["query_location"]
     edits.append((start, call.end, "__ifr_join"))
     return joined, text
+
+
+def _as_text(frame: Any, names: list[str]) -> tuple[Any, list]:
+    """The frame with the columns ``||`` turned into text cast to text, and those columns' own types."""
+    schema = frame.schema().to_arrow()
+    back = [(n, schema.field(n).type) for n in names
+            if not is_text(schema.field(n).type) and castable(schema.field(n).type)]
+    for name, _ in back:
+        frame = frame.with_column(name, col(name).cast(pa.string()))
+    return frame, back
 
 
 def template(expr: dict, side: Callable[[tuple], str]) -> str:

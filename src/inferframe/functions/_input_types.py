@@ -25,7 +25,7 @@ import pyarrow as pa
 from inferframe.ai.requests import column_kind
 from inferframe.errors import PlanError
 
-__all__ = ["check_input", "is_text"]
+__all__ = ["castable", "check_input", "is_text"]
 
 
 def is_text(t: pa.DataType) -> bool:
@@ -85,7 +85,7 @@ def _message(fn: str, field: pa.Field, accepts: tuple, sql: str | None, param: s
                 "Give it images, e.g. decode_image(download(col('path'))). No request was sent.")
     head = f"{fn}(): input {name!r} must be text, got {t}; {why}."
     cast = f"col({name!r}).cast(DataType.string())"
-    if not _castable(t):
+    if not castable(t):
         return (f"{head} Turn it into text first, as the model should read it (e.g. an @ifr.func that writes "
                 "it out). No request was sent.")
     if template or fn.startswith("sem_"):
@@ -95,7 +95,13 @@ def _message(fn: str, field: pa.Field, accepts: tuple, sql: str | None, param: s
             "No request was sent.")
 
 
-def _castable(t: pa.DataType) -> bool:
+def castable(t: pa.DataType) -> bool:
+    """Whether Arrow casts the type to text (numbers, booleans, dates and times do; lists and structs do not).
+
+    Example:
+        >>> castable(pa.date32()), castable(pa.list_(pa.string()))
+        (True, False)
+    """
     try:
         pa.array([], t).cast(pa.string())
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
