@@ -48,11 +48,16 @@ class PromptOperator(AIOperator):
         self._template: KeyTemplate | bool | None = None  # text rows' cache keys (False: not usable)
         self._bodies: TextRequests | bool | None = None  # text rows' bodies and prompts (False: not usable)
         self.value_type = pa.string()
+        self._fields = None
         if config.return_format is not None:
             from inferframe.structured import Validator, arrow_type_for
 
+            from inferframe.ai.quality import FieldGuard
+
             self.validator = Validator(config.return_format)
             self.value_type = arrow_type_for(config.return_format)
+            # The quality guard's per-field counts (a field constant over the rows, numbers out of range).
+            self._fields = FieldGuard.of(self.validator.spec, config.system_message)
 
     async def _read_files(self, cols: list[list], kinds: list[str]) -> None:
         from inferframe.media import fetch_many
@@ -169,6 +174,8 @@ class PromptOperator(AIOperator):
         if self.validator is not None:
             results = [await self._validated(functools.partial(request, i), r) if r is not None else None
                        for i, r in enumerate(results)]
+            if self._fields is not None:
+                self._fields.count(self.stats.fields, results)
         for i, r in enumerate(results):
             if r is None:
                 if i in early:
@@ -324,9 +331,10 @@ class PromptOperator(AIOperator):
 
     def _cut_message(self, raw: str) -> str:
         """Why a structured answer was cut at max_tokens: a loop (more tokens will not help), else too few tokens."""
-        from inferframe.structured.repetition import repeated_phrase, repetition_message
+        from inferframe.structured.repetition import repeated_phrase, repetition_message, runaway_number
 
-        phrase = repeated_phrase(raw or "", min_distinct=0)
+        # Digits that never repeat exactly ("1000000020000030...") are a loop too, inside a JSON number.
+        phrase = repeated_phrase(raw or "", min_distinct=0) or runaway_number(raw or "")
         if phrase is not None:
             return repetition_message(phrase, llama_cpp=self._llama_cpp)
         return "The answer was cut off at max_tokens before the JSON was complete; raise max_tokens."

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from inferframe.errors import LowInformationWarning, SemanticFailuresWarning, warn_user
 from inferframe.observe.budget_note import warn_budget
-from inferframe.observe.quality import FIX, FIX_EXAMPLES, message, same_answer
+from inferframe.observe.quality import FIX, FIX_EXAMPLES, guard_fields, message, same_answer
 from inferframe.observe.stats import RunCounters, RunStats
 
 # The totals of the most recent job that ended in this process, written once as each job ends (its own
@@ -66,6 +66,7 @@ def guard_answers(runs: list[dict], warn: bool = True) -> None:
         r["quality"] = None if m is None else m.as_dict()
         if m is not None:
             fired.append((r["label"], m))
+    guard_fields(runs, warn)  # structured answers: a field constant over the rows, numbers out of range
     if fired and warn:
         # Examples are a fix where the call shows them to the model: classify_text (its calls count answers, as
         # sem_filter's do, whose examples= only choose a cascade's thresholds).

@@ -18,9 +18,12 @@ Example:
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 import threading
 import time
+
+from inferframe.observe.quality import merge_field_counts
 
 # Counter fields summed across processes (everything but the label and the start time).
 _SUMMED = ("rows_done", "in_flight", "retrying", "requests", "retries", "rate_limited", "pauses", "errors", "not_run",
@@ -98,6 +101,8 @@ class RunStats:
     # across processes), for the quality guard (``observe.quality``) at the end of the job.
     answers: dict = dataclasses.field(default_factory=dict)
     answers_raw: dict = dataclasses.field(default_factory=dict)
+    # A structured call: per-field value counts and numbers out of range (``observe.quality.count_record``).
+    fields: dict = dataclasses.field(default_factory=dict)
 
     # A call with max_cost/max_tokens_budget: its caps, and the worst case of a request it held back
     # (``runtime.budget``), for the end-of-job BudgetExceededWarning; a setting, the same in every process.
@@ -148,7 +153,8 @@ class RunStats:
                 "budget": dict(self.budget),
                 "paused_for": self.paused_for, "latency_hist": list(self.latency_hist),
                 "stage_rows": dict(self.stage_rows), "stage_thresholds": dict(self.stage_thresholds),
-                "answers": dict(self.answers), "answers_raw": dict(self.answers_raw)}
+                "answers": dict(self.answers), "answers_raw": dict(self.answers_raw),
+                "fields": copy.deepcopy(self.fields)}
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -202,6 +208,7 @@ class RunCounters:
             _merge_stages(total, s.stage_rows, s.stage_thresholds)
             _merge_answers(total, s.answers, s.answers_raw)
             total.budget.update(s.budget)
+            merge_field_counts(total.fields, s.fields)
         for snap in remote:
             label = snap.get("label", "")
             total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
@@ -215,6 +222,7 @@ class RunCounters:
             _merge_stages(total, snap.get("stage_rows") or {}, snap.get("stage_thresholds") or {})
             _merge_answers(total, snap.get("answers") or {}, snap.get("answers_raw") or {})
             total.budget.update(snap.get("budget") or {})
+            merge_field_counts(total.fields, snap.get("fields") or {})
         return list(out.values())
 
     def clear(self) -> None:

@@ -8,6 +8,8 @@ Example:
     'Great anime.'
     >>> repeated_phrase("A calm, short summary of the review.") is None
     True
+    >>> runaway_number('{"name":"Ann","rating":1000000020000030000004000000500')
+    '1000000020000030000004000000500'
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from typing import Any
 MIN_REPEATS = 3     # a phrase said three times in a row, to the very end, is a loop
 MIN_SPAN = 40       # ... over at least this many characters (short "ha ha ha" is not)
 MAX_PERIOD = 200    # the longest phrase looked for, in characters
+# A JSON number cut at max_tokens after this many digits is a loop: no quantity a record holds needs them
+# (an int64 has 19), and a small model writing "1000000020000030..." one digit a token never ends it.
+RUNAWAY_DIGITS = 20
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
 _SHOWN = 60
 
 
@@ -41,6 +47,30 @@ def repeated_phrase(text: str, min_distinct: int = 2) -> str | None:
             start = n - same - period
             return _rotate(text[start:start + period], text[start - 1] if start else " ").strip()
     return None
+
+
+def runaway_number(text: str, min_digits: int = RUNAWAY_DIGITS) -> str | None:
+    """The digits an answer cut at max_tokens ends in, where they are a JSON number too long to be one, else None.
+
+    The digits need not repeat exactly ("1000000020000030..."), so ``repeated_phrase`` does not see
+    the loop; a number (after ``:``, ``,`` or ``[``, not inside a string) of ``min_digits`` digits is one.
+
+    Example:
+        >>> runaway_number('{"rating":' + "12" * 15)[:8]
+        '12121212'
+        >>> runaway_number('{"rating":4,"phone":"1234567890123456789012') is None   # inside a string
+        True
+        >>> runaway_number('{"rating":1000000020000030') is None                     # 16 digits: a value
+        True
+    """
+    i = len(text)
+    while i > 0 and text[i - 1] in _NUMBER_CHARS:
+        i -= 1
+    run = text[i:]
+    before = text[:i].rstrip()
+    if sum(c.isdigit() for c in run) < min_digits or (before and before[-1] not in ":,["):
+        return None
+    return run
 
 
 def _rotate(phrase: str, before: str) -> str:
@@ -89,8 +119,12 @@ def repetition_message(phrase: str, field: str | None = None, *, llama_cpp: bool
         "The model repeated itself; its answer repeats 'Great anime.'"
     """
     shown = phrase if len(phrase) <= _SHOWN else phrase[:_SHOWN - 3] + "..."
-    where = f"field {field!r} repeats {shown!r} up to its length bound" if field is not None else \
-        f"its answer repeats {shown!r} until max_tokens"
+    if field is not None:
+        where = f"field {field!r} repeats {shown!r} up to its length bound"
+    elif phrase[:1].isdigit() and len(phrase) >= RUNAWAY_DIGITS:
+        where = f"its answer writes the digits of one number ({shown!r}) until max_tokens"
+    else:
+        where = f"its answer repeats {shown!r} until max_tokens"
     if llama_cpp:
         fix = ("Fix: penalise repetition harder, e.g. prompt(..., dry_multiplier=2.0), or show the model an "
                "example answer in system_message, or use a larger model (model=... on an OpenAI-compatible "
