@@ -141,3 +141,21 @@ def test_promise_the_sem_agg_example_shows_what_a_user_sees():
         # the planner's worked example, was group 1's second line).
         assert "\n" not in answer and "battery" not in answer, (stars, answer)
         assert any(p in answer for p in products), (stars, answer, products)
+
+
+def test_promise_the_interop_then_sql_blocks_print_no_lancedb_fork_warning(tmp_path):
+    """README, Interop then AI functions in SQL: LanceDB imported, then the embedded model started, warns nothing.
+
+    The server's start ran lancedb's at-fork hook, which printed "RuntimeWarning: lancedb fork support is
+    experimental ..." at subprocess.py on the user's stderr.
+    """
+    code = ("import inferframe as ifr\nfrom inferframe.functions import prompt\n"
+            "df = ifr.from_pydict({'text': ['great']})\n"
+            "df.write_lance('./lancedb', table='t', mode='overwrite')\n"
+            "print(df.with_column('a', prompt(ifr.col('text'), max_tokens=2, stop=['\\n'])).to_pydict()['a_error'])\n")
+    (tmp_path / "user.py").write_text(code)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    p = subprocess.run([sys.executable, "user.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "[None]" in p.stdout
+    assert "RuntimeWarning" not in p.stderr and "fork" not in p.stderr, p.stderr[-3000:]

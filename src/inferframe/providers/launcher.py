@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 
 from inferframe.errors import LocalServerError
 
@@ -107,16 +108,21 @@ def _popen(cmd: list[str], env: dict[str, str], log_fd: int) -> subprocess.Popen
                 os._exit(1)
 
     try:
-        return subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=subprocess.STDOUT,
-            env=env,
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=set_parent_death_signal if prctl is not None else None,
-        )
+        with warnings.catch_warnings():
+            # A preexec_fn runs the parent's at-fork hooks in the child, and some libraries warn there
+            # (lancedb: "lancedb fork support is experimental ...", on the user's stderr). This child
+            # runs no Python after the fork: it execs llama-server at once, so their concern is not its.
+            warnings.filterwarnings("ignore", message=r"(?s).*\bfork", category=RuntimeWarning)
+            return subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=subprocess.STDOUT,
+                env=env,
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=set_parent_death_signal if prctl is not None else None,
+            )
     except OSError as exc:
         raise LocalServerError(f"could not run llama-server {cmd[0]!r}: {exc}") from exc
 
