@@ -1,22 +1,35 @@
-"""Every ```python block of README.md runs, as a reader would run it, offline.
+"""Every ```python block of README.md, and its cheap ```bash lines, run as a reader runs them.
 
-How the blocks run:
-- A block that begins with ``import inferframe as ifr`` starts a fresh namespace; any other block
-  continues the namespace of the block before it (the README writes them as one session). Running
-  one block's test alone first runs the blocks its namespace needs.
-- The working directory is a temporary one holding the repository's ``examples/`` and ``tests/data/``
-  and the reader's own data the README names (``reviews/*.parquet``, ``docs/*.parquet``,
-  ``photos/*.jpg``, ``papers/*.pdf``), made here from the bundled reviews.
-- No provider named: the embedded local model and the packaged MiniLM, as in the README. A block that
-  names a hosted model (``provider="openai"``, ``model="gpt-..."``) runs as for a reader who exported
-  ``OPENAI_API_KEY``, with ``OPENAI_BASE_URL`` pointing at the project's simulator.
-- One response cache and run history for the whole README, as for one reader's session.
+How a block runs:
+- In a fresh process: the venv's Python (``sys.executable``) runs a script file holding the block,
+  each line at its README line number (tracebacks and warnings name README lines).
+- A block that begins with ``import inferframe as ifr`` starts a chain; any other block continues
+  the chain of the block before it (the README writes them as one session): its script holds the
+  earlier blocks of its chain too, so they run again in the same process first.
+- The environment a reader has, built from nothing: ``PATH``, ``LANG`` and a ``HOME`` made for
+  this module (so ``~/.cache`` starts empty and private, one reader's cache for the whole README).
+  None of the test suite's variables reach it: no ``INFERFRAME_*``, no ``PYSPARK_PYTHON``, no
+  cache directory, no provider. The one substitution: a chain that names a hosted model
+  (``provider="openai"``, ``model="gpt-..."``) runs as for a reader who exported ``OPENAI_API_KEY``,
+  with ``OPENAI_BASE_URL`` pointing at the project's simulator (OpenAI cannot be reached here).
+- A working directory of its own, holding the repository's ``examples/`` and ``tests/data/``,
+  the reader's own data the README names (``reviews/*.parquet``, ``docs/*.parquet``,
+  ``photos/*.jpg``, ``papers/*.pdf``, ``tickets/*.parquet`` and ``models.py``), and ``.venv``
+  (a link to the venv), so ``.venv/bin/inferframe ...`` lines run as written.
+- Warnings: every warning the process prints (Python's ``file:line: Category: message`` on
+  stderr, the default filters a reader has) must be one the README shows. A block shows one with
+  a comment ``# warns: TruncatedWarning`` (several: ``# warns: A, B``); a block that shows a
+  warning it does not give fails too.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,10 +40,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+BLOCK_TIMEOUT_S = 900  # a stuck block fails with its output instead of hanging the suite
 
-_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-_HOSTED = re.compile(r"""provider\s*=\s*["']openai["']|model\s*=\s*["']gpt-""")
-_SLOW = re.compile(r"cascade=")  # a cascade calibrates each stage on its held-back rows of the local model
+_FENCE = re.compile(r"^```(python|bash)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_HOSTED = re.compile(r"""provider\s*=\s*["']openai["']|model\s*=\s*["']gpt-|--provider openai""")
+_WARNS = re.compile(r"#\s*warns:\s*([A-Za-z_][\w]*(?:\s*,\s*[A-Za-z_]\w*)*)")
+# Python's own warning lines (warnings.formatwarning): "path:line: Category: message".
+_SHOWN = re.compile(r"^(?P<where>\S.*?):(?P<line>\d+): (?P<category>[A-Z]\w*): (?P<message>.*)$", re.M)
+# Blocks that take minutes: a cascade calibrates every stage on its held-back rows of the local model.
+_SLOW = re.compile(r"cascade=|sem_join\(|sem_cluster_by\(|sem_topk\(")
+# bash lines that are not cheap to run as written: the install, the whole test suite.
+_NOT_CHEAP = re.compile(r"scripts/install\.sh|pytest")
 
 
 @dataclass
@@ -38,12 +58,15 @@ class Block:
     line: int  # the README line of the block's first line of code
     heading: str
     code: str
-    chain: int = 0  # blocks of one chain share a namespace
+    lang: str = "python"
+    chain: int = 0  # python blocks of one chain run in one process
     nth: int = 1  # its place among the blocks under the same heading
     hosted: bool = field(init=False)
+    warns: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.hosted = bool(_HOSTED.search(self.code))
+        self.warns = warned(self.code)
 
     @property
     def id(self) -> str:
@@ -51,42 +74,114 @@ class Block:
         return slug if self.nth == 1 else f"{slug}-{self.nth}"
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """The README's python blocks in order, each with its heading and chain."""
+def warned(code: str) -> set[str]:
+    """The warning categories a block's ``# warns: ...`` comments show.
+
+    Example:
+        >>> sorted(warned("x = 1  # warns: TruncatedWarning, DriftWarning\\n# warns: PromptLayoutHint"))
+        ['DriftWarning', 'PromptLayoutHint', 'TruncatedWarning']
+    """
+    return {name.strip() for m in _WARNS.finditer(code) for name in m.group(1).split(",")}
+
+
+def shown_warnings(stderr: str) -> list[tuple[str, str, str]]:
+    """The warnings a process printed: (category, message, where) for each.
+
+    Example:
+        >>> shown_warnings("/w/readme.py:12: TruncatedWarning: 3 of 5 answers ...\\n  df.show()\\nok\\n")
+        [('TruncatedWarning', '3 of 5 answers ...', '/w/readme.py:12')]
+    """
+    return [(m["category"], m["message"], f"{m['where']}:{m['line']}") for m in _SHOWN.finditer(stderr)]
+
+
+def readme_blocks(text: str, lang: str = "python") -> list[Block]:
+    """The README's ``lang`` blocks in order, each with its heading (and, for python, its chain)."""
     blocks, chain = [], -1
     for m in _FENCE.finditer(text):
+        if m.group(1) != lang:
+            continue
         before = text[: m.start()]
         line = before.count("\n") + 2
         headings = re.findall(r"^#+ (.+)$", before, re.M)
-        code = m.group(1)
+        code = m.group(2)
         if code.lstrip().startswith("import inferframe as ifr") or chain < 0:
             chain += 1
         heading = headings[-1] if headings else "intro"
         nth = 1 + sum(b.heading == heading for b in blocks)
-        blocks.append(Block(line, heading, code, chain, nth))
+        blocks.append(Block(line, heading, code, lang, chain, nth))
     return blocks
 
 
 BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
 
 
+@dataclass
+class Command:
+    line: int  # README line of the command's first line
+    text: str  # the command as written, continuation lines joined
+    warns: set[str]
+    nth: int = 1  # its place among the commands of the same id
+
+    @property
+    def stem(self) -> str:
+        words = [w for w in shlex.split(self.text.split("#")[0])[:3] if not w.startswith("-") and " " not in w]
+        return re.sub(r"[^A-Za-z0-9.]+", "-", "-".join(Path(w).name for w in words))[:40].strip("-")
+
+    @property
+    def id(self) -> str:
+        return self.stem if self.nth == 1 else f"{self.stem}-{self.nth}"
+
+
+def bash_commands(text: str) -> list[Command]:
+    """The README's bash lines (continuations joined), with the ``# warns:`` each shows."""
+    out = []
+    for block in readme_blocks(text, "bash"):
+        lines, start = block.code.splitlines(), None
+        joined = ""
+        for i, raw in enumerate(lines):
+            if start is None:
+                start, joined = block.line + i, ""
+            joined += raw.rstrip("\\").rstrip() + " " if raw.rstrip().endswith("\\") else raw
+            if not raw.rstrip().endswith("\\"):
+                # The install is done before the suite runs: what follows its "&&" runs as written.
+                joined = re.sub(r"^\./scripts/install\.sh\s*&&\s*", "", joined.strip())
+                if joined:
+                    c = Command(start, joined, warned(joined))
+                    c.nth = 1 + sum(o.stem == c.stem for o in out)
+                    out.append(c)
+                start = None
+    return out
+
+
+COMMANDS = bash_commands(README.read_text(encoding="utf-8"))
+CHEAP = [c for c in COMMANDS if not _NOT_CHEAP.search(c.text)]
+
+
 def test_the_readme_blocks_are_found():
     """The parser sees every block (a fence it missed would go untested)."""
-    fences = README.read_text(encoding="utf-8").count("```python")
-    assert len(BLOCKS) == fences >= 14
+    text = README.read_text(encoding="utf-8")
+    assert len(BLOCKS) == text.count("```python") >= 14
     assert all(b.code.strip() for b in BLOCKS)
+    assert len(readme_blocks(text, "bash")) == text.count("```bash")
+    assert any(c.text.startswith(".venv/bin/inferframe prompt") for c in CHEAP)
 
 
 def _reader_data(work: Path) -> None:
     """The repository's bundled data, and the reader's own files the README's examples name."""
     shutil.copytree(ROOT / "examples", work / "examples")
     shutil.copytree(ROOT / "tests" / "data", work / "tests" / "data")
+    (work / ".venv").symlink_to(ROOT / ".venv")  # the reader's venv: `.venv/bin/inferframe` as written
     reviews = pacsv.read_csv(ROOT / "examples" / "data" / "reviews.csv")
     (work / "reviews").mkdir()
     pq.write_table(reviews.slice(0, 6), work / "reviews" / "part-0.parquet")  # a few rows: the hosted model is simulated
     (work / "docs").mkdir()
     docs = pa.table({"id": reviews["id"].slice(0, 20), "text": reviews["review"].slice(0, 20)})
     pq.write_table(docs, work / "docs" / "part-0.parquet")
+    pq.write_table(docs, work / "docs.parquet")
+    (work / "tickets").mkdir()
+    pq.write_table(pa.table({"text": ["My X200 blender arrived broken. Refund me today!",
+                                      "Which bulbs fit the desk lamp?"]}), work / "tickets" / "part-0.parquet")
+    (work / "models.py").write_text(_ticket_model())
     (work / "photos").mkdir()
     for i, name in enumerate(sorted((ROOT / "examples" / "data" / "mcq").glob("*.png"))[:2]):
         from PIL import Image
@@ -94,6 +189,14 @@ def _reader_data(work: Path) -> None:
         Image.open(name).convert("RGB").save(work / "photos" / f"photo-{i}.jpg", "JPEG")
     (work / "papers").mkdir()
     (work / "papers" / "paper-0.pdf").write_bytes(_tiny_pdf("A short paper about inference."))
+
+
+def _ticket_model() -> str:
+    """The README's ``Ticket`` model, as the reader's ``models.py`` (``--return-format models:Ticket``)."""
+    text = README.read_text(encoding="utf-8")
+    m = re.search(r"^class Ticket\(BaseModel\):\n(?:    .*\n)+", text, re.M)
+    assert m, "README.md no longer defines class Ticket"
+    return "from typing import Literal\nfrom pydantic import BaseModel, Field\n\n\n" + m.group(0)
 
 
 def _tiny_pdf(text: str) -> bytes:
@@ -118,63 +221,138 @@ def _tiny_pdf(text: str) -> bytes:
     return bytes(out)
 
 
+def user_env(home: Path, sim_url: str | None = None) -> dict[str, str]:
+    """The environment of a reader's shell, built from nothing: no variable of the test suite reaches it.
+
+    ``sim_url``: the reader exported ``OPENAI_API_KEY`` (the simulator stands in for OpenAI).
+
+    Example:
+        >>> sorted(user_env(Path("/h"))), sorted(user_env(Path("/h"), "http://127.0.0.1:1/v1"))[:2]
+        (['HOME', 'LANG', 'PATH'], ['HOME', 'LANG'])
+    """
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    if sim_url is not None:
+        env["OPENAI_API_KEY"] = "sk-readme-reader"
+        env["OPENAI_BASE_URL"] = sim_url
+    return env
+
+
+@dataclass
+class Ran:
+    """One fresh process's outcome: exit code, output, and the warnings it printed."""
+
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def warnings(self) -> list[tuple[str, str, str]]:
+        return shown_warnings(self.stderr)
+
+    def check(self, what: str, shows: set[str], gives: set[str]) -> None:
+        """Fail unless it exited 0 and printed exactly the warnings the README shows (``shows``; ``gives``: must appear)."""
+        tail = f"\n--- stdout (end) ---\n{self.stdout[-3000:]}\n--- stderr (end) ---\n{self.stderr[-6000:]}"
+        assert self.rc == 0, f"{what} exited {self.rc}{tail}"
+        unshown = [w for w in self.warnings if w[0] not in shows]
+        assert not unshown, (f"{what} printed warnings README.md does not show (add '# warns: <Category>' "
+                             f"with an explanation, or fix the example): {unshown}{tail}")
+        missing = gives - {w[0] for w in self.warnings}
+        assert not missing, f"{what} shows '# warns: {', '.join(sorted(missing))}' but printed none{tail}"
+
+
+def run_fresh(argv: list[str], cwd: Path, env: dict[str, str]) -> Ran:
+    """Run ``argv`` in a fresh process with exactly ``env``."""
+    try:
+        p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return Ran(124, out, err + f"\n(timed out after {BLOCK_TIMEOUT_S} s)")
+    return Ran(p.returncode, p.stdout, p.stderr)
+
+
+def script_of(block: Block) -> tuple[str, list[Block]]:
+    """The script a reader runs for ``block``: the earlier blocks of its chain, then it, each at its README lines."""
+    chain = [b for b in BLOCKS if b.lang == "python" and b.chain == block.chain and b.line <= block.line]
+    lines: list[str] = []
+    for b in chain:
+        lines += [""] * (b.line - 1 - len(lines))
+        lines += b.code.splitlines()
+    return "\n".join(lines) + "\n", chain
+
+
 class Reader:
-    """One reader's session: the working directory, the simulator, and each chain's namespace."""
+    """One reader: a fresh home (one cache for the whole README), a fresh working directory per block."""
 
-    def __init__(self, work: Path, sim_url: str, cache: Path) -> None:
-        self.work, self.sim_url, self.cache = work, sim_url, cache
-        self.namespaces: dict[int, dict] = {}
-        self.done: dict[int, Exception | None] = {}
+    def __init__(self, root: Path, sim_url: str) -> None:
+        self.root, self.sim_url = root, sim_url
+        self.home = root / "home"
+        self.home.mkdir(mode=0o700)
+        self.n = 0
 
-    def run(self, block: Block, monkeypatch) -> None:
-        """Run ``block`` after the blocks of its chain before it (each block runs once)."""
-        for earlier in BLOCKS:
-            if earlier.chain == block.chain and earlier.line < block.line and earlier.line not in self.done:
-                self._run_one(earlier, monkeypatch)
-            if earlier.chain == block.chain and earlier.line < block.line and self.done[earlier.line] is not None:
-                pytest.fail(f"README.md:{earlier.line}, which this block continues, failed: {self.done[earlier.line]!r}")
-        self._run_one(block, monkeypatch)
-        if self.done[block.line] is not None:
-            raise self.done[block.line]
+    def workdir(self) -> Path:
+        self.n += 1
+        work = self.root / f"work-{self.n}"
+        work.mkdir()
+        _reader_data(work)
+        return work
 
-    def _run_one(self, block: Block, monkeypatch) -> None:
-        ns = self.namespaces.setdefault(block.chain, {"__name__": f"readme_{block.chain}"})
-        # the reader's session: one cache and history, and a key only where the block names a hosted model
-        monkeypatch.setenv("INFERFRAME_CACHE_DIR", str(self.cache))
-        monkeypatch.setenv("OPENAI_BASE_URL", self.sim_url)
-        if block.hosted:
-            monkeypatch.setenv("OPENAI_API_KEY", "sk-readme-test")
-        else:
-            monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-        monkeypatch.chdir(self.work)
-        code = compile("\n" * (block.line - 1) + block.code, str(README), "exec", dont_inherit=True)  # README lines
-        try:
-            exec(code, ns)
-        except Exception as e:  # noqa: BLE001 - kept for the blocks that continue this one
-            self.done[block.line] = e
-        else:
-            self.done[block.line] = None
+    def run_block(self, block: Block) -> Ran:
+        source, chain = script_of(block)
+        work = self.workdir()
+        script = work / f"readme_L{block.line}.py"
+        script.write_text(source, encoding="utf-8")
+        hosted = any(b.hosted for b in chain)
+        return run_fresh([sys.executable, script.name], work, user_env(self.home, self.sim_url if hosted else None))
+
+    def run_command(self, command: Command) -> Ran:
+        hosted = bool(_HOSTED.search(command.text))
+        env = user_env(self.home, self.sim_url if hosted else None)
+        return run_fresh(["/bin/bash", "-c", command.text], self.workdir(), env)
 
 
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
-    import inferframe as ifr
-    from inferframe.session import set_history
-    from inferframe.session import reset_provider
     from inferframe.simulator import Simulator, SimulatorConfig
 
-    work = tmp_path_factory.mktemp("readme")
-    _reader_data(work)
     with Simulator(SimulatorConfig()) as sim:
-        yield Reader(work, sim.base_url, tmp_path_factory.mktemp("readme-cache"))
-    ifr.set_runner_native()
-    reset_provider()
-    set_history()
+        yield Reader(tmp_path_factory.mktemp("readme"), sim.base_url)
 
 
 @pytest.mark.parametrize(
     "block",
-    [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if _SLOW.search(b.code) else []) for b in BLOCKS],
+    [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if _SLOW.search(script_of(b)[0]) else []) for b in BLOCKS],
 )
-def test_readme_block_runs(block: Block, reader: Reader, monkeypatch):
-    reader.run(block, monkeypatch)
+def test_readme_block_runs(block: Block, reader: Reader):
+    ran = reader.run_block(block)
+    _, chain = script_of(block)
+    ran.check(f"README.md:{block.line} ({block.heading})", set().union(*(b.warns for b in chain)), block.warns)
+
+
+@pytest.mark.parametrize("command", [pytest.param(c, id=c.id) for c in CHEAP])
+def test_readme_command_runs(command: Command, reader: Reader):
+    ran = reader.run_command(command)
+    ran.check(f"README.md:{command.line} `{command.text[:80]}`", command.warns, command.warns)
+
+
+def test_the_harness_fails_a_block_on_a_warning_the_readme_does_not_show(reader: Reader, tmp_path):
+    """A warning the process prints is caught whether or not the block marks it (the marker is what passes it)."""
+    code = "import warnings\nwarnings.warn('unannounced', UserWarning)\n"
+    (tmp_path / "w.py").write_text(code)
+    ran = run_fresh([sys.executable, "w.py"], tmp_path, user_env(reader.home))
+    assert [w[:2] for w in ran.warnings] == [("UserWarning", "unannounced")]
+    with pytest.raises(AssertionError, match="does not show"):
+        ran.check("w.py", set(), set())
+    ran.check("w.py", warned(code + "# warns: UserWarning"), set())
+
+
+def test_a_block_sees_only_what_a_reader_has(reader: Reader, tmp_path):
+    """The child process gets none of the suite's variables (conftest sets INFERFRAME_CACHE_DIR and INFERFRAME_PROGRESS)."""
+    assert "INFERFRAME_CACHE_DIR" in os.environ  # the suite's own setting, which must not reach the reader
+    code = "import os, json\nprint(json.dumps(sorted(os.environ)))\n"
+    (tmp_path / "env.py").write_text(code)
+    ran = run_fresh([sys.executable, "env.py"], tmp_path, user_env(reader.home))
+    import json
+
+    names = json.loads(ran.stdout)
+    assert not [n for n in names if n.startswith(("INFERFRAME", "PYSPARK", "OPENAI"))], names
