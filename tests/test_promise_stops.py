@@ -107,7 +107,7 @@ def test_a_bad_request_that_depends_on_the_row_does_not_stop_the_job(sim):
     sim.configure(fail_rules=[{"match": f"review {i}", "status": 400,
                                "message": f"Invalid 'input': string too long ({1000 + i} characters)."}
                               for i in (0, 1, 2, 3)])
-    out = rows(10).with_column("a", ask(sim, max_concurrency=1)).to_pydict()
+    out = rows(10).with_column("a", ask(sim, max_concurrency=1, prefix_order=False)).to_pydict()
     assert [e is not None for e in out["a_error"]] == [True] * 4 + [False] * 6
     assert out["a"][4:] == [f"sim answer: review {i}" for i in range(4, 10)]
 
@@ -116,7 +116,7 @@ def test_identical_failures_between_successes_do_not_stop_the_job(sim):
     # A row-dependent refusal with one wording (a flagged prompt, say) on rows that are not consecutive.
     sim.configure(fail_rules=[{"match": "flagged", "status": 400, "message": "Invalid prompt: flagged."}])
     texts = [f"flagged {i}" if i % 2 else f"fine {i}" for i in range(30)]
-    df = ifr.from_pydict({"review": texts}).with_column("a", ask(sim, max_concurrency=1))
+    df = ifr.from_pydict({"review": texts}).with_column("a", ask(sim, max_concurrency=1, prefix_order=False))
     out = df.to_pydict()
     assert sum(e is not None for e in out["a_error"]) == 15
 
@@ -128,14 +128,27 @@ def test_answered_rows_are_kept_when_the_job_stops(sim, tmp_path):
     df = ifr.from_pydict({"review": texts})
     cache = str(tmp_path / "cache")
     with pytest.raises(ServiceError) as e:
-        df.with_column("a", ask(sim, max_concurrency=1, cache_dir=cache)).to_pydict()
+        df.with_column("a", ask(sim, max_concurrency=1, prefix_order=False, cache_dir=cache)).to_pydict()
+    assert "The last 20 rows were all refused with the same error" in str(e.value)  # after a success: 20, not 3
     assert "Invalid 'model': retired." in str(e.value) and "kept in the response cache" in str(e.value)
     sent = sim.stats()["total_requests"]
-    assert 10 < sent < 50  # stopped before the last rows
-    again = df.with_column("a", ask(sim, max_concurrency=1, cache_dir=cache, on_error="null")).to_pydict()
+    assert sent == 10 + 20  # one row at a time: stopped at the 20th refusal in a row
+    again = df.with_column("a", ask(sim, max_concurrency=1, prefix_order=False, cache_dir=cache,
+                                    on_error="null")).to_pydict()
     assert again["a"][:10] == [f"sim answer: early {i}" for i in range(10)]
     assert sim.stats()["total_requests"] - sent == 40  # only the failed and unsent rows were asked again
     assert last_run()[0]["cache_hits"] == 10
+
+
+def test_promise_every_recent_row_failing_trips_a_breaker(sim):
+    """The service answered, then fails every row after its retries (HTTP 500): the job stops once the last 50 did."""
+    sim.configure(fail_rules=[{"match": "late", "status": 500}])
+    texts = [f"early {i}" for i in range(5)] + [f"late {i}" for i in range(200)]
+    df = ifr.from_pydict({"review": texts}).with_column("a", ask(sim, max_concurrency=1, prefix_order=False,
+                                                                 max_retries=0))
+    with pytest.raises(ServiceError, match="The last 50 rows all failed; the service looks down"):
+        df.to_pydict()
+    assert sim.stats()["total_requests"] == 5 + 50  # not 205
 
 
 # --- limits the provider documents are checked before any request -----------------------------------
@@ -167,13 +180,13 @@ def test_promise_the_cli_names_the_most_common_error(sim, tmp_path, monkeypatch)
     sim.configure(fail_rules=[{"match": "awful", "status": 400, "message": "Invalid 'input': too awful."},
                               {"match": "poor", "status": 422, "message": "Unprocessable: poor."}])
     path = tmp_path / "reviews.csv"
-    path.write_text("review\ngreat\nawful one\nfine\nawful two\npoor\nawful three\n")
+    path.write_text("review\ngreat\nawful one\nfine\nawful two\npoor\n")  # never 3 identical refusals in a row
     for extra in ([], ["--out", str(tmp_path / "out")]):
         result = CliRunner().invoke(cli.app, ["prompt", str(path), "-c", "review", "--provider", "openai",
                                               "--base-url", sim.base_url, "--model", "gpt-5-mini",
-                                              "--max-concurrency", "1", *extra])
+                                              *extra])
         assert result.exit_code == 1, result.output
         lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
         assert len(lines) == 1, result.stderr
-        assert "4 rows failed; see the answer_error column" in lines[0]
-        assert "most common: bad_request (3 rows): HTTP 400: Invalid 'input': too awful." in lines[0]
+        assert "3 rows failed; see the answer_error column" in lines[0]
+        assert "most common: bad_request (2 rows): HTTP 400: Invalid 'input': too awful." in lines[0]
