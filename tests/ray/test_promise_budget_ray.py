@@ -67,3 +67,32 @@ def test_promise_a_budget_is_a_cap_across_ray_workers(ray_cluster, coordinator):
     spent = sum(o["cost"] for o in out)
     assert sum(o["answered"] for o in out) > 0 and sum(o["not_run"] for o in out) > 0
     assert spent <= cap, out  # one cap for the job, not one per worker (before: about 3x the cap)
+
+
+def test_promise_hitting_the_cap_on_ray_gives_one_budget_exceeded_warning(ray_cluster, tmp_path):
+    import warnings
+
+    import inferframe as ifr
+    from inferframe import col
+    from inferframe.functions import prompt
+    from inferframe.observe import last_run
+    from inferframe.simulator import Simulator, SimulatorConfig
+
+    cap = 0.001
+    ifr.set_prices({"budget-model": PRICE})
+    ifr.set_runner_ray()
+    try:
+        with Simulator(SimulatorConfig(allow_unknown_models=True, latency_ms=20)) as sim:
+            df = ifr.from_pydict({"q": [f"question number {i}: what is {i} times {i + 1}?" for i in range(600)]})
+            df = df.with_column("a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="k",
+                                            model="budget-model", max_tokens=50, max_cost=cap,
+                                            cache_dir=str(tmp_path / "cache")))
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                out = df.to_pydict()
+    finally:
+        ifr.set_runner_native()
+    budget = [w for w in seen if w.category is ifr.BudgetExceededWarning]
+    not_run = sum(1 for e in out["a_error"] if e and e["kind"] == "budget")
+    assert 0 < last_run()[0]["cost"] <= cap and not_run > 0
+    assert len(budget) == 1 and f"{not_run:,} of 600 rows were not run" in str(budget[0].message)
