@@ -32,7 +32,7 @@ EXIT_CODES = (
     "  0    ok\n"
     "  1    the job ran but rows failed (their errors: the <name>_error column), or it stopped on a row\n"
     "  2    bad usage or input: unknown option, missing file, unknown column\n"
-    "  3    the service failed: bad key, server down (ServiceError)\n"
+    "  3    the service failed: bad key, server down, every row refused the same way (ServiceError)\n"
     "  130  interrupted (Ctrl-C)"
 )
 

@@ -66,7 +66,9 @@ def prompt(messages: Any, return_format: Any = None, *, system_message: str | No
     ``on_error="raise"`` the first row that fails, whatever failed (an HTTP error, a malformed
     or refused answer, one that breaks return_format, an input that cannot be sent), stops the
     job with ``RowFailed`` naming that row's error kind and message; the same rule holds for
-    every AI function.
+    every AI function. By default a refusal that will recur on every row (the same 4xx message on
+    the first 3 rows: an unknown model, an invalid parameter) stops the job with one
+    ``ServiceError`` quoting the server; ``on_error="null"``, given, keeps those rows as data too.
 
     Example:
         >>> from inferframe import col
