@@ -25,6 +25,25 @@ def test_promise_a_max_tokens_beyond_the_local_slot_is_a_plan_error(option):
     assert "prompt and answer together" in msg and "e.g. max_tokens=512" in msg
 
 
+def test_the_limit_is_what_the_running_server_gives_each_slot():
+    """The PlanError's arithmetic, checked against the embedded llama.cpp server itself (its /slots)."""
+    import json
+    import urllib.request
+
+    from inferframe.providers.local_server import get_local_server
+
+    server = get_local_server()
+    with urllib.request.urlopen(server.base_url.removesuffix("/v1") + "/slots") as resp:
+        slots = json.loads(resp.read())
+    # One cache of n_parallel x DEFAULT_CTX_PER_SLOT tokens that the slots share (--kv-unified): with every
+    # slot busy, as a job keeps them, each request in flight has DEFAULT_CTX_PER_SLOT of it.
+    assert len(slots) == server.n_parallel
+    assert {s["n_ctx"] for s in slots} == {server.n_parallel * DEFAULT_CTX_PER_SLOT}
+    with pytest.raises(PlanError, match=f"shares {server.n_parallel * DEFAULT_CTX_PER_SLOT:,} tokens of context "
+                                        f"among its {server.n_parallel} slots"):
+        prompt(col("review"), max_tokens=DEFAULT_CTX_PER_SLOT)
+
+
 def test_the_slot_must_leave_room_for_the_prompt():
     with pytest.raises(PlanError, match="2,048 tokens"):
         prompt(col("review"), model="gemma-3-270m", max_tokens=DEFAULT_CTX_PER_SLOT)

@@ -83,23 +83,27 @@ class LocalProvider(LlamaCppProvider):
     def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
         """Refuse an answer cap that one slot of the embedded server cannot hold (its ``--ctx-size`` / ``--parallel``).
 
-        Known without starting the server: each slot gets ``DEFAULT_CTX_PER_SLOT`` tokens. Beyond it a
-        base model writes until the slot is full, minutes a row on a CPU, and the cap never applies.
+        Known without starting the server: it gets ``DEFAULT_CTX_PER_SLOT`` tokens per slot, one cache
+        its slots share (``--kv-unified``; ``/slots`` reports the whole of it for each), and a job keeps
+        every slot busy, so each request in flight has one slot's share. Beyond it a base model writes
+        until the cache is full, minutes a row on a CPU, and the cap never applies.
 
         Example:
             >>> LocalProvider.check_options("prompt", "chat", None, LocalProvider.capabilities, {"max_tokens": 10**6})
             Traceback (most recent call last):
             ...
-            inferframe.errors.PlanError: prompt(): max_tokens=1000000 does not fit the embedded model: each request runs in one slot of its llama.cpp server, which holds 2,048 tokens, prompt and answer together. Use max_tokens below 2,048 less the prompt's tokens, e.g. max_tokens=512 (a short answer needs far fewer).
+            inferframe.errors.PlanError: prompt(): max_tokens=1000000 does not fit the embedded model: its llama.cpp server shares 16,384 tokens of context among its 8 slots, 2,048 tokens a slot for each request in flight, prompt and answer together. Use max_tokens below 2,048 less the prompt's tokens, e.g. max_tokens=512 (a short answer needs far fewer).
         """
         given = output_cap(options)
         slot = caps.context_tokens or DEFAULT_CTX_PER_SLOT
         if given is None or given[1] < slot:
             return
         name, cap = given
-        raise PlanError(f"{fn}(): {name}={cap} does not fit the embedded model: each request runs in one slot of "
-                        f"its llama.cpp server, which holds {slot:,} tokens, prompt and answer together. Use {name} "
-                        f"below {slot:,} less the prompt's tokens, e.g. max_tokens=512 (a short answer needs far fewer).")
+        slots = caps.default_concurrency  # one request in flight per slot (``register``)
+        raise PlanError(f"{fn}(): {name}={cap} does not fit the embedded model: its llama.cpp server shares "
+                        f"{slots * slot:,} tokens of context among its {slots} slots, {slot:,} tokens a slot for each "
+                        f"request in flight, prompt and answer together. Use {name} below {slot:,} less the prompt's "
+                        "tokens, e.g. max_tokens=512 (a short answer needs far fewer).")
 
     @classmethod
     def embedding_max_input_tokens(cls, model: str) -> int | None:
