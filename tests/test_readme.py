@@ -49,6 +49,8 @@ _WARNS = re.compile(r"#\s*warns:\s*([A-Za-z_][\w]*(?:\s*,\s*[A-Za-z_]\w*)*)")
 _SHOWN = re.compile(r"^(?P<where>\S.*?):(?P<line>\d+): (?P<category>[A-Z]\w*): (?P<message>.*)$", re.M)
 # Blocks that take minutes: a cascade calibrates every stage on its held-back rows of the local model.
 _SLOW = re.compile(r"cascade=|sem_join\(|sem_cluster_by\(|sem_topk\(")
+# The demo: 300 reviews on the local model (106 s on the 2-core machine, a few seconds for the others).
+_SLOW_COMMAND = re.compile(r"examples/demo\.py")
 # bash lines that are not cheap to run as written: the install, the whole test suite.
 _NOT_CHEAP = re.compile(r"scripts/install\.sh|pytest")
 
@@ -329,7 +331,8 @@ def test_readme_block_runs(block: Block, reader: Reader):
     ran.check(f"README.md:{block.line} ({block.heading})", set().union(*(b.warns for b in chain)), block.warns)
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, id=c.id) for c in CHEAP])
+@pytest.mark.parametrize("command", [pytest.param(c, id=c.id, marks=[pytest.mark.slow] if _SLOW_COMMAND.search(c.text) else [])
+                                     for c in CHEAP])
 def test_readme_command_runs(command: Command, reader: Reader):
     ran = reader.run_command(command)
     ran.check(f"README.md:{command.line} `{command.text[:80]}`", command.warns, command.warns)
