@@ -117,9 +117,9 @@ def test_a_failed_job_leaves_no_partial_output(on_spark, data, tmp_path):
 
     root = tmp_path / "out"
     root.mkdir()
-    (root / "keep.txt").write_text("not ours")
+    (root / "keep.txt").write_text("not ours")  # a directory with data: added to, never replaced
     with pytest.raises(ifr.UDFError, match="row 3400 is bad"):
-        ifr.read_parquet(data).with_column("b", breaks_late(col("id"))).write_parquet(str(root))
+        ifr.read_parquet(data).with_column("b", breaks_late(col("id"))).write_parquet(str(root), mode="append")
     assert sorted(os.listdir(root)) == ["keep.txt"]  # no part file, no temporary directory
 
 
