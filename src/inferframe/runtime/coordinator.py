@@ -41,8 +41,9 @@ class Admission(Protocol):
     async def acquire(self, tokens: int) -> Ticket:
         """Wait until one request of ``tokens`` may go."""
 
-    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
-        """An admitted request got its answer (or failed)."""
+    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None,
+                refused: bool = False) -> None:
+        """An admitted request got its answer (or failed); ``refused``: it refused the request itself."""
 
     def on_429(self, hints: LimitHints | None, retry_after: float, tokens: int = 0) -> bool:
         """A 429 came back: True when it paused admission for everyone."""

@@ -26,6 +26,7 @@ from inferframe.errors import BudgetExceededError, ErrorKind, RowFailed, Service
 from inferframe.observe.stats import RunStats
 from inferframe.providers.interface import Outcome, Provider, Request, Usage, routed
 from inferframe.runtime.batch import BatchRunner
+from inferframe.runtime.breaker import refused
 from inferframe.runtime.budget import Budget, cap_text
 from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
@@ -397,7 +398,11 @@ class InferenceRuntime(SenderPool):
         limiter = self.limiter
         latency = self.clock.monotonic() - started
         self.stats.add_latency(latency)
-        limiter.release(est, outcome.limits, ticket)
+        # A refusal before any success keeps the limiter probing one request at a time: if it recurs, the
+        # job stops after a few requests instead of a whole in-flight bound of them (``Breaker``).
+        probe_refused = (self.config.stop_on_recurring and not self.breaker.any_success
+                         and refused(outcome.error_kind, outcome.status))
+        limiter.release(est, outcome.limits, ticket, refused=probe_refused)
         usage = outcome.usage
         if usage is not None:
             limiter.correct(est, usage.input_tokens + usage.output_tokens)

@@ -303,6 +303,8 @@ class RateLimiter:
         self.answered_at: float | None = None  # when an answer last told something (``recall``)
         self._lock = asyncio.Lock()
         self._probe_done = asyncio.Event()
+        # Set when the probe in flight is answered or lost: a new one replaces it for the next probe.
+        self._probe_round = asyncio.Event()
         self._probing = False
         if rpm is not None or tpm is not None:
             self._probe_done.set()
@@ -336,15 +338,21 @@ class RateLimiter:
     def probe_lost(self) -> None:
         """The probe's answer will never come (its sender died): the next ``acquire`` sends a probe again."""
         if not self._probe_done.is_set():
-            self._probing = False
+            self._next_probe()
+
+    def _next_probe(self) -> None:
+        """The next row to ask becomes the probe; the rows waiting for the last one's answer ask again."""
+        self._probing = False
+        woken, self._probe_round = self._probe_round, asyncio.Event()
+        woken.set()
 
     async def acquire(self, tokens: int) -> Ticket:
         """Wait until one request of ``tokens`` may go; the ticket goes back with its answer to ``release``."""
-        if not self._probe_done.is_set():
-            if self._probing:
-                await self._probe_done.wait()
-            else:
+        while not self._probe_done.is_set():
+            if not self._probing:
                 self._probing = True  # this row is the probe; the others wait for its headers
+                break
+            await self._probe_round.wait()  # set when the probe is answered, refused or lost
         if self._unlimited() and self.clock.monotonic() >= self.paused_until:
             return self._admit(tokens)
         async with self._lock:  # FIFO admission keeps waiting rows in order and avoids stampedes
@@ -395,15 +403,37 @@ class RateLimiter:
             self.mean_tokens = 0.98 * self.mean_tokens + 0.02 * tokens
         return Ticket(self.requests.sent, self.tokens.sent, self.clock.monotonic())
 
-    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
-        """A request admitted with ``tokens`` got its answer (or failed): learn from its limit hints."""
+    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None,
+                refused: bool = False) -> None:
+        """A request admitted with ``tokens`` got its answer (or failed): learn from its limit hints.
+
+        ``refused``: the answer refused the request itself (an unknown model, an invalid option) and the job
+        stops when the first rows are refused the same way. Then the probe is not done: the next row probes
+        again, one request at a time, so a job every row of which would be refused sends a few requests,
+        not a whole in-flight bound of them, before it stops.
+
+        Example:
+            >>> lim = RateLimiter()
+            >>> async def first_two():
+            ...     await lim.acquire(1)                    # the probe
+            ...     lim.release(1, None, refused=True)      # refused: still probing, one at a time
+            ...     probing_again = lim.probe_out
+            ...     await lim.acquire(1)
+            ...     return probing_again, lim.probe_out
+            >>> asyncio.run(first_two())
+            (False, True)
+        """
         self.refusals.answered()
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.answered_at = self.clock.monotonic()
         self.observe(hints, ticket)
         if not self._probe_done.is_set():
-            self._probe_done.set()
+            if refused:
+                self._next_probe()
+            else:
+                self._probe_done.set()
+                self._probe_round.set()
 
     def recall(self, earlier: "RateLimiter", max_age: float = RECALL_SECONDS) -> bool:
         """Start from what an earlier limiter of the same server, model and key learned; True when it did.
@@ -428,6 +458,7 @@ class RateLimiter:
         self.paused_until = earlier.paused_until
         self._size_reserve()
         self._probe_done.set()
+        self._probe_round.set()
         return True
 
     def on_429(self, hints: LimitHints | None, retry_after: float, tokens: int = 0) -> bool:

@@ -192,8 +192,13 @@ class LeasedLimiter:
                     self._start_lease(tokens)
                 await asyncio.shield(self._lease_task)
 
-    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None) -> None:
-        """A request got its answer (or failed): its hints go with the next lease call."""
+    def release(self, tokens: int, hints: LimitHints | None, ticket: Ticket | None = None,
+                refused: bool = False) -> None:
+        """A request got its answer (or failed): its hints go with the next lease call.
+
+        ``refused`` is not used here: the cluster's probe is the coordinator's, and the breaker it shares
+        stops every worker after the first identical refusals.
+        """
         self.refusals.answered()  # this worker's answers: on_429 tells a storm of 429s from isolated ones by them
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
