@@ -168,3 +168,26 @@ def test_promise_in_sql_text_built_with_pipes_is_text_in_a_join_too(sim, monkeyp
     rows_out = out.to_pydict()
     assert set(rows_out) == {"x", "n", "y", "m"} and all(isinstance(m, int) for m in rows_out["m"])
     assert sim.stats()["total_requests"] > 0
+
+
+@pytest.mark.parametrize("command", ["prompt", "embed"])
+def test_promise_the_command_line_keeps_the_same_rule_with_its_own_fix(sim, tmp_path, command):
+    """``--column stars`` on a number column is refused before any request, with a fix the command line can
+    write (before: the Python cast ``col('stars').cast(...)``, which no shell user can type)."""
+    from typer.testing import CliRunner
+
+    from inferframe import cli
+
+    data = tmp_path / "r.csv"
+    data.write_text("stars,review\n5,Great\n1,Broke\n")
+    args = [command, str(data), "--column", "stars", "--provider", "openai", "--model", "gpt-5-mini",
+            "--base-url", sim.base_url]
+    if command == "embed":
+        args[args.index("gpt-5-mini")] = "text-embedding-3-small"
+        args += ["--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli.app, args, env={"OPENAI_API_KEY": "sk-test"})
+    assert result.exit_code == 2, result.output
+    assert "--column 'stars' holds" in result.output and "not text" in result.output
+    assert ("--template '{stars}'" if command == "prompt" else "CAST(stars AS VARCHAR)") in result.output
+    assert ".cast(DataType" not in result.output
+    assert sim.stats()["total_requests"] == 0

@@ -48,6 +48,24 @@ def check_columns(df: ifr.DataFrame, names: list[str], option: str) -> None:
             raise CLIError(f"unknown column {name!r} ({option}).{hint} The input has: {', '.join(have)}", USAGE)
 
 
+def check_text_column(df: ifr.DataFrame, name: str, command: str) -> None:
+    """The one input rule on the command line: ``--column`` names text; a number or date is refused with its fix.
+
+    The library's own error names the Python cast, which a command line cannot write: this one names the
+    option that puts the value into text (``--template`` for ``prompt``, a SQL cast for ``embed``).
+    """
+    dtype = df.schema()[name]
+    if dtype.is_string() or str(dtype) in ("null", "DataType(null)"):
+        return
+    if command == "prompt":
+        fix = f"put it in a sentence: --template 'Rated {{{name}}} stars' (or --template '{{{name}}}' for the value alone)"
+    else:
+        fix = (f"make a text column first, e.g. inferframe sql \"SELECT *, CAST({name} AS VARCHAR) AS {name}_text "
+               f"FROM ...\" --out DIR, then --column {name}_text")
+    raise CLIError(f"--column {name!r} holds {dtype} values, not text; nothing is turned into text silently: "
+                   f"{fix}. No request was sent.", USAGE)
+
+
 def text_or_file(text: Optional[str], option: str) -> Optional[str]:
     """An option's text, or the contents of the file named after ``@``."""
     if text is None or not text.startswith("@"):

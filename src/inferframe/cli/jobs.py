@@ -20,7 +20,8 @@ import typer
 
 import inferframe as ifr
 from inferframe.cli.base import EXIT_CODES, OK, USAGE, CLIError, app, guard
-from inferframe.cli.inputs import check_columns, load_object, read_input, template_message, text_or_file
+from inferframe.cli.inputs import (check_columns, check_text_column, load_object, read_input, template_message,
+                                   text_or_file)
 from inferframe.cli.options import (
     ApiKeyEnv, ApiKeyRefused, BaseUrl, Batch, Cache, CacheDir, Choices, Column, Format, Input, Limit, MaxConcurrency,
     MaxCost, MaxTokens, Model, Name, Out, Progress, Provider, ReturnFormat, Rpm, Stop, System, Temperature, Template,
@@ -47,6 +48,7 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
         raise CLIError(f"the input already has a column {name!r}; name the answers with --as NAME", USAGE)
     if column is not None:
         check_columns(df, [column], "--column")
+        check_text_column(df, column, "prompt")
         message, used = ifr.col(column), [column]
     else:
         message, used = template_message(df, unescape(template))
@@ -252,6 +254,7 @@ def embed(
                              api_key=api_key_from_env(api_key_env))
         df = read_input(input, fmt)
         check_columns(df, [column], "--column")
+        check_text_column(df, column, "embed")
         if name in df.column_names:
             raise CLIError(f"the input already has a column {name!r}; name the vectors with --as NAME", USAGE)
         if limit is not None:
