@@ -46,17 +46,39 @@ def chosen() -> str:
 
 
 def check() -> None:
-    """Refuse, when a plan is built, an ``INFERFRAME_HTTP`` that names no client or a reqwest that cannot import."""
-    if chosen() == "reqwest":
+    """Called when a plan is built: refuse an ``INFERFRAME_HTTP`` that names no client, and load reqwest now.
+
+    Loaded on the thread that builds the plan (the user's, usually the main thread), as a top-level
+    import did, not on a job's event-loop thread, where its guard would park a thread for good.
+    Named and not loadable: a PlanError. Unset and not loadable: aiohttp, and the one warning now.
+    """
+    name = chosen()
+    if name == "reqwest":
         try:
             import inferframe.providers.http_reqwest  # noqa: F401
         except Exception as e:  # noqa: BLE001 - the user asked for it: say why it cannot run
             raise _unusable(e) from e
+    elif not name and not _reqwest_broken:
+        try:
+            import inferframe.providers.http_reqwest  # noqa: F401,F811
+        except Exception as e:  # noqa: BLE001 - any failure to import: the portable client instead
+            _fall_back(e)
 
 
 def _unusable(e: Exception) -> PlanError:
     return PlanError(f"{ENV}=reqwest, but the reqwest HTTP client cannot run here ({type(e).__name__}: {e}). "
                      f"Unset {ENV} or set {ENV}=aiohttp to use aiohttp instead.")
+
+
+def _fall_back(e: Exception) -> None:
+    """Remember that reqwest cannot run in this process, and say so once."""
+    with _reqwest_lock:
+        first = not _reqwest_broken
+        _reqwest_broken.append(f"{type(e).__name__}: {e}")
+    if first:
+        warn_user(f"inferframe sends its requests through aiohttp: the reqwest HTTP client (pyreqwest) cannot run "
+                  f"here ({type(e).__name__}: {e}). Results are the same, at more CPU per request. Set {ENV}=aiohttp "
+                  "to choose aiohttp and silence this warning.", RuntimeWarning)
 
 
 # Why reqwest cannot run in this process, once the default found out (empty until then): it is not tried again.
@@ -83,13 +105,7 @@ def connect(headers: Mapping[str, str], timeout: float) -> HttpTransport:
         try:
             return _reqwest(headers, timeout)
         except Exception as e:  # noqa: BLE001 - any failure to import or build: the portable client instead
-            with _reqwest_lock:
-                first = not _reqwest_broken
-                _reqwest_broken.append(f"{type(e).__name__}: {e}")
-            if first:
-                warn_user(f"inferframe sends its requests through aiohttp: the reqwest HTTP client (pyreqwest) cannot "
-                          f"run here ({type(e).__name__}: {e}). Results are the same, at more CPU per request. Set "
-                          f"{ENV}=aiohttp to choose aiohttp and silence this warning.", RuntimeWarning)
+            _fall_back(e)
     return _aiohttp(headers, timeout)
 
 
