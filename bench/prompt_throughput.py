@@ -18,6 +18,14 @@ flight, at each simulator latency in ``--latencies`` (default 200 ms and 0 ms):
               at once, so B=64 and K = C/B - 1 give C rows in flight (the simulator's
               max-in-flight column confirms it at 200 ms).
 
+  inferframe-aiohttp  (only when named in ``--clients``) the inferframe client with
+              ``INFERFRAME_HTTP=aiohttp``: single requests through the portable aiohttp client
+              instead of reqwest (issue 42), side by side with ``inferframe``.
+
+The inferframe client sends through the HTTP client ``INFERFRAME_HTTP`` names, as a user's job does:
+unset, reqwest where it runs; ``INFERFRAME_HTTP=aiohttp bench/prompt_throughput.py`` runs it (and the
+sweep) on aiohttp. The first lines print which one it used.
+
   aiohttp-gc  (only when named in ``--clients``) bare aiohttp with the garbage collector set as
               inferframe's jobs set it (``execution.gc_scope``: the youngest generation collected
               every 50,000 allocations, not 700). Plain aiohttp spends part of its CPU in the collector
@@ -59,6 +67,8 @@ Usage:
     .venv/bin/python bench/prompt_throughput.py --rows-200ms 10000 --rows-0ms 3000
     .venv/bin/python bench/prompt_throughput.py --clients aiohttp,inferframe --latencies 0
     .venv/bin/python bench/prompt_throughput.py --profile             # also py-spy the inferframe child
+    .venv/bin/python bench/prompt_throughput.py --clients aiohttp,inferframe,inferframe-aiohttp --latencies 0
+    INFERFRAME_HTTP=aiohttp .venv/bin/python bench/prompt_throughput.py --clients aiohttp,inferframe
 """
 
 from __future__ import annotations
@@ -86,7 +96,7 @@ from _sim_util import (ProcCPU, SimSampler, child_cpu_seconds, emit_result, mach
 MODEL = "gpt-5-mini"
 API_KEY = "sk-bench"
 CLIENTS = ("aiohttp", "openai-sdk", "inferframe", "daft")
-EXTRA_CLIENTS = ("aiohttp-gc",)  # not run by default: --clients aiohttp,aiohttp-gc,inferframe
+EXTRA_CLIENTS = ("aiohttp-gc", "inferframe-aiohttp")  # not run by default: --clients aiohttp,aiohttp-gc,inferframe
 WARMUP_ROWS = 64
 
 
@@ -166,6 +176,8 @@ def _daft_run(base_url: str, rows: list[str], conc: int, batch: int) -> list:
 
 def child_main(args: argparse.Namespace) -> None:
     base_url = args.url
+    if args.child == "inferframe-aiohttp":
+        os.environ["INFERFRAME_HTTP"] = "aiohttp"  # read when the job's provider connects
     root = base_url[: -len("/v1")]
 
     def run(rows: list[str]):
@@ -179,7 +191,7 @@ def child_main(args: argparse.Namespace) -> None:
                 vals = asyncio.run(_aiohttp_run(base_url, rows, args.concurrency))
         elif args.child == "openai-sdk":
             vals = asyncio.run(_openai_run(base_url, rows, args.concurrency))
-        elif args.child == "inferframe":
+        elif args.child in ("inferframe", "inferframe-aiohttp"):
             vals, extra = _inferframe_run(base_url, rows, args.concurrency)
         elif args.child == "daft":
             vals = _daft_run(base_url, rows, args.concurrency, args.daft_batch)
@@ -461,6 +473,8 @@ def main() -> None:
           f"{args.concurrency} requests in flight per client")
     print(f"  {machine_line()}; daft {daft_version}; Daft: into_batches({args.daft_batch}), "
           f"concurrency={max(1, args.concurrency // args.daft_batch - 1)}")
+    print(f"  inferframe's HTTP client: {os.environ.get('INFERFRAME_HTTP') or 'reqwest where it runs, else aiohttp'} "
+          "(INFERFRAME_HTTP)" + ("; inferframe-aiohttp: aiohttp" if "inferframe-aiohttp" in clients else ""))
     print(f"  aiohttp and inferframe run {args.repeat}x per latency, openai-sdk and daft {args.repeat_slow}x, rounds "
           f"interleaved; the table shows each client's fastest run (least disturbed by other load), 'median' the median "
           f"of its runs")

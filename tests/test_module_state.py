@@ -71,7 +71,10 @@ ALLOWED = {
                                              "threshold the first of them found, put back by the last"),
     "inferframe.execution.gc_scope:_lock": "lock: guards _state",
     "inferframe.execution.process_worker:_LIVE": "weak set of live worker processes, stopped at exit",
-    "inferframe.providers.http:_live": ("weak set of HTTP clients a job did not close: dropped at exit while the "
+    "inferframe.providers.http:_reqwest_broken": ("why the reqwest HTTP client cannot run in this process, once the "
+                                                  "default found out: it is not tried again, and its warning comes once"),
+    "inferframe.providers.http:_reqwest_lock": "lock: guards _reqwest_broken",
+    "inferframe.providers.http_reqwest:_live": ("weak set of HTTP clients a job did not close: dropped at exit while the "
                                         "interpreter still runs (reqwest's thread aborts a finalizing interpreter)"),
     "inferframe.runners.ray_limits.coordinator:_ACTOR_CLASS": "cache: the Ray actor class, made once per process",
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",

@@ -1,4 +1,4 @@
-"""The Rust HTTP client behind every OpenAI-compatible provider (providers/http.py), against the real simulator.
+"""The reqwest HTTP client behind the OpenAI-compatible providers (providers/http_reqwest.py), against the real simulator.
 
 What a failed request becomes (each kind an Outcome, a row's data), the rate-limit headers read from
 an answer, the key kept out of every message and repr, and a process that ends with a client open
@@ -90,7 +90,7 @@ def test_closed_port_and_closed_provider():
 
     late = asyncio.run(after_close())
     assert late.error_kind == ErrorKind.CONNECTION and "stopped" in late.message
-    assert KEY not in repr(OpenAIProvider(ProviderSpec("openai"), base_url="http://x/v1", api_key=KEY)._poster)
+    assert KEY not in repr(OpenAIProvider(ProviderSpec("openai"), base_url="http://x/v1", api_key=KEY)._http)
 
 
 _EXIT_SCRIPT = textwrap.dedent("""
@@ -135,9 +135,9 @@ _JOBS_SCRIPT = textwrap.dedent("""
 
         async def go():
             # First imported on the first job's thread, as a provider loaded while a job plans would be.
-            from inferframe.providers.http import Poster
+            from inferframe.providers.http_reqwest import ReqwestTransport
 
-            p = Poster({"Authorization": "Bearer sk-x"}, 10.0)
+            p = ReqwestTransport({"Authorization": "Bearer sk-x"}, 10.0)
             out = await asyncio.gather(*(p.post(url, body) for _ in range(10)))
             await p.aclose()
             return [status for status, _, _ in out]

@@ -1,6 +1,7 @@
 """OpenAI and every OpenAI-compatible server (vLLM, LM Studio, llama.cpp, Ollama, OpenRouter).
 
-Single requests go out through one pooled Rust client (providers/http.py): the official SDK's
+Single requests go out through one pooled HTTP client (providers/http.py): reqwest, parsed off the
+event loop, where it runs, else aiohttp (``INFERFRAME_HTTP`` chooses). The official SDK's
 per-request CPU cost caps a 2-core machine near 125 requests/s, and even aiohttp's parsing on the
 event loop costs more than the engine itself (issue 36). The Batch API's files go through aiohttp.
 The SDK stays the reference for shapes and is used in tests to check them.
@@ -22,7 +23,7 @@ from typing import Any
 
 from inferframe.errors import BatchAPIError, ErrorKind, PlanError
 from inferframe.providers import openai_format as wire
-from inferframe.providers.http import Poster, SendFailed
+from inferframe.providers import http
 from inferframe.providers.interface import (
     LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, Request, output_cap,
 )
@@ -89,7 +90,7 @@ class OpenAIProvider(BaseTransport):
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._session = None  # aiohttp, for the Batch API's files, /tokenize and downloads
-        self._poster = Poster(self._headers, self.timeout)  # single requests (providers/http.py)
+        self._http = http.connect(self._headers, self.timeout)  # single requests: reqwest or aiohttp
         self._closed = False
 
     def __reduce__(self):
@@ -98,6 +99,7 @@ class OpenAIProvider(BaseTransport):
     # --- what planning asks ---------------------------------------------------------------------
     @classmethod
     def capabilities_for(cls, spec: Any, declared: Capabilities) -> Capabilities:
+        http.check()  # asked when the plan is built: a wrong INFERFRAME_HTTP is a PlanError before any request
         if spec.option("server") == "vllm":
             return dataclasses.replace(declared, structured_outputs="vllm")
         return declared
@@ -142,8 +144,8 @@ class OpenAIProvider(BaseTransport):
 
     async def send(self, request: Request) -> Outcome:
         try:
-            status, raw, headers = await self._poster.post(self._url(request.endpoint), _dumps(request.body))
-        except SendFailed as e:
+            status, raw, headers = await self._http.post(self._url(request.endpoint), _dumps(request.body))
+        except http.SendFailed as e:
             return Outcome(error_kind=e.kind, message=e.message)
         try:
             body = _loads(raw)
@@ -220,7 +222,7 @@ class OpenAIProvider(BaseTransport):
 
     async def aclose(self) -> None:
         self._closed = True
-        await self._poster.aclose()
+        await self._http.aclose()
         if self._session is not None:
             await self._session.close()
             self._session = None

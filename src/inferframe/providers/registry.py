@@ -4,6 +4,8 @@ A provider package exposes an entry point in the group ``inferframe.providers`` 
 ``register(registry)``; the built-in providers are registered through that same entry-point path.
 Keys are looked up through ``inferframe.providers.secrets`` (or the provider's environment
 variable) only when a provider is built, so they never reach a plan, a pickle, a log or an error.
+A plugin that fails to load (its import raises, or its hook does) disables only itself: asking
+for it raises a ``PlanError`` that names its entry point and why; every other provider works.
 
 Example:
     >>> "openai" in REGISTRY.names() and REGISTRY.get("local").capabilities.local
@@ -62,6 +64,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._providers: dict[str, ProviderInfo] = {}
+        self._failed: dict[str, str] = {}  # entry point name -> "name = value: why it failed to load"
         self._loaded = False
         self._loading = False  # the loading thread's own calls while it registers (others wait on the lock)
         self._lock = threading.RLock()
@@ -82,22 +85,48 @@ class Registry:
                 from importlib.metadata import entry_points
 
                 for ep in entry_points(group="inferframe.providers"):
-                    ep.load()(self)
+                    self._load_one(ep)
             finally:
                 self._loading = False
             if not self._providers:
-                raise RuntimeError("No inferframe provider is registered: the package metadata is missing. "
+                why = "; ".join(self._failed.values()) or "the package metadata is missing"
+                raise RuntimeError(f"No inferframe provider is registered: {why}. "
                                    "Install inferframe with pip (pip install -e .) instead of running it from a copy.")
             # Only now: another thread reading ``_loaded`` without the lock must find every provider there.
             self._loaded = True
 
+    def _load_one(self, ep: Any) -> None:
+        """Run one entry point's hook; a failure drops what it registered and is kept to be told."""
+        before = set(self._providers)
+        try:
+            ep.load()(self)
+        except Exception as e:  # noqa: BLE001 - a broken plugin disables itself, never the others
+            for name in set(self._providers) - before:
+                del self._providers[name]
+            self._failed[ep.name] = (f"the plugin {ep.name!r} (entry point {ep.name} = {ep.value}) failed to load: "
+                                     f"{type(e).__name__}: {e}")
+
     def get(self, name: str) -> ProviderInfo:
         self._load()
         if name not in self._providers:
+            if name in self._failed:
+                raise PlanError(f"Provider {name!r} cannot be used: {self._failed[name]}. Fix or reinstall that "
+                                "package; the other providers work.")
             known = ", ".join(sorted(self._providers))
-            raise PlanError(f"Unknown provider {name!r}. Known providers: {known}. "
+            broken = "".join(f" Not loaded: {why}." for why in self._failed.values())
+            raise PlanError(f"Unknown provider {name!r}. Known providers: {known}.{broken} "
                             "Install the provider's package or check the spelling.")
         return self._providers[name]
+
+    def failed(self) -> dict[str, str]:
+        """Plugins that failed to load: entry point name -> which plugin and why.
+
+        Example:
+            >>> REGISTRY.failed()
+            {}
+        """
+        self._load()
+        return dict(self._failed)
 
     def names(self) -> list[str]:
         self._load()
