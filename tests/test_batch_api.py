@@ -93,3 +93,19 @@ def test_restart_between_submit_and_completion_polls_instead_of_resubmitting(tmp
     assert stats["batches_created"] == 1  # the new process found the batch in the ledger
     got = ifr.read_parquet(str(out)).to_pydict()
     assert sorted(got["a"]) == sorted(f"sim answer: row {i}" for i in range(30))
+
+
+def test_batch_mode_keeps_max_cost_a_cap(tmp_path):
+    """A Batch API job reserves each row's worst case (at the batch price) before it submits: spend <= cap."""
+    cap = 0.0005
+    with Simulator(SimulatorConfig()) as sim:
+        df = ifr.from_pydict({"q": [f"row {i}" for i in range(60)]})
+        with pytest.warns(ifr.BudgetExceededWarning, match="reached its budget"):
+            out = df.with_column("a", ask(sim, tmp_path, max_tokens=50, max_cost=cap)).to_pydict()
+        sent = sim.stats()["batch_requests"]
+    run = last_run()[0]
+    answered = [a for a in out["a"] if a is not None]
+    kinds = {e["kind"] for e in out["a_error"] if e}
+    assert 0 < len(answered) < 60 and sent == len(answered)  # the rows past the cap were never submitted
+    assert kinds == {"budget"}
+    assert 0 < run["cost"] <= cap

@@ -159,6 +159,49 @@ class Budget:
         if freed is not None:
             freed.set()
 
+    async def admit_batch(self, requests: list[Request], discount: float) -> list[bool]:
+        """Which of a Batch API's requests may go: each's worst case at the batch price is reserved, in order,
+        while it fits the cap; the rest are not run. Give the reservations back with :meth:`release_batch`.
+
+        A batch is submitted whole, so what the rows may cost is held before it leaves, as for a request.
+
+        Example:
+            >>> import asyncio
+            >>> from inferframe.observe.stats import RunStats
+            >>> b = Budget(RuntimeConfig(max_cost=0.001, price=(1.0, 2.0)), "m", RunStats(label="p"))
+            >>> asyncio.run(b.admit_batch([Request("chat", {}, 300, max_output_tokens=200)] * 5, 0.5))
+            [True, True, True, True, False]
+        """
+        worst = [self.worst_case(r) for r in requests]
+        worst = [(cost * discount, tokens) for cost, tokens in worst]
+        if self.grants is not None and not self._granted_all:  # a cluster: ask the coordinator for the batch at once
+            async with self._asking:
+                short_cost, short_tokens = self._short(sum(c for c, _ in worst), sum(t for _, t in worst))
+                if short_cost > 0 or short_tokens > 0:
+                    got_cost, got_tokens = await self.grants.take(self.stats.label, self.max_cost, self.max_tokens,
+                                                                  max(0.0, short_cost), max(0, short_tokens))
+                    self.allowed_cost += got_cost
+                    self.allowed_tokens += got_tokens
+        admitted = []
+        for request, (cost, tokens) in zip(requests, worst):
+            short_cost, short_tokens = self._short(cost, tokens)
+            fits = short_cost <= 1e-12 and short_tokens <= 0
+            if fits:
+                self.reserved_cost += cost
+                self.reserved_tokens += tokens
+            else:
+                self._refused(cost, tokens, request)
+            admitted.append(fits)
+        return admitted
+
+    def release_batch(self, requests: list[Request], discount: float) -> None:
+        """The batch of ``requests`` (those :meth:`admit_batch` admitted) was answered or failed: their
+        reservations go, as :meth:`release` gives back one request's; the runtime charges what it cost."""
+        for request in requests:
+            cost, tokens = self.worst_case(request)
+            self.reserved_cost = max(0.0, self.reserved_cost - cost * discount)
+            self.reserved_tokens = max(0, self.reserved_tokens - tokens)
+
     def reached(self) -> str:
         """The message of a row held back under ``on_error="raise"``: what was spent, and how to go on."""
         b, s = self.stats.budget, self.stats

@@ -525,6 +525,13 @@ class InferenceRuntime(SenderPool):
             if r is not None and results[i] is None:
                 endpoint = r.endpoint
                 todo.setdefault(keys[i], []).append(i)  # identical rows share one line of the batch
+        if todo and self._budgeted:  # a cap holds here too: rows whose worst case would pass it are not sent
+            go = await self._budget.admit_batch([requests[idx[0]] for idx in todo.values()], BATCH_DISCOUNT)
+            for (key, idxs), sent in zip(list(todo.items()), go):
+                if not sent:
+                    for i in idxs:
+                        results[i] = self._not_run(0, rows)
+                    del todo[key]
         if not todo:
             return results
         ledger = self.cache if self.cache is not None else open_cache(self.config.cache_dir, self._store_url)
@@ -535,6 +542,8 @@ class InferenceRuntime(SenderPool):
             outcomes = await runner.run(endpoint, [(k, requests[idx[0]].body) for k, idx in todo.items()])
         finally:
             self.stats.in_flight -= len(todo)
+            if self._budgeted:
+                self._budget.release_batch([requests[idx[0]] for idx in todo.values()], BATCH_DISCOUNT)
         self.stats.requests += len(todo)
         for key, idxs in todo.items():
             saved_before = self.stats.cache_saved
