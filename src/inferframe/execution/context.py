@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import sys
 import threading
 from typing import Any, Callable
 
@@ -136,6 +137,8 @@ class ExecContext:
     def close(self) -> None:
         """Stop every stage, join threads, release pools and the loop. Safe to call twice."""
         self.stop.set()
+        if sys.is_finalizing():  # a stream left unread at exit: no thread runs again; waiting held the exit 10 s
+            return
         with self._lock:
             closers, self._closers = self._closers[::-1], []
             threads, self._threads = self._threads, []

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import datetime
+import os
 import re
 import threading
 import time
@@ -100,6 +101,7 @@ class ReqwestTransport:
         sent.insert("Content-Type", "application/json")
         self._client = (ClientBuilder().default_headers(sent).timeout(datetime.timedelta(seconds=timeout))
                         .no_proxy().follow_redirects(False).build())
+        self._pid = os.getpid()
         _live.add(self)
 
     def __repr__(self) -> str:
@@ -113,6 +115,9 @@ class ReqwestTransport:
         client = self._client
         if client is None:
             raise failure("stopped")
+        if self._pid != os.getpid():  # built before a fork: its runtime thread is not in this process, and it never answers
+            raise failure("other", detail="this HTTP client was built in the parent process before os.fork(); "
+                                          "start the job in the child, or use multiprocessing's 'spawn' start method")
         try:
             resp = await client.post(url).body_bytes(body).build().send()
             raw = await resp.bytes()
