@@ -317,6 +317,19 @@ def test_sem_topk_on_the_embedded_model_label_scores_a_or_b():
     assert out.sem_stats["failed"] == 0 and 0 < out.sem_stats["calls"] <= 3 + 2 + 1
 
 
+@pytest.mark.parametrize("name", ["max_tokens", "max_output_tokens", "max_completion_tokens"])
+def test_sem_agg_reads_the_answers_cap_under_each_of_its_names(name):
+    # Issue 43: sem_agg read options["max_tokens"] only, so max_output_tokens=2000 left its packing as if
+    # the answer took 512 tokens, and a prompt that cannot fit went to the server.
+    df = ifr.from_pydict({"review": ["late", "cold"]})
+    with pytest.raises(PlanError, match="leaves no room for rows after max_tokens=2000"):
+        df.sem_agg("Summarise the complaints in {review}", model="gemma-3-270m", **{name: 2000})
+    from inferframe.functions._sem_agg import context_budget
+
+    assert context_budget({"model": "gemma-3-270m", name: 1000}) == (
+        (2048 - 1000 - 200) * 3, "gemma-3-270m: context of 2,048 tokens less 1000 for the answer and 200 for the prompt")
+
+
 def test_sem_agg_packs_as_many_rows_as_the_models_context_holds():
     from inferframe.functions._sem_agg import context_budget
 

@@ -277,6 +277,18 @@ def _one_max_tokens(fn: str, opts: dict) -> None:
         opts["max_tokens"] = value
 
 
+def output_cap(fn: str, options: dict) -> int | None:
+    """The answer's token cap the user set, under any of its names (``MAX_TOKENS_ALIASES``); None: not set.
+
+    Example:
+        >>> output_cap("sem_agg", {"max_output_tokens": 64, "model": "m"})
+        64
+    """
+    opts = {k: options[k] for k in MAX_TOKENS_ALIASES if k in options}
+    _one_max_tokens(fn, opts)
+    return opts.get("max_tokens")
+
+
 def _check_body_options(fn: str, opts: dict, caps: Capabilities, accepted: Any) -> None:
     """Refuse a request option no server of this kind takes (a typo, mostly), with "did you mean"; ``extra_body`` passes anything.
 
