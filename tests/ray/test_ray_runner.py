@@ -85,19 +85,35 @@ def test_a_plan_with_read_filter_func_prompt_sort_groupby_and_write_gives_the_lo
         assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".")]
 
 
-def test_relational_operators_match_the_local_runner(on_ray, data):
+# One test per operator: each is a Ray job (seconds apiece, more on a loaded machine), and eleven in
+# one test passed its 300 s timeout on a CI machine running another test process beside it.
+ORDERED = {
+    "sort": lambda df: df.sort(["g", "q"], desc=[False, True]),
+    "limit": lambda df: df.limit(37),
+    "rebatch-func": lambda df: df.into_batches(100).with_column("s", scaled(col("id"))),
+    "repartition": lambda df: df.repartition(4),
+    "aggregates": lambda df: df.agg(col("id").sum().alias("t"), col("q").count().alias("n"), col("id").mean().alias("m"),
+                                    col("id").min().alias("lo"), col("id").max().alias("hi")),
+}
+
+
+@pytest.mark.parametrize("op", list(ORDERED))
+def test_ordered_operators_match_the_local_runner_row_for_row(on_ray, data, op):
+    ordered = ORDERED[op](ifr.read_parquet(data))
+    local, ray_ = both(ordered)
+    assert ray_.equals(local), ordered.explain() if hasattr(ordered, "explain") else ""
+
+
+NAMES = {"g": [0, 1, 2, 9], "name": ["zero", "one", "two", "nine"], "id": [5, 6, 7, 8]}
+
+
+@pytest.mark.parametrize("op", ["distinct", "inner", "left", "semi", "anti", "outer"])
+def test_unordered_operators_match_the_local_runner_as_sets(on_ray, data, op):
     df = ifr.read_parquet(data)
-    for ordered in (df.sort(["g", "q"], desc=[False, True]), df.limit(37), df.into_batches(100).with_column("s", scaled(col("id"))),
-                    df.repartition(4), df.agg(col("id").sum().alias("t"), col("q").count().alias("n"), col("id").mean().alias("m"),
-                                              col("id").min().alias("lo"), col("id").max().alias("hi"))):
-        local, ray_ = both(ordered)
-        assert ray_.equals(local), ordered.explain() if hasattr(ordered, "explain") else ""
-    names = ifr.from_pydict({"g": [0, 1, 2, 9], "name": ["zero", "one", "two", "nine"], "id": [5, 6, 7, 8]})
-    joins = [df.join(names, on="g", how=how) for how in ("inner", "left", "semi", "anti", "outer")]
-    for unordered in (df.select("g").distinct(), *joins):
-        local, ray_ = both(unordered)
-        keys = [(c, "ascending") for c in local.column_names]
-        assert ray_.sort_by(keys).equals(local.sort_by(keys)), (unordered._plan.describe() if hasattr(unordered._plan, "describe") else "", ray_.num_rows, local.num_rows, ray_.schema, local.schema)
+    unordered = df.select("g").distinct() if op == "distinct" else df.join(ifr.from_pydict(NAMES), on="g", how=op)
+    local, ray_ = both(unordered)
+    keys = [(c, "ascending") for c in local.column_names]
+    assert ray_.sort_by(keys).equals(local.sort_by(keys)), (ray_.num_rows, local.num_rows, ray_.schema, local.schema)
 
 
 def test_a_failed_job_leaves_no_partial_output(on_ray, data, tmp_path):
@@ -121,13 +137,19 @@ class WhereAmI:
         import ray
 
         self.where = f"{os.getpid()}:{','.join(str(g) for g in ray.get_gpu_ids())}"
+        self.log_dir = log_dir
         pathlib.Path(log_dir, f"init-{self.where}").write_text("")  # one file per __init__
 
     @ifr.method.batch(return_dtype=ifr.DataType.string())
     def __call__(self, x):
         import time
 
-        time.sleep(0.05)  # long enough that both actors get batches
+        # Until both actors are up, a batch waits: on a loaded machine the second actor started after the
+        # first had done every batch (a fixed sleep was not long enough), and the test saw one actor at work.
+        deadline = time.monotonic() + 60
+        while len(list(pathlib.Path(self.log_dir).glob("init-*"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.02)
         return [self.where] * len(x)
 
 
@@ -304,14 +326,14 @@ def test_a_classification_cascade_on_ray_equals_the_local_one_and_reports_its_st
 def test_a_dead_job_state_actor_stops_the_job_with_one_message(on_ray, monkeypatch):
     from inferframe.runners import ray_runner
 
-    real_enter = ray_runner._Job.__enter__
+    real_start = ray_runner._Job._start
 
-    def enter_then_kill(self):
-        job = real_enter(self)
-        ray.kill(job.state, no_restart=True)
-        return job
+    def start_then_kill(self):  # the job's actors start with its first UDF stage
+        services = real_start(self)
+        ray.kill(self.state, no_restart=True)
+        return services
 
-    monkeypatch.setattr(ray_runner._Job, "__enter__", enter_then_kill)
+    monkeypatch.setattr(ray_runner._Job, "_start", start_then_kill)
     df = ifr.from_pydict({"x": list(range(10))}).with_column("s", scaled(col("x")))
     with pytest.raises(ifr.ServiceError, match="state actor .* is gone or does not answer"):
         df.to_arrow()

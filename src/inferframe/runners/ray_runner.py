@@ -337,10 +337,29 @@ class _Job:
         self.poll = poll
 
     def __enter__(self) -> "_Job":
+        self._services = None
+        self._stop = threading.Event()
+        self._poller = None
+        return self
+
+    @property
+    def services(self) -> "WorkerServices":
+        """The workers' services: the job's actors start on the first UDF stage that needs them, so a job
+        of reads, maps, sorts and joins alone starts none (two worker processes, seconds on a small node)."""
+        if self._services is None:
+            self._services = self._start()
+            if self.poll:
+                self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
+                self._poller.start()
+        return self._services
+
+    def _start(self) -> "WorkerServices":
         from inferframe.runners.ray_limits import start_coordinator
 
         ray = self.ray
-        self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}")
+        # Both actors start at once: each spawns a worker process (1.4 s apiece on a 2-core machine),
+        # and one after the other they were 3 s of every Ray job.
+        self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}", wait=False)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         # The job's state lives as long as the driver, on its node: a worker node that leaves mid-job
@@ -348,14 +367,15 @@ class _Job:
         # no resources anywhere under a soft affinity (seen with Ray 2.60).
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         self.state = ray.remote(num_cpus=0, scheduling_strategy=here)(_JobState).remote()
-        ray.get(self.state.set_env.remote(secrets.worker_env()))
-        self.services = WorkerServices(self.coordinator, self.state)
-        self._stop = threading.Event()
-        self._poller = None
-        if self.poll:
-            self._poller = threading.Thread(target=self._poll, name="inferframe-ray-counters", daemon=True)
-            self._poller.start()
-        return self
+        env_set = self.state.set_env.remote(secrets.worker_env())
+        try:
+            self.coordinator.started()
+            ray.get(env_set)
+        except BaseException:
+            self.coordinator.close()
+            ray.kill(self.state)
+            raise
+        return WorkerServices(self.coordinator, self.state)
 
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():
@@ -371,6 +391,8 @@ class _Job:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
+        if self._services is None:
+            return
         if self._poller is not None:
             self._poller.join(timeout=5)
         try:
