@@ -4,8 +4,11 @@ How a block runs:
 - In a fresh process: the venv's Python (``sys.executable``) runs a script file holding the block,
   each line at its README line number (tracebacks and warnings name README lines).
 - A block that begins with ``import inferframe as ifr`` starts a chain; any other block continues
-  the chain of the block before it (the README writes them as one session): its script holds the
-  earlier blocks of its chain too, so they run again in the same process first.
+  the chain of the block before it (the README writes them as one session): a chain runs once, its
+  blocks one after the other in one process, and each block's test reads the output up to the mark
+  its closing fence's line prints (a block that did not reach its mark fails with the process's exit).
+  A chain whose later block names a hosted model runs twice: its blocks before that one without the
+  key, as a reader who exported none, and the whole chain with it.
 - The environment a reader has, built from nothing: ``PATH``, ``LANG`` and a ``HOME`` made for
   this module (so ``~/.cache`` starts empty and private, one reader's cache for the whole README).
   None of the test suite's variables reach it: no ``INFERFRAME_*``, no ``PYSPARK_PYTHON``, no
@@ -276,21 +279,45 @@ def run_fresh(argv: list[str], cwd: Path, env: dict[str, str]) -> Ran:
 def script_of(block: Block) -> tuple[str, list[Block]]:
     """The script a reader runs for ``block``: the earlier blocks of its chain, then it, each at its README lines."""
     chain = [b for b in BLOCKS if b.lang == "python" and b.chain == block.chain and b.line <= block.line]
+    return _script(chain), chain
+
+
+def hosted_upto(block: Block) -> bool:
+    """Whether the reader has exported ``OPENAI_API_KEY`` by ``block``: some block of its chain up to it names a hosted model."""
+    return any(b.hosted for b in script_of(block)[1])
+
+
+def run_of(block: Block) -> list[Block]:
+    """The blocks one process runs for ``block``: its chain's blocks that run in the same environment, so each
+    chain runs once (a block no longer runs the blocks before it again in a process of its own)."""
+    chain = [b for b in BLOCKS if b.lang == "python" and b.chain == block.chain]
+    return [b for b in chain if hosted_upto(b) == hosted_upto(block) or (b.line < block.line)]
+
+
+def end_mark(block: Block) -> str:
+    return f"@@README block at line {block.line} ran to its end@@"
+
+
+def _script(blocks: list[Block], marks: bool = False) -> str:
+    """``blocks`` each at its README lines; ``marks``: each block's end printed to stderr on its closing fence's line."""
     lines: list[str] = []
-    for b in chain:
+    for b in blocks:
         lines += [""] * (b.line - 1 - len(lines))
         lines += b.code.splitlines()
-    return "\n".join(lines) + "\n", chain
+        if marks:  # the closing fence's line: blank in the script, so the README's own lines keep their numbers
+            lines.append(f"__import__('sys').stderr.write({end_mark(b)!r} + '\\n'); __import__('sys').stderr.flush()")
+    return "\n".join(lines) + "\n"
 
 
 class Reader:
-    """One reader: a fresh home (one cache for the whole README), a fresh working directory per block."""
+    """One reader: a fresh home (one cache for the whole README), a fresh working directory per process."""
 
     def __init__(self, root: Path, sim_url: str) -> None:
         self.root, self.sim_url = root, sim_url
         self.home = root / "home"
         self.home.mkdir(mode=0o700)
         self.n = 0
+        self.runs: dict[tuple[int, bool], Ran] = {}
 
     def workdir(self) -> Path:
         self.n += 1
@@ -300,12 +327,21 @@ class Reader:
         return work
 
     def run_block(self, block: Block) -> Ran:
-        source, chain = script_of(block)
-        work = self.workdir()
-        script = work / f"readme_L{block.line}.py"
-        script.write_text(source, encoding="utf-8")
-        hosted = any(b.hosted for b in chain)
-        return run_fresh([sys.executable, script.name], work, user_env(self.home, self.sim_url if hosted else None))
+        """What the reader saw up to the end of ``block``: its chain runs once, in one process, and each block's
+        share is its output up to its end mark (a block that did not reach it failed, with the process's exit)."""
+        blocks = run_of(block)
+        key = (block.chain, hosted_upto(block))
+        if key not in self.runs:
+            work = self.workdir()
+            script = work / f"readme_L{blocks[0].line}.py"
+            script.write_text(_script(blocks, marks=True), encoding="utf-8")
+            self.runs[key] = run_fresh([sys.executable, script.name], work,
+                                       user_env(self.home, self.sim_url if key[1] else None))
+        ran = self.runs[key]
+        end = ran.stderr.find(end_mark(block))
+        if end < 0:
+            return Ran(ran.rc or 1, ran.stdout, ran.stderr)
+        return Ran(0, ran.stdout, ran.stderr[:end])
 
     def run_command(self, command: Command) -> Ran:
         hosted = bool(_HOSTED.search(command.text))
