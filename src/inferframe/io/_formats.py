@@ -19,14 +19,16 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.dataset as ds
 import pyarrow.json as pajson
 
 from inferframe.errors import ArgumentTypeError, PlanError
+
+if TYPE_CHECKING:  # imported where a format is built: pyarrow.dataset imports pandas, 0.17 s of every start
+    import pyarrow.dataset as ds
 
 __all__ = ["FORMATS", "normalize_options", "file_format", "option"]
 
@@ -119,6 +121,8 @@ def file_format(format: str, options: tuple[tuple[str, Any], ...]) -> ds.FileFor
         >>> type(file_format("csv", (("delimiter", ";"),))).__name__
         'CsvFileFormat'
     """
+    import pyarrow.dataset as ds
+
     if format == "parquet":
         return ds.ParquetFileFormat()
     if format == "csv":
@@ -131,6 +135,8 @@ def file_format(format: str, options: tuple[tuple[str, Any], ...]) -> ds.FileFor
 
 
 def _csv_format(options: tuple[tuple[str, Any], ...]) -> ds.CsvFileFormat:
+    import pyarrow.dataset as ds
+
     read_kwargs = _pick(
         options, block_size="block_size", skip_rows="skip_rows", encoding="encoding"
     )

@@ -30,11 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -43,6 +42,9 @@ from inferframe.io._batches import cast_batch
 from inferframe.io._formats import FORMATS, file_format, normalize_options, option
 from inferframe.io._unreadable import check_parquet_files, unreadable
 from inferframe.io.arrow_stream import StreamSource, scan_stream
+
+if TYPE_CHECKING:  # imported where files are scanned: pyarrow.dataset imports pandas, 0.17 s of every start
+    import pyarrow.dataset as ds
 from inferframe.io.errors import SchemaMismatchError
 from inferframe.io.filesystems import display_path
 from inferframe.io.paths import PathLike, resolve_file_infos
@@ -418,6 +420,8 @@ def _scan_listing(
         ],
         schema=target,
     )
+    import pyarrow.dataset as ds
+
     scanner = ds.dataset(table).scanner(columns=cols, filter=filter, batch_size=batch_size)
     return scanner.to_batches()
 
