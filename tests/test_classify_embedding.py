@@ -13,6 +13,7 @@ from inferframe.errors import PlanError, RowFailed
 from inferframe.functions.classify_embedding import embedding_classify
 from inferframe.ai import head as ce
 from inferframe.ai.head import fit_head
+from inferframe.ai.run import local_services
 from inferframe.models import registry
 from inferframe.models.loading import model_files
 from inferframe.models.text import SentenceTransformerEmbedder
@@ -62,9 +63,13 @@ def test_head_predicts_a_separable_set_and_probabilities_sum_to_one(head):
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-6)
     assert [LABELS[i] for i in p.argmax(axis=1)] == [lab for _, lab in HELD_OUT]
     assert p.max(axis=1).min() > 1 / 3  # every pick above chance
-    # The head was fitted once and is shared: a second instance for the same examples does not refit.
-    again = EmbeddingHead(str(model_files(None)), labels=tuple(LABELS), examples=tuple(TRAIN))
-    assert again.head is head.head
+    # The head is fitted once per job and shared by its instances: a second instance of the same job does not
+    # refit; another job (other services) fits its own (issue 43: no job state in the process).
+    job, other = local_services(), local_services()
+    first = EmbeddingHead(str(model_files(None)), labels=tuple(LABELS), examples=tuple(TRAIN), services=job)
+    again = EmbeddingHead(str(model_files(None)), labels=tuple(LABELS), examples=tuple(TRAIN), services=job)
+    elsewhere = EmbeddingHead(str(model_files(None)), labels=tuple(LABELS), examples=tuple(TRAIN), services=other)
+    assert again.head is first.head and elsewhere.head is not first.head
 
 
 def test_head_through_a_dataframe_with_confidence_column(head):

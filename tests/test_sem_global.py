@@ -130,8 +130,8 @@ def test_sem_topk_failed_comparisons_are_counted_or_raise():
 
     with Simulator(SimulatorConfig(responder=flaky)) as s:
         out = df.sem_topk("{review} is the most enthusiastic", k=2, **api(s))
-        assert out.sem_stats["failed"] > 0  # every row meets the first pivot, the row of enthusiasm 3 too
         assert [score[i] for i in out.to_pydict()["id"]] == [11, 10]
+        assert out.sem_stats["failed"] > 0  # every row meets the first pivot, the row of enthusiasm 3 too
         with pytest.raises(RowFailed):
             ifr.from_pydict({"review": ["enthusiasm 3", "enthusiasm 4"]}).sem_topk(
                 "{review} is enthusiastic", k=1, on_error="raise", **api(s)).collect()
@@ -342,7 +342,7 @@ def test_sem_agg_packs_as_many_rows_as_the_models_context_holds():
     with Simulator(SimulatorConfig(responder=first_last_ids)) as s:
         out = df.sem_agg("Summarise the complaints in {review}", **api(s))  # gpt-5-mini: the whole table fits one prompt
         small = df.sem_agg("Summarise the complaints in {review}", max_chars=200, **api(s))
-        got, _ = out.to_pydict(), small.sem_stats
+        got, _ = out.to_pydict(), small.to_pydict()
     assert got == {"sem_agg": ["c00-c99"]} and out.sem_stats["calls"] == 1
     assert out.sem_stats["max_chars"] == (400_000 - 712) * 3 and "context of 400,000 tokens" in out.sem_stats["budget"]
     assert small.sem_stats["calls"] > 3 and small.sem_stats["budget"] == "max_chars=200 (given)"

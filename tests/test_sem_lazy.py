@@ -88,11 +88,13 @@ def test_a_run_computes_it_once_and_keeps_the_rows(sim):
     assert "(computed)" in out.explain(show_all=False)
 
 
-def test_sem_stats_runs_the_operator_when_read_first(sim):
+def test_sem_stats_reads_the_last_run_and_starts_no_job(sim):
+    # issue 43: a property starts no job; before the run there is nothing to read
     df, _ = reviews(6)
     out = df.sem_agg("Summarise {review}", **api(sim))
-    assert out.sem_stats["calls"] == sim.stats()["total_requests"] == 1
+    assert out.sem_stats is None and sim.stats()["total_requests"] == 0
     assert out.to_pydict() == {"sem_agg": ["0-5"]} and sim.stats()["total_requests"] == 1
+    assert out.sem_stats["calls"] == sim.stats()["total_requests"] == 1
     assert df.sem_stats is None and out.select("sem_agg").sem_stats is None
 
 
@@ -122,7 +124,7 @@ def test_one_operator_over_another(sim):
     assert out.to_pydict()["name"] == ["Blue Fern [1]", "Joe's Pizza [0]"]
 
 
-def test_its_plan_pickles_uncomputed_and_keeps_its_result_through_a_round_trip(sim):
+def test_its_plan_pickles_uncomputed_and_its_copy_computes_its_own_result(sim):
     # issue 32: the node is plain data (it refused to pickle before it was computed)
     import cloudpickle
 
@@ -132,8 +134,11 @@ def test_its_plan_pickles_uncomputed_and_keeps_its_result_through_a_round_trip(s
     assert sim.stats()["total_requests"] == 0
     first = out.to_pydict()
     asked = sim.stats()["total_requests"]
-    # the copy is the same node (its key): in this process it reads the kept result and asks nothing
-    assert copy.to_pydict() == first and sim.stats()["total_requests"] == asked
+    # issue 43: the result is kept on the plan that computed it, not in the process: the copy is another plan,
+    # it computes its own (the same rows; with the response cache on, its calls are answered from it)
+    assert copy.sem_stats is None and ifr.DataFrame(pickle.loads(pickle.dumps(out._plan))).sem_stats is None
+    assert copy.to_pydict() == first and sim.stats()["total_requests"] == 2 * asked
+    assert out.to_pydict() == first and sim.stats()["total_requests"] == 2 * asked
     assert pickle.loads(pickle.dumps(out._runnable())).schema == out.schema().to_arrow()
 
 

@@ -3,7 +3,9 @@
 Each stage is a classify call ("embedding", "score", "generate") built from its ``AICall``. A row
 goes to the next stage when the stage's confidence is below that stage's threshold, or when the
 stage failed on it; the last stage answers every row that reaches it. The thresholds are chosen
-once per process on labelled examples the stages never saw (``inferframe.ai.thresholds``). The run
+once per job on labelled examples the stages never saw (``inferframe.ai.thresholds``) and kept on the
+job's services (``RunServices.memo``): the next job chooses them again, its language-model stages
+answered by the response cache. The run
 reports how many rows each stage answered and the dollars saved against the last stage answering
 every row (``last_run()``'s ``stage_rows`` and ``cascade_saved``, and the progress line).
 
@@ -39,11 +41,6 @@ from inferframe.series import Series
 __all__ = ["CascadeConfig", "CascadeOperator", "CascadeStage"]
 
 log = logging.getLogger(__name__)
-
-# Thresholds chosen in this process, by CascadeConfig.key(): a later run of the same cascade (a
-# rerun, show() then collect()) reuses them instead of asking every stage about the examples again.
-_CHOSEN: dict = {}
-
 
 @dataclasses.dataclass(frozen=True)
 class CascadeStage:
@@ -115,15 +112,22 @@ class CascadeOperator:
     """Runs a cascade per batch: every row through the first stage, the unsure ones through the next, and so on.
 
     Built once per run (``for_run``) on the run's event loop; its stages are built on first use, and
-    their thresholds chosen once per run on the held-back examples (a rerun reads the language-model
-    stages' answers from the response cache).
+    their thresholds chosen once per job on the held-back examples and kept in the job's memo (another
+    instance of the same job reads them; a new job chooses again, reading the language-model stages'
+    answers from the response cache).
+
+    Parameters:
+        config: the cascade (``CascadeConfig``).
+        services: the job's ``RunServices`` (None: local ones of its own, with an empty memo).
     """
 
     def __init__(self, config: CascadeConfig, services: Any = None) -> None:
         self.config = config
         self._services = services
         self.stats = RunStats(label=config.label)
-        services_or_default(services).counters.add(self.stats)
+        run = services_or_default(services)
+        run.counters.add(self.stats)
+        self._memo = run.memo
         self._stages: list | None = None
         self._last_cost = self._last_rows = 0.0  # what the last stage spent, on how many rows: its mean cost per row
         self.thresholds: list[float] | None = None
@@ -163,11 +167,12 @@ class CascadeOperator:
         return await answer(*cols)
 
     async def _choose(self) -> None:
-        """Each stage's threshold, from every stage's answers on the held-back examples (once per process)."""
+        """Each stage's threshold, from every stage's answers on the held-back examples (once per job)."""
         c = self.config
-        key = c.key()
-        if key in _CHOSEN:
-            self.thresholds, self.estimate, self._last_cost, self._last_rows = _CHOSEN[key]
+        key = ("cascade thresholds", c.key())
+        chosen = self._memo.get(key)
+        if chosen is not None:
+            self.thresholds, self.estimate, self._last_cost, self._last_rows = chosen
             self.stats.stage_thresholds.update(dict(zip(c.names, self.thresholds)))
             return
         texts = [t for t, _ in c.held]
@@ -181,7 +186,8 @@ class CascadeOperator:
             confidences.append(out.field("confidence").to_pylist())
         self._spent_last(out.field("usage").to_pylist())
         self.thresholds, self.estimate, reached = choose_thresholds(predictions, confidences, gold, c.target)
-        _CHOSEN[key] = (self.thresholds, self.estimate, self._last_cost, self._last_rows)
+        # Not memo.once: this runs on the job's event loop, which must not block on a thread's lock.
+        self._memo.put(key, (self.thresholds, self.estimate, self._last_cost, self._last_rows))
         self.stats.stage_thresholds.update(dict(zip(c.names, self.thresholds)))
         shown = ", ".join(f"{name} >= {t:.3f}" for name, t in zip(c.names, self.thresholds))
         log.info("%s: thresholds %s; accuracy on %d held-back examples %.3f (target %.3f)", c.label, shown,

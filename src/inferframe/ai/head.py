@@ -1,7 +1,7 @@
 """The operator of ``classify_text(method="embedding")``: a label per row from an in-process embedding model.
 
-With labelled examples, a logistic regression is trained on the examples' embeddings (once per run,
-and kept for later runs in the same process) and predicts every row; without them, each row is
+With labelled examples, a logistic regression is trained on the examples' embeddings (once per job,
+kept on the job's services for its other instances) and predicts every row; without them, each row is
 compared with a description of every label (zero-shot). Both run offline on the packaged
 all-MiniLM-L6-v2 by default, at embedding speed: no language model is asked anything.
 
@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
 import warnings
 from typing import Any, Protocol
 
@@ -22,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from inferframe.ai.columns import USAGE_TYPE, result_type
+from inferframe.ai.run import services_or_default
 from inferframe.errors import PlanError
 from inferframe.observe.stats import RunCounters, RunStats
 from inferframe.series import Series
@@ -51,15 +51,11 @@ class TextEmbedder(Protocol):
     def vectors(self, texts: list[str]) -> np.ndarray: ...
 
 
-_HEADS: dict = {}  # fitted heads by (model, labels, examples, ...): trained once per process, not per batch
-_HEADS_LOCK = threading.Lock()
-
-
 class EmbeddingHead:
     """Labels rows from their embeddings: a logistic regression on examples, or softmax similarity to descriptions.
 
-    Built once per worker instance for a run; the fitted head is shared by every instance and later
-    run in the process that has the same model, labels and examples.
+    Built once per worker instance for a run; the fitted head is shared by every instance of the same job
+    with the same model, labels and examples (the job's ``RunServices.memo``); the next job fits its own.
 
     Parameters:
         path: the embedding model's directory.
@@ -72,6 +68,7 @@ class EmbeddingHead:
         C: the logistic regression's inverse regularisation; None chooses it by cross-validation.
         device, encode_batch_size, long_inputs, on_error, label, counters: as for the in-process embedders.
         confidence: return a "confidence" field.
+        services: the job's ``RunServices``, whose memo holds the fitted head (None: fitted for this instance alone).
 
     Example:
         >>> from inferframe.models.registry import resolve_model
@@ -87,23 +84,23 @@ class EmbeddingHead:
                  temperature: float = ZERO_SHOT_TEMPERATURE,
                  C: float | None = None, device: str | None = None, encode_batch_size: int = 32,
                  long_inputs: str = "chunk", on_error: str = "null", label: str = "classify[embedding]",
-                 counters: RunCounters | None = None, confidence: bool = True) -> None:
+                 counters: RunCounters | None = None, confidence: bool = True, services: Any = None) -> None:
         self.embedder: TextEmbedder = embedder(path, device=device, normalize=True, encode_batch_size=encode_batch_size,
                                      long_inputs=long_inputs, label=label, counters=counters, on_error=on_error)
         self.labels = tuple(labels)
         self.confidence = confidence
         self.temperature = temperature
-        key = (embedder, path, device, self.labels, tuple(examples), tuple(descriptions), C, temperature)
-        with _HEADS_LOCK:
-            if key not in _HEADS:
-                _HEADS[key] = self._fit(examples, dict(descriptions), C)
-            self.head, self.prototypes = _HEADS[key]
+        key = ("embedding head", embedder, path, device, self.labels, tuple(examples), tuple(descriptions), C,
+               temperature)
+        # Instances are built on several threads: the job's memo fits once while the others wait.
+        memo = services_or_default(services).memo
+        self.head, self.prototypes = memo.once(key, lambda: self._fit(examples, dict(descriptions), C))
         self._dictionary = pa.array(self.labels, pa.string())
 
     @classmethod
     def for_run(cls, services: Any, *args: Any, **kwargs: Any) -> "EmbeddingHead":
-        """Build for one run: the rows are counted in the run's counters."""
-        return cls(*args, counters=services.counters if services is not None else None, **kwargs)
+        """Build for one run: the rows are counted in the run's counters, the head fitted once per job."""
+        return cls(*args, counters=services.counters if services is not None else None, services=services, **kwargs)
 
     @property
     def stats(self):

@@ -50,5 +50,5 @@ class FrameRuntime:
 
 
 def runnable(plan: LogicalPlan, frame: Callable[[LogicalPlan], Any]) -> LogicalPlan:
-    """``plan`` with its semantic nodes planned and its whole-table operators computed (once per process)."""
+    """``plan`` with its semantic nodes planned and its whole-table operators computed (once per node: the result is kept on it)."""
     return resolve(plan, FrameRuntime(frame))

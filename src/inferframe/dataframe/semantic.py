@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferframe.dataframe.plan_runtime import runnable
 from inferframe.plan.whole_table import WholeTable
 
 
@@ -34,20 +33,18 @@ class SemanticMethods:
 
     @property
     def sem_stats(self) -> dict | None:
-        """What a whole-table semantic operator (sem_topk, sem_agg, sem_dedup, sem_cluster_by) asked: its plan,
-        calls, jobs and failures. Reading it runs the operator if it has not run yet (once: the result is
-        kept). None for any other DataFrame.
+        """What a whole-table semantic operator (sem_topk, sem_agg, sem_dedup, sem_cluster_by) asked in its last
+        run: its plan, calls, jobs and failures. Reading it starts no job: it is None before the operator has
+        run (run it first: ``to_pydict()``, ``show()``, ``collect()``, a write), and None for any other DataFrame.
 
         Example:
             >>> import inferframe as ifr
             >>> ifr.from_pydict({"a": [1]}).sem_stats is None
             True
+            >>> ifr.from_pydict({"r": ["Wow!"]}).sem_topk("{r} is enthusiastic", k=1, model="gemma-3-270m").sem_stats is None
+            True
         """
-        if not isinstance(self._plan, WholeTable):
-            return None
-        if self._plan.stats is None:
-            runnable(self._plan, type(self))
-        return self._plan.stats
+        return self._plan.stats if isinstance(self._plan, WholeTable) else None
 
     def sem_topk(self, template: str, k: int, **options: Any) -> "DataFrame":
         """The k rows that best fit the statement, best first, by the model's judgement (``inferframe.functions.sem_topk``).

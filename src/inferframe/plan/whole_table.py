@@ -9,10 +9,12 @@ other operator: ``explain()`` shows it with the plan and the calls it expects, a
 first (``plan.semantic.resolve``, bottom up), once.
 
 The node is plain data: it pickles (a planner with plain pickle; a ``compute`` with cloudpickle, as a
-UDF does) and holds no lock and no result. The result is kept in this process beside it (``kept``), keyed by the node's
-``Key``, which its copies and its pickled copies share: showing and then writing the result asks
-the model nothing again and stays the same rows. Whoever runs it (the dataframe layer) passes a
-``Runtime``, which makes one thread compute it while another waits.
+UDF does) and holds no lock. Its result is kept on the plan that owns it (``kept``): on the node's
+``Key``, the one object its copies share (the optimizer's, the plans built on top of it), so showing
+and then writing the result asks the model nothing again and stays the same rows. The result is not
+part of a pickle, and no table of the process holds it: another DataFrame (a new plan, or a pickled
+copy) computes its own, and the result goes with the last plan holding the node. Whoever runs it (the
+dataframe layer) passes a ``Runtime``, which makes one thread compute it while another waits.
 
 Example:
     >>> import inferframe as ifr
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-import weakref
 from typing import Any, Callable, Protocol
 
 import pyarrow as pa
@@ -43,19 +44,28 @@ Compute = Callable[[Any], "tuple[pa.Table, dict]"]
 
 
 class Key:
-    """The identity of a node that computes once: shared by its copies, kept through a pickle round trip.
+    """The identity of a node that computes once, and the holder of what it computed: shared by its copies.
+
+    Its ``id`` survives a pickle round trip (the copy is equal: the same operator); its ``result`` does
+    not (a copy starts with nothing computed).
+
+    Parameters:
+        id: the identity (None: a new one).
 
     Example:
         >>> import pickle
         >>> k = Key()
-        >>> pickle.loads(pickle.dumps(k)) == k, Key() == k
-        (True, False)
+        >>> k.result = {"stats": {}}
+        >>> copy = pickle.loads(pickle.dumps(k))
+        >>> copy == k, Key() == k, copy.result
+        (True, False, None)
     """
 
-    __slots__ = ("id", "__weakref__")
+    __slots__ = ("id", "result", "__weakref__")
 
     def __init__(self, id: str | None = None):
         self.id = id or uuid.uuid4().hex
+        self.result: dict | None = None  # what a run computed for the node holding this key; never pickled
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Key) and other.id == self.id
@@ -70,20 +80,30 @@ class Key:
         return f"Key({self.id[:8]})"
 
 
-# What this process computed, by node key: a whole table's {"table", "stats"}, a semantic node's
-# {"plan", "line"}. Weak: an entry goes with the last node holding its key.
-_KEPT: "weakref.WeakKeyDictionary[Key, dict]" = weakref.WeakKeyDictionary()
-
-
 def kept(node: Any) -> dict | None:
-    """What this process computed for ``node`` (a ``WholeTable`` or a semantic node), or None before its run."""
-    return _KEPT.get(node.key)
+    """What a run computed for ``node`` (a ``WholeTable``: {"table", "stats"}; a ``Planned`` node: {"plan", "line"}),
+    or None before its run. It is kept on the node's ``Key``, shared by the node's copies in this plan.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> node = ifr.from_pydict({"a": ["x"]}).sem_topk("{a} is big", k=1, model="gemma-3-270m")._plan
+        >>> kept(node) is None
+        True
+    """
+    return node.key.result
 
 
 def keep(node: Any, **values: Any) -> dict:
-    """Keep ``values`` as ``node``'s computed result in this process; returns them."""
-    _KEPT[node.key] = dict(values)
-    return _KEPT[node.key]
+    """Keep ``values`` as ``node``'s computed result, on its ``Key``; returns them.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> node = ifr.from_pydict({"a": ["x"]}).sem_topk("{a} is big", k=1, model="gemma-3-270m")._plan
+        >>> keep(node, stats={"calls": 0})["stats"], kept(node) is not None
+        ({'calls': 0}, True)
+    """
+    node.key.result = dict(values)
+    return node.key.result
 
 
 class Runtime(Protocol):
@@ -186,7 +206,7 @@ class WholeTable(LogicalPlan):
 
     @property
     def computed(self) -> bool:
-        """Whether a run in this process has computed it (its rows are kept: reading them asks the model nothing)."""
+        """Whether a run has computed it (its rows are kept on it: reading them asks the model nothing)."""
         return kept(self) is not None
 
     @property

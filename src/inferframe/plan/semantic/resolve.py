@@ -1,8 +1,8 @@
 """A plan made runnable: its semantic nodes planned and its whole-table operators computed, innermost first.
 
 Statistics a plan choice needs (row counts, samples) and whole-table computations are gathered here,
-when a job runs, through the ``Runtime`` the dataframe layer passes in; each node does this once per
-process (``whole_table.kept``), the runtime's ``once`` making other threads wait for it.
+when a job runs, through the ``Runtime`` the dataframe layer passes in; each node does this once, its
+result kept on the node (``whole_table.kept``), the runtime's ``once`` making other threads wait for it.
 
 Example:
     >>> import inferframe as ifr
@@ -37,7 +37,7 @@ def resolve(plan: LogicalPlan, runtime: Runtime) -> LogicalPlan:
 
 
 def planned(node: Planned, runtime: Runtime) -> dict:
-    """``node``'s chosen plan and its explain() line ({"plan", "line"}), chosen once in this process."""
+    """``node``'s chosen plan and its explain() line ({"plan", "line"}), chosen once and kept on the node."""
     if kept(node) is None:
         runtime.once(node.key, lambda: kept(node) or keep(node, **node.choose(runtime)))
     return kept(node)
