@@ -42,13 +42,6 @@ ALLOWED = {
     "inferframe.runtime.store:_open_lock": "lock: guards _open",
     "inferframe.models.text:_LOADED": "cache keyed by (class, path, device): a loaded in-process model, reused by later queries",
     "inferframe.models.text:_LOAD_LOCK": "lock: one load per model",
-    "inferframe.ai.head:_HEADS": ("cache keyed by content (embedding model class, path, device, labels, examples, "
-                                  "descriptions, C, temperature): a head is trained once per process, not per batch "
-                                  "or per instance, and reused by later runs"),
-    "inferframe.ai.head:_HEADS_LOCK": "lock: one fit per head (instances are built on several threads)",
-    "inferframe.ai.cascade:_CHOSEN": ("cache keyed by the cascade's content (CascadeConfig.key()): the thresholds chosen "
-                                      "on the examples, reused by a rerun (show() then collect()) instead of asking "
-                                      "every stage about the examples again"),
     "inferframe.ai.probe:_PROBED": ("cache keyed by (provider identity, probe request): an embedding model's vector "
                                     "size, probed once per process at plan time"),
     "inferframe.functions.layout_hint:_SEEN": ("prompt layouts already noted (keyed by the layout): the same prompt built "
@@ -57,11 +50,10 @@ ALLOWED = {
     "inferframe.functions.layout_hint:_LOCK": "lock: guards _SEEN",
     "inferframe.providers.local_files:_packaged_model": "cache: the path of the packaged GGUF once assembled on disk",
     "inferframe.providers.local_files:_packaged_model_lock": "lock: one assembly of the packaged model",
-    "inferframe.functions.sem_join:_PROPOSAL": "a JSON schema passed as return_format (a dict by the format's rules); never mutated",
-    "inferframe.plan.whole_table:_KEPT": "whole-table results per process, weakly keyed by node identity: the node itself stays plain data that pickles",
+    "inferframe.functions.sem_join:PROPOSAL_SCHEMA": "a JSON schema passed as return_format (a dict by the format's rules); never mutated",
     "inferframe.dataframe.plan_runtime:_locks": "one lock per whole-table node being computed, weakly keyed: kept out of plan/, which holds no lock",
     "inferframe.dataframe.plan_runtime:_guard": "lock: guards _locks",
-    "inferframe.providers.spec:_lookups": "the registry's resolve/build, installed once at its import (it imports spec, so spec cannot import it)",
+    "inferframe.providers.spec:spec_lookups": "the registry's resolve/build, installed once at its import (it imports spec, so spec cannot import it)",
     "inferframe.providers.secrets:_keys": "keys by opaque handle: never in the Session, a plan or a pickle (DESIGN: Security)",
     "inferframe.providers.secrets:_lock": "lock: guards _keys",
     "inferframe.runtime.coordinator:_EARLIER": ("what the latest job's rate limiter learned, by endpoint, model and "

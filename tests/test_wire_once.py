@@ -69,13 +69,13 @@ def test_a_return_format_is_parsed_once_per_call(monkeypatch):
         note: str | None = None
 
     parses = []
-    real = _spec._PyWalker.__init__
+    real = _spec.PyWalker.__init__
 
     def counted(self, *a, **k):
         parses.append(1)
         real(self, *a, **k)
 
-    monkeypatch.setattr(_spec._PyWalker, "__init__", counted)
+    monkeypatch.setattr(_spec.PyWalker, "__init__", counted)
     expr = prompt(col("t"), return_format=Review, model="gemma-3-270m")
     assert len(parses) == 1
     from inferframe.plan.ai_nodes import ai_call_of

@@ -223,10 +223,10 @@ class DataType:
         return hash(str(self._arrow))
 
     def __repr__(self) -> str:
-        return f"DataType({_short(self._arrow)})"
+        return f"DataType({short_type_name(self._arrow)})"
 
     def __str__(self) -> str:
-        return _short(self._arrow)
+        return short_type_name(self._arrow)
 
     def __reduce__(self):
         return (DataType, (self._arrow,))
@@ -236,12 +236,12 @@ def compact(t: pa.DataType) -> str:
     """A short type name for table headers: structs list only their field names."""
     if pa.types.is_struct(t):
         return "struct{" + ", ".join(t.field(i).name for i in range(t.num_fields)) + "}"
-    return _short(t)
+    return short_type_name(t)
 
 
-def _short(t: pa.DataType) -> str:
+def short_type_name(t: pa.DataType) -> str:
     if pa.types.is_dictionary(t):
-        return f"category<{_short(t.value_type)}>"
+        return f"category<{short_type_name(t.value_type)}>"
     if isinstance(t, _ImageType):
         return "image"
     if isinstance(t, _FileType):
@@ -251,11 +251,11 @@ def _short(t: pa.DataType) -> str:
     if pa.types.is_large_binary(t):
         return "binary"
     if pa.types.is_large_list(t) or pa.types.is_list(t):
-        return f"list<{_short(t.value_type)}>"
+        return f"list<{short_type_name(t.value_type)}>"
     if pa.types.is_fixed_size_list(t):
-        return f"embedding<{_short(t.value_type)}, {t.list_size}>"
+        return f"embedding<{short_type_name(t.value_type)}, {t.list_size}>"
     if pa.types.is_struct(t):
-        inner = ", ".join(f"{t.field(i).name}: {_short(t.field(i).type)}" for i in range(t.num_fields))
+        inner = ", ".join(f"{t.field(i).name}: {short_type_name(t.field(i).type)}" for i in range(t.num_fields))
         return f"struct<{inner}>"
     return str(t)
 

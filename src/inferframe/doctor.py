@@ -126,7 +126,7 @@ def _build_check(features: dict[str, bool], cpu: set[str], rebuild: str, variant
     """Whether the running llama.cpp build fits this CPU and would run on others.
 
     Parameters:
-        features: :func:`~inferframe.providers.local_server.build_features` of the build.
+        features: :func:`~inferframe.providers.llama_process.build_features` of the build.
         cpu: the flags /proc/cpuinfo reports.
         rebuild: the command that rebuilds it portably.
         variants: the ggml-cpu variants installed beside it (a build with runtime CPU selection).
@@ -181,7 +181,8 @@ def check_server() -> list[Check]:
     """Start the embedded llama-server, ask for one token, then measure generation speed."""
     from inferframe.errors import LocalServerError
     from inferframe.providers.llama_build import cpu_variants, rebuild_command
-    from inferframe.providers.local_server import LocalServer, build_features
+    from inferframe.providers.llama_process import build_features
+    from inferframe.providers.local_server import LocalServer
 
     rebuild = rebuild_command()
     server = LocalServer(n_parallel=1, ctx_per_slot=512)

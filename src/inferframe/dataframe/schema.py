@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from inferframe.datatype import DataType, _short
+from inferframe.datatype import DataType, short_type_name
 
 
 class Schema:
@@ -38,4 +38,4 @@ class Schema:
         return isinstance(other, Schema) and other._schema == self._schema
 
     def __repr__(self) -> str:
-        return ", ".join(f"{f.name}: {_short(f.type)}" for f in self._schema)
+        return ", ".join(f"{f.name}: {short_type_name(f.type)}" for f in self._schema)

@@ -51,7 +51,8 @@ from inferframe.functions.sem_join import batch_check, batch_parts, pair_check
 from inferframe.functions.sem_join_batches import fit_pairs
 from inferframe.functions.sem_join_steps import JoinSteps, call_of
 from inferframe.functions.templates import Field, Template, parse_template
-from inferframe.plan.semantic.join import CANDIDATES, LVEC, PLANS, RVEC, JoinSpec, SemJoin, _split
+from inferframe.plan.semantic.join import PLANS, JoinSpec, SemJoin, split_condition
+from inferframe.plan.semantic.join_plans import CANDIDATES, LVEC, RVEC
 
 RELATIONS = ("equal", "different")
 DEFAULT_PAIRS_PER_REQUEST = 8
@@ -114,15 +115,8 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
     system_message = take("sem_join", options, "system_message", system_message)
     examples = take("sem_join", options, "examples", examples)
     template = parse_template(predicate, "sem_join", sides=True)
-    detected, propose = None, False
-    if on_property is None and plan in ("auto", "projection"):
-        rule = split_text(_literal(template))
-        if rule is None and _proposing(propose_property, template, options):
-            propose = True  # no rule reads it: a capable model names the property when the job runs
-        found = _split(rule, property_values, relation)
-        if found is not None:
-            on_property, property_values, relation = found
-            detected = on_property
+    on_property, property_values, relation, detected, propose = _detected_property(
+        template, on_property, property_values, relation, plan, propose_property, options)
     _check_arguments(left, right, template, on_property, property_values, relation, plan, k, target_recall,
                      sample_size, max_nested_pairs, pairs_per_request, propose)
     # A detected (or proposed) property leaves the system message to the pair check (the user wrote it for it).
@@ -143,6 +137,21 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
                     tuple(template.columns("right")), tuple(right_names), detected, "detected", propose)
     return type(left)(SemJoin(left._plan, right._plan, spec, steps))
 
+
+
+def _detected_property(template: Template, on_property: str | None, property_values: list[str] | None,
+                       relation: str, plan: str, propose_property: bool | None, options: dict) -> tuple:
+    """(on_property, property_values, relation, the detected property or None, whether to ask the model for it):
+    where no property is given, the one the predicate's text states."""
+    if on_property is not None or plan not in ("auto", "projection"):
+        return on_property, property_values, relation, None, False
+    rule = split_text(_literal(template))
+    # No rule reads it: a capable model names the property when the job runs.
+    propose = rule is None and _proposing(propose_property, template, options)
+    found = split_condition(rule, property_values, relation)
+    if found is None:
+        return on_property, property_values, relation, None, propose
+    return (*found, found[0], propose)
 
 def detect_property(template: Template) -> tuple[str, str] | None:
     """The compared property and relation ("equal", "different", "opposite") a predicate states, by the rules of

@@ -333,44 +333,13 @@ class UDFOperator:
         self.in_flight = 0
         self.max_seen_in_flight = 0
         state: dict = {}
-        fn = spec.fn
         simple = all(kind == "expr" for kind, _ in spec.layout) and not spec.kwargs_layout
-
-        async def worker(queue: asyncio.Queue) -> None:
-            inst = instances.pick() if instances is not None else None
-            while True:
-                item = await queue.get()
-                if item is None:  # the job ends (``end_workers``)
-                    return
-                job, i = item
-                if job.future.done():
-                    continue
-                args, kwargs = job.rows[i] if not simple else (job.rows[i], {})
-                self.in_flight += 1
-                if self.in_flight > self.max_seen_in_flight:
-                    self.max_seen_in_flight = self.in_flight
-                try:
-                    value = await (fn(inst, *args, **kwargs) if inst is not None else fn(*args, **kwargs))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    err = _row_error(spec, e, job.offset + i, args)
-                    err.__cause__ = e
-                    self._fail(err)
-                    if not job.future.done():
-                        job.future.set_exception(err)
-                    continue
-                finally:
-                    self.in_flight -= 1
-                job.values[i] = value
-                job.remaining -= 1
-                if job.remaining == 0 and not job.future.done():
-                    job.future.set_result(job.values)
 
         def start() -> None:
             queue: asyncio.Queue = asyncio.Queue()
             state["queue"] = queue
-            state["workers"] = [asyncio.ensure_future(worker(queue)) for _ in range(n_workers)]
+            state["workers"] = [asyncio.ensure_future(self._row_worker(queue, instances, simple))
+                                for _ in range(n_workers)]
 
         async def end_workers() -> None:
             workers, queue = state.pop("workers", ()), state["queue"]
@@ -402,12 +371,7 @@ class UDFOperator:
                 put((job, i))
 
         def submit(batch: pa.RecordBatch, offset: int) -> cf.Future:
-            cols = [a.to_pylist() for a in self._inputs(batch)]
-            if simple:
-                order = [v for _, v in spec.layout]
-                rows = list(zip(*[cols[j] for j in order])) if cols else [()] * batch.num_rows
-            else:
-                rows = [spec.call_args([c[i] for c in cols]) for i in range(batch.num_rows)]
+            rows = self._row_args(batch, simple)
             job = _RowJob(rows, offset)
             if not rows:
                 job.future.set_result([])
@@ -416,6 +380,49 @@ class UDFOperator:
             return job.future
 
         return submit
+
+    async def _row_worker(self, queue: asyncio.Queue, instances: Any, simple: bool) -> None:
+        """One worker coroutine: calls the UDF on rows from ``queue`` until it gets None."""
+        spec = self.spec
+        fn = spec.fn
+        inst = instances.pick() if instances is not None else None
+        while True:
+            item = await queue.get()
+            if item is None:  # the job ends (``end_workers``)
+                return
+            job, i = item
+            if job.future.done():
+                continue
+            args, kwargs = job.rows[i] if not simple else (job.rows[i], {})
+            self.in_flight += 1
+            if self.in_flight > self.max_seen_in_flight:
+                self.max_seen_in_flight = self.in_flight
+            try:
+                value = await (fn(inst, *args, **kwargs) if inst is not None else fn(*args, **kwargs))
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                err = _row_error(spec, e, job.offset + i, args)
+                err.__cause__ = e
+                self._fail(err)
+                if not job.future.done():
+                    job.future.set_exception(err)
+                continue
+            finally:
+                self.in_flight -= 1
+            job.values[i] = value
+            job.remaining -= 1
+            if job.remaining == 0 and not job.future.done():
+                job.future.set_result(job.values)
+
+    def _row_args(self, batch: pa.RecordBatch, simple: bool) -> list:
+        """Each row's arguments: a plain tuple when every argument is an expression, else (args, kwargs)."""
+        spec = self.spec
+        cols = [a.to_pylist() for a in self._inputs(batch)]
+        if simple:
+            order = [v for _, v in spec.layout]
+            return list(zip(*[cols[j] for j in order])) if cols else [()] * batch.num_rows
+        return [spec.call_args([c[i] for c in cols]) for i in range(batch.num_rows)]
 
     def _submit_async_batches(self) -> Callable:
         loop = self.ctx.event_loop

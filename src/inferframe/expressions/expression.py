@@ -34,7 +34,7 @@ def to_node(value: Any) -> Node:
     return Lit(value)
 
 
-def _call(fn: str, *args: Any, **params: Any) -> "Expression":
+def call_expression(fn: str, *args: Any, **params: Any) -> "Expression":
     return Expression(Call(fn, tuple(to_node(a) for a in args), tuple(sorted(params.items()))))
 
 
@@ -59,7 +59,7 @@ class Expression:
 
     def _fn(self, fn: str, *args: Any, **params: Any) -> "Expression":
         """This expression as the first argument of the registered function ``fn`` (the namespaces' builder)."""
-        return _call(fn, self, *args, **params)
+        return call_expression(fn, self, *args, **params)
 
     def __init__(self, node: Node) -> None:
         self._node = node
@@ -111,33 +111,33 @@ class Expression:
         return hash(self._node)
 
     # --- arithmetic ---------------------------------------------------
-    def __add__(self, o): return _call("add", self, o)
-    def __radd__(self, o): return _call("add", o, self)
-    def __sub__(self, o): return _call("sub", self, o)
-    def __rsub__(self, o): return _call("sub", o, self)
-    def __mul__(self, o): return _call("mul", self, o)
-    def __rmul__(self, o): return _call("mul", o, self)
-    def __truediv__(self, o): return _call("div", self, o)
-    def __rtruediv__(self, o): return _call("div", o, self)
-    def __floordiv__(self, o): return _call("floordiv", self, o)
-    def __mod__(self, o): return _call("mod", self, o)
-    def __pow__(self, o): return _call("pow", self, o)
-    def __neg__(self): return _call("neg", self)
-    def __abs__(self): return _call("abs", self)
+    def __add__(self, o): return call_expression("add", self, o)
+    def __radd__(self, o): return call_expression("add", o, self)
+    def __sub__(self, o): return call_expression("sub", self, o)
+    def __rsub__(self, o): return call_expression("sub", o, self)
+    def __mul__(self, o): return call_expression("mul", self, o)
+    def __rmul__(self, o): return call_expression("mul", o, self)
+    def __truediv__(self, o): return call_expression("div", self, o)
+    def __rtruediv__(self, o): return call_expression("div", o, self)
+    def __floordiv__(self, o): return call_expression("floordiv", self, o)
+    def __mod__(self, o): return call_expression("mod", self, o)
+    def __pow__(self, o): return call_expression("pow", self, o)
+    def __neg__(self): return call_expression("neg", self)
+    def __abs__(self): return call_expression("abs", self)
 
     # --- comparison and boolean ----------------------------------------
-    def __eq__(self, o): return _call("eq", self, o)  # type: ignore[override]
-    def __ne__(self, o): return _call("ne", self, o)  # type: ignore[override]
-    def __lt__(self, o): return _call("lt", self, o)
-    def __le__(self, o): return _call("le", self, o)
-    def __gt__(self, o): return _call("gt", self, o)
-    def __ge__(self, o): return _call("ge", self, o)
-    def __and__(self, o): return _call("and", self, o)
-    def __rand__(self, o): return _call("and", o, self)
-    def __or__(self, o): return _call("or", self, o)
-    def __ror__(self, o): return _call("or", o, self)
-    def __xor__(self, o): return _call("xor", self, o)
-    def __invert__(self): return _call("not", self)
+    def __eq__(self, o): return call_expression("eq", self, o)  # type: ignore[override]
+    def __ne__(self, o): return call_expression("ne", self, o)  # type: ignore[override]
+    def __lt__(self, o): return call_expression("lt", self, o)
+    def __le__(self, o): return call_expression("le", self, o)
+    def __gt__(self, o): return call_expression("gt", self, o)
+    def __ge__(self, o): return call_expression("ge", self, o)
+    def __and__(self, o): return call_expression("and", self, o)
+    def __rand__(self, o): return call_expression("and", o, self)
+    def __or__(self, o): return call_expression("or", self, o)
+    def __ror__(self, o): return call_expression("or", o, self)
+    def __xor__(self, o): return call_expression("xor", self, o)
+    def __invert__(self): return call_expression("not", self)
 
     def is_null(self) -> "Expression":
         """True where the value is null.
@@ -147,7 +147,7 @@ class Expression:
             >>> ifr.from_pydict({"a": [1, None]}).select(ifr.col("a").is_null()).to_pydict()
             {'a': [False, True]}
         """
-        return _call("is_null", self)
+        return call_expression("is_null", self)
 
     def not_null(self) -> "Expression":
         """True where the value is not null.
@@ -157,7 +157,7 @@ class Expression:
             >>> ifr.from_pydict({"a": [1, None]}).select(ifr.col("a").not_null()).to_pydict()
             {'a': [True, False]}
         """
-        return _call("not_null", self)
+        return call_expression("not_null", self)
 
     def fill_null(self, value: Any) -> "Expression":
         """Replace nulls with ``value`` (a constant or another expression).
@@ -167,7 +167,7 @@ class Expression:
             >>> ifr.from_pydict({"a": [1, None]}).select(ifr.col("a").fill_null(0)).to_pydict()
             {'a': [1, 0]}
         """
-        return _call("fill_null", self, value)
+        return call_expression("fill_null", self, value)
 
     def is_in(self, values: list) -> "Expression":
         """True where the value is one of ``values``.
@@ -177,7 +177,7 @@ class Expression:
             >>> ifr.from_pydict({"a": ["x", "y"]}).select(ifr.col("a").is_in(["y", "z"])).to_pydict()
             {'a': [False, True]}
         """
-        return _call("is_in", self, values=tuple(values))
+        return call_expression("is_in", self, values=tuple(values))
 
     def between(self, lower: Any, upper: Any) -> "Expression":
         """True where ``lower <= value <= upper`` (both ends included).
@@ -198,7 +198,7 @@ class Expression:
             >>> df.select((ifr.col("a") > 0).if_else("pos", "neg").alias("sign")).to_pydict()
             {'sign': ['pos', 'neg']}
         """
-        return _call("if_else", self, if_true, if_false)
+        return call_expression("if_else", self, if_true, if_false)
 
     def round(self, decimals: int = 0) -> "Expression":
         """Round to ``decimals`` digits; exact halves go to the even neighbour.
@@ -208,7 +208,7 @@ class Expression:
             >>> ifr.from_pydict({"a": [1.26, 2.5]}).select(ifr.col("a").round(1)).to_pydict()
             {'a': [1.3, 2.5]}
         """
-        return _call("round", self, decimals=decimals)
+        return call_expression("round", self, decimals=decimals)
 
     def abs(self) -> "Expression":
         """The absolute value.
@@ -218,7 +218,7 @@ class Expression:
             >>> ifr.from_pydict({"a": [-2, 3]}).select(ifr.col("a").abs()).to_pydict()
             {'a': [2, 3]}
         """
-        return _call("abs", self)
+        return call_expression("abs", self)
 
     # --- aggregations -------------------------------------------------
     # For DataFrame.agg() and groupby().agg(); nulls are skipped.

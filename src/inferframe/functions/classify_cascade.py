@@ -66,44 +66,16 @@ def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, t
         inferframe.errors.PlanError: classify_text(cascade=...): stage 1 (method 'generate') gives no confidence to route rows on; only the last stage may be 'generate'.
     """
     stages_in = _stage_dicts(cascade)
-    if not isinstance(target_accuracy, (int, float)) or isinstance(target_accuracy, bool) \
-            or not 0 < target_accuracy <= 1:
-        raise PlanError(f"classify_text(cascade=...): target_accuracy={target_accuracy!r} must be a number in (0, 1].")
-    if examples is None:
-        raise PlanError("classify_text(cascade=...) chooses each stage's confidence threshold on labelled examples: "
-                        "pass examples=... (a DataFrame, a list of (text, label) pairs, or a file).")
-    if not isinstance(text, Expression):
-        raise PlanError("classify_text(cascade=...) takes one text column, e.g. col('review'); "
-                        f"got {type(text).__name__}.")
+    _check_arguments(text, target_accuracy, examples)
     own, options = take_options("classify_text", options, CASCADE, pass_through=True)
     on_error = own.get("on_error") or "null"
     teach, held = split_examples(examples, labels, examples_per_label)
 
     stages, calls = [], []
     for i, stage in enumerate(stages_in):
-        method = stage.get("method", "auto")
-        if method == "embedding":
-            opts = {k: v for k, v in stage.items() if k != "method"}
-            extra = {} if "label_descriptions" in opts else {"label_descriptions": label_descriptions}
-        else:
-            opts = {**options, **{k: v for k, v in stage.items() if k != "method"}}
-            extra = {"system_message": system_message, "calibrate": calibrate}
-        # A stage's failed row goes on to the next stage: only the cascade's answer obeys on_error.
-        opts.update(on_error="null", confidence_column=True)
-        call = build_stage(text, labels, method=method, examples=teach, examples_per_label=examples_per_label,
-                           **extra, **opts)
-        kind = "embedding" if not call.is_async else call.config.method
-        if kind == "generate" and i < len(stages_in) - 1:
-            raise PlanError(f"classify_text(cascade=...): stage {i + 1} (method {method!r}) gives no confidence to "
-                            "route rows on; only the last stage may be 'generate'.")
-        template = tuple(p.value if isinstance(p, Lit) else None for p in call.parts)
-        if sum(p is None for p in template) != 1:
-            raise PlanError("classify_text(cascade=...) takes one text column per row.")
-        if kind == "embedding":
-            name = f"{'head' if dict(call.kwargs)['examples'] else 'zero-shot'}[{call.model.model}]"
-        else:
-            name = f"{kind}[{call.config.model}]"
-        stages.append(CascadeStage.of(call, _unique(name, [s.name for s in stages]), kind, template))
+        call = _stage_call(stage, text, labels, teach, examples_per_label, options, build_stage,
+                           system_message=system_message, calibrate=calibrate, label_descriptions=label_descriptions)
+        stages.append(_cascade_stage(call, stage.get("method", "auto"), i, len(stages_in), stages))
         calls.append(call)
     config = CascadeConfig(labels=tuple(labels), stages=tuple(stages), held=tuple(held),
                            target=float(target_accuracy), on_error=on_error, confidence=confidence_column)
@@ -113,6 +85,51 @@ def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, t
                   pa.dictionary(pa.int32(), pa.string()), llm[0] if llm else Sizing(256, 2),
                   error_column=own.get("error_column", True), usage_column=own.get("usage_column", False),
                   confidence_column=confidence_column, on_error=on_error)
+
+
+def _check_arguments(text: Any, target_accuracy: Any, examples: Any) -> None:
+    if not isinstance(target_accuracy, (int, float)) or isinstance(target_accuracy, bool) \
+            or not 0 < target_accuracy <= 1:
+        raise PlanError(f"classify_text(cascade=...): target_accuracy={target_accuracy!r} must be a number in (0, 1].")
+    if examples is None:
+        raise PlanError("classify_text(cascade=...) chooses each stage's confidence threshold on labelled examples: "
+                        "pass examples=... (a DataFrame, a list of (text, label) pairs, or a file).")
+    if not isinstance(text, Expression):
+        raise PlanError("classify_text(cascade=...) takes one text column, e.g. col('review'); "
+                        f"got {type(text).__name__}.")
+
+
+def _stage_call(stage: dict, text: Expression, labels: list[str], teach: Any, examples_per_label: int,
+                options: dict, build_stage: Any, *, system_message: Any, calibrate: Any,
+                label_descriptions: Any) -> AICall:
+    """One stage's ``AICall``: the cascade's language-model options go to every stage but an embedding one."""
+    method = stage.get("method", "auto")
+    if method == "embedding":
+        opts = {k: v for k, v in stage.items() if k != "method"}
+        extra = {} if "label_descriptions" in opts else {"label_descriptions": label_descriptions}
+    else:
+        opts = {**options, **{k: v for k, v in stage.items() if k != "method"}}
+        extra = {"system_message": system_message, "calibrate": calibrate}
+    # A stage's failed row goes on to the next stage: only the cascade's answer obeys on_error.
+    opts.update(on_error="null", confidence_column=True)
+    return build_stage(text, labels, method=method, examples=teach, examples_per_label=examples_per_label,
+                       **extra, **opts)
+
+
+def _cascade_stage(call: AICall, method: str, i: int, n: int, earlier: list) -> CascadeStage:
+    """Stage ``i`` of ``n`` made from its call, named uniquely among the ``earlier`` stages."""
+    kind = "embedding" if not call.is_async else call.config.method
+    if kind == "generate" and i < n - 1:
+        raise PlanError(f"classify_text(cascade=...): stage {i + 1} (method {method!r}) gives no confidence to "
+                        "route rows on; only the last stage may be 'generate'.")
+    template = tuple(p.value if isinstance(p, Lit) else None for p in call.parts)
+    if sum(p is None for p in template) != 1:
+        raise PlanError("classify_text(cascade=...) takes one text column per row.")
+    if kind == "embedding":
+        name = f"{'head' if dict(call.kwargs)['examples'] else 'zero-shot'}[{call.model.model}]"
+    else:
+        name = f"{kind}[{call.config.model}]"
+    return CascadeStage.of(call, _unique(name, [s.name for s in earlier]), kind, template)
 
 
 def _stage_dicts(cascade: Any) -> list[dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from inferframe.errors import PlanError
-from inferframe.expressions.expression import Expression, _call, col, lit
+from inferframe.expressions.expression import Expression, call_expression, col, lit
 from inferframe.functions.files import download, file
 
 __all__ = ["concat", "format", "unnest", "when"]
@@ -28,7 +28,7 @@ def format(template: str, *args: Any) -> Expression:
                         "give one argument per '{}'.")
     if not args:
         return lit(template)
-    return _call("format", *args, template=template)
+    return call_expression("format", *args, template=template)
 
 
 def unnest(expr: Expression) -> Expression:
@@ -38,7 +38,7 @@ def unnest(expr: Expression) -> Expression:
 
 def concat(*args: Any) -> Expression:
     """Join strings row by row."""
-    return _call("str.concat", *args)
+    return call_expression("str.concat", *args)
 
 
 def when(predicate: Expression, if_true: Any, if_false: Any) -> Expression:

@@ -32,7 +32,7 @@ BATCH_INSTRUCTIONS = ("Each numbered candidate below stands in turn for {slot} i
                       "decide whether the statement is then true. Answer with the numbers of the candidates for "
                       "which it is true (an empty list if there are none).")
 # Options of classify_text that a prompt() call does not take: dropped for the batched check.
-_CLASSIFY_ONLY = ("method", "examples", "examples_per_label", "calibrate", "confidence_column", "nearest_examples",
+CLASSIFY_ONLY = ("method", "examples", "examples_per_label", "calibrate", "confidence_column", "nearest_examples",
                   "label_descriptions")
 
 
@@ -130,7 +130,7 @@ def batch_check(template: Template, candidates: str, pairs_per_request: int, *,
               "properties": {"matches": {"type": "array", "maxItems": pairs_per_request,
                                          "items": {"type": "integer", "minimum": 1, "maximum": pairs_per_request}}},
               "required": ["matches"], "additionalProperties": False}
-    opts = {k: v for k, v in options.items() if k not in _CLASSIFY_ONLY}
+    opts = {k: v for k, v in options.items() if k not in CLASSIFY_ONLY}
     call = prompt_call(message, schema, system, opts.pop("provider", None), opts.pop("model", None),
                        opts.pop("use_chat_completions", None), opts)
     answer = ai_expression(_relabel(call, "sem_join.batch"))
@@ -249,7 +249,7 @@ PROPOSE_INSTRUCTIONS = (
     "each text could be labelled alone and the pairs found by comparing the labels. If so, name that property in "
     "one to three words and the comparison: equal, different or opposite. If the statement needs both texts at "
     "once, answer the property \"\" and the comparison none.")
-_PROPOSAL = {"type": "object",
+PROPOSAL_SCHEMA = {"type": "object",
              "properties": {"property": {"type": "string", "maxLength": 40},
                             "comparison": {"type": "string", "enum": ["equal", "different", "opposite", "none"]}},
              "required": ["property", "comparison"], "additionalProperties": False}

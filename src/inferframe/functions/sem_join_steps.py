@@ -27,14 +27,14 @@ from inferframe.ai.join_properties import Split
 from inferframe.expressions.expression import Expression, col
 from inferframe.functions.embed import embed_text
 from inferframe.functions.general import concat
-from inferframe.functions.sem_join import (PROPOSE_INSTRUCTIONS, _CLASSIFY_ONLY, _PROPOSAL, batch_check, pair_check,
+from inferframe.functions.sem_join import (PROPOSE_INSTRUCTIONS, CLASSIFY_ONLY, PROPOSAL_SCHEMA, batch_check, pair_check,
                                            property_key, side_message, side_property)
 from inferframe.functions.sem_join_batches import ask_in_batches, expected_calls
 from inferframe.functions.sem_join_guard import guarded_plan
 from inferframe.functions.templates import Template
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import ai_call_of
-from inferframe.plan.semantic.join import CANDIDATES, KEY, LVEC, RANK, ROW, RROW, RVEC, SCORE
+from inferframe.plan.semantic.join_plans import CANDIDATES, KEY, LVEC, RANK, ROW, RROW, RVEC, SCORE
 from inferframe.plan.whole_table import WholeTable
 from inferframe.providers import secrets
 
@@ -139,9 +139,9 @@ class JoinSteps:
         """A one-row plan whose column ``a`` is the model's proposed split of the statement."""
         from inferframe.functions.ai import prompt
 
-        opts = {k: v for k, v in self._options().items() if k not in _CLASSIFY_ONLY and k not in ("on_error", "instructions")}
+        opts = {k: v for k, v in self._options().items() if k not in CLASSIFY_ONLY and k not in ("on_error", "instructions")}
         q = pa.table({"q": pa.array([f"Statement: {statement(self.template)}"], pa.string())})
-        answer = prompt(col("q"), return_format=_PROPOSAL, system_message=PROPOSE_INSTRUCTIONS, **opts)
+        answer = prompt(col("q"), return_format=PROPOSAL_SCHEMA, system_message=PROPOSE_INSTRUCTIONS, **opts)
         from inferframe.plan.semantic.rel import Rel
 
         return Rel(lp.Source(lp.InMemory(q), q.schema)).with_column("a", answer).select("a").plan

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from inferframe.errors import ArgumentTypeError, ExpressionTypeError
-from inferframe.expressions.expression import Expression, _call
+from inferframe.expressions.expression import Expression, call_expression
 from inferframe.expressions.functions import ConstVector
 
 
@@ -45,13 +45,13 @@ def cosine_similarity(a: Any, b: Any) -> Expression:
     if not isinstance(a, Expression):
         raise ArgumentTypeError(f"cosine_similarity(): the first argument must be a column expression such as col('embedding'), got {type(a).__name__}.")
     if isinstance(b, Expression):
-        return _call("cosine_similarity", a, b)
+        return call_expression("cosine_similarity", a, b)
     if isinstance(b, (list, tuple, np.ndarray)):
         try:
             vec = ConstVector(b)
         except (TypeError, ValueError) as e:
             raise ExpressionTypeError(f"cosine_similarity(): {e}") from None
-        return _call("cosine_similarity", a, vector=vec)
+        return call_expression("cosine_similarity", a, vector=vec)
     raise ArgumentTypeError(
         f"cosine_similarity(): the second argument must be an expression or a constant vector (list or numpy array), "
         f"got {type(b).__name__}."

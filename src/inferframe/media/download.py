@@ -109,6 +109,25 @@ async def _fetch_one(location: Any, session_for, timeout: float) -> bytes:
         raise DownloadError(f"Could not read {location!r}: timed out after {timeout:g}s", url=location) from e
 
 
+
+def _check_limits(max_concurrency: Any, timeout: Any) -> None:
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+        raise PlanError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise PlanError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
+async def _fetch_or_error(location: str, session_for: Any, timeout: float) -> bytes | Exception:
+    """The bytes at ``location``, or the DownloadError saying why not: one bad item must not fail the batch."""
+    try:
+        return await _fetch_one(location, session_for, timeout)
+    except DownloadError as e:
+        return e
+    except Exception as e:
+        err = DownloadError(f"Could not read {location!r}: {type(e).__name__}: {e}", url=str(location))
+        err.__cause__ = e
+        return err
+
 async def fetch_many(
     urls: list[str | None],
     *,
@@ -145,11 +164,7 @@ async def fetch_many(
         ([b'hi', None], True)
         >>> tmp.cleanup()
     """
-    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise PlanError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-        raise PlanError(f"timeout must be a positive number of seconds, got {timeout!r}")
-
+    _check_limits(max_concurrency, timeout)
     items = list(urls)
     results: list[bytes | Exception | None] = [None] * len(items)
     todo = [i for i, u in enumerate(items) if u is not None]
@@ -176,14 +191,7 @@ async def fetch_many(
 
     async def worker() -> None:
         for i in next_index:
-            try:
-                results[i] = await _fetch_one(items[i], session_for, timeout)
-            except DownloadError as e:
-                results[i] = e
-            except Exception as e:  # one bad item must not fail the batch
-                err = DownloadError(f"Could not read {items[i]!r}: {type(e).__name__}: {e}", url=str(items[i]))
-                err.__cause__ = e
-                results[i] = err
+            results[i] = await _fetch_or_error(items[i], session_for, timeout)
 
     try:
         await asyncio.gather(*(worker() for _ in range(min(max_concurrency, len(todo)))))

@@ -19,24 +19,24 @@ import pyarrow as pa
 
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE
 from inferframe.errors import ErrorKind, PlanError, RowFailed
-from inferframe.models.loading import _read_json, offline, pick_device
+from inferframe.models.loading import read_json_file, offline, pick_device
 from inferframe.ai.vectors import to_vectors
 from inferframe.series import Series
 
-_INSTALL = ('embed_image() runs a CLIP-style model in this process. Install the libraries with '
+INSTALL_HINT = ('embed_image() runs a CLIP-style model in this process. Install the libraries with '
             'pip install "inferframe[embed]", download a model once (e.g. huggingface-cli download '
             'openai/clip-vit-base-patch32) and pass model="openai/clip-vit-base-patch32" or a local directory.')
 
 
 def image_dimensions(path: Path) -> int:
     """The size of a CLIP-style model's image vectors, from its config (no weights loaded)."""
-    cfg = _read_json(path / "config.json") or {}
+    cfg = read_json_file(path / "config.json") or {}
     if isinstance(cfg.get("projection_dim"), int) and "vision_config" in cfg:
         return cfg["projection_dim"]
     if "vision_config" in cfg and isinstance(cfg["vision_config"].get("hidden_size"), int):
         return cfg["vision_config"]["hidden_size"]  # SigLIP-style: pooled vision output, no projection
     raise PlanError(f"The model in {str(path)!r} has no image tower (its config has no vision_config); "
-                    f"embed_image() needs a CLIP-style model. {_INSTALL}")
+                    f"embed_image() needs a CLIP-style model. {INSTALL_HINT}")
 
 
 class ClipImageEmbedder:

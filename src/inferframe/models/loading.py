@@ -83,7 +83,7 @@ def _hub_cache_dir(name: str) -> Path | None:
         return None
 
 
-def _read_json(path: Path) -> dict | list | None:
+def read_json_file(path: Path) -> dict | list | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -94,15 +94,15 @@ def text_dimensions(provider: str, path: Path) -> int:
     """The size of the vectors ``path`` gives, read from its config files (no weights loaded)."""
     if provider == "sentence_transformers":
         size = None
-        for module in _read_json(path / "modules.json") or []:
-            cfg = _read_json(path / module.get("path", "") / "config.json") or {}
+        for module in read_json_file(path / "modules.json") or []:
+            cfg = read_json_file(path / module.get("path", "") / "config.json") or {}
             if "Dense" in module.get("type", "") and cfg.get("out_features"):
                 size = int(cfg["out_features"])
             elif "Pooling" in module.get("type", "") and cfg.get("word_embedding_dimension") and size is None:
                 size = int(cfg["word_embedding_dimension"])
         if size:
             return size
-    cfg = _read_json(path / "config.json") or {}
+    cfg = read_json_file(path / "config.json") or {}
     if "vision_config" in cfg and isinstance(cfg.get("projection_dim"), int):
         return cfg["projection_dim"]  # CLIP-style: the text tower's projected vectors share the image space
     for key in ("hidden_size", "d_model", "dim"):

@@ -22,7 +22,7 @@ from typing import Any
 
 from inferframe.ai.call import ModelRef
 from inferframe.errors import PlanError
-from inferframe.models.image import _INSTALL, ClipImageEmbedder, image_dimensions
+from inferframe.models.image import INSTALL_HINT, ClipImageEmbedder, image_dimensions
 from inferframe.models.loading import model_files, require, text_dimensions
 from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
 from inferframe.providers.interface import RequestFormat, embedding_size, reads_images, require as require_protocol
@@ -67,10 +67,10 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
     if kind == "image":
         if provider != "transformers":
             raise PlanError(f"{fn}() runs on provider='transformers' (a CLIP-style model in this process), "
-                            f"not {provider!r}. {_INSTALL}")
+                            f"not {provider!r}. {INSTALL_HINT}")
         require(provider)
         if model is None:
-            raise PlanError(f"{fn}() needs model=...: no image model is packaged with inferframe. {_INSTALL}")
+            raise PlanError(f"{fn}() needs model=...: no image model is packaged with inferframe. {INSTALL_HINT}")
         path = model_files(model)
         return ModelRef(provider, model, caps=REGISTRY.get(provider).capabilities, path=str(path),
                         runner=ClipImageEmbedder, size=image_dimensions(path))

@@ -14,50 +14,14 @@ import pyarrow as pa
 from inferframe.errors import ExpressionTypeError, PlanError
 from inferframe.expressions.functions import vector_size
 from inferframe.expressions.nodes import Alias, Col, Node, column_not_found
-
-
-class LogicalPlan:
-    """Base class: immutable node with a schema and children."""
-
-    def children(self) -> tuple["LogicalPlan", ...]:
-        return ()
-
-    def with_children(self, children: tuple["LogicalPlan", ...]) -> "LogicalPlan":
-        return self
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema  # type: ignore[attr-defined]
-
-    def _set_schema(self, schema: pa.Schema) -> None:
-        object.__setattr__(self, "_schema", schema)
-
-    def describe(self) -> str:
-        return type(self).__name__
-
-    def to_physical(self, inputs: tuple) -> Any:
-        """This node's physical operator over its planned ``inputs`` (``plan.physical``), for a node the planner does not know.
-
-        The built-in nodes are planned by ``plan.physical``; an operator defined elsewhere returns,
-        e.g., a ``MapBatches`` here and runs on every runner. None: no physical operator.
-        """
-        return None
-
-    def tree(self, indent: int = 0) -> str:
-        pad = "  " * indent
-        lines = [f"{pad}* {self.describe()}"]
-        for c in self.children():
-            lines.append(c.tree(indent + 1))
-        return "\n".join(lines)
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
+# LogicalPlan is re-exported: every node here derives from it, and callers name it as ``lp.LogicalPlan``.
+from inferframe.plan.logical_base import LogicalPlan
 
 
 def _schema_str(schema: pa.Schema) -> str:
-    from inferframe.datatype import _short
+    from inferframe.datatype import short_type_name
 
-    return ", ".join(f"{f.name}: {_short(f.type)}" for f in schema)
+    return ", ".join(f"{f.name}: {short_type_name(f.type)}" for f in schema)
 
 
 @dataclasses.dataclass(frozen=True)

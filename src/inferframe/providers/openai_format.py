@@ -22,7 +22,9 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from inferframe.errors import ErrorKind, PlanError
-from inferframe.providers.interface import LimitHints, MediaOptions, Outcome, Usage
+from inferframe.providers.interface import MediaOptions, Outcome, Usage
+# parse_reset is re-exported: callers read every part of the wire format from this module.
+from inferframe.providers.openai_limits import limit_hints, parse_reset, retry_after  # noqa: F401
 from inferframe.providers.tokens import count_text
 
 # "chat_logprobs": chat completions read for the first token's top log-probabilities (label scoring);
@@ -219,21 +221,6 @@ def estimate_tokens(body: dict, model: str | None) -> tuple[int, int]:
     return inp, int(out)
 
 
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
-
-
-def parse_reset(value: str) -> float | None:
-    """Parse OpenAI's reset durations such as '1s', '6m0s', '20ms', '0.5s'."""
-    m = _DURATION.match(value.strip())
-    if not m or not any(m.groups()):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    h, mnt, s, ms = (float(g) if g else 0.0 for g in m.groups())
-    return h * 3600 + mnt * 60 + s + ms / 1000
-
-
 # --- answers -------------------------------------------------------------------------------------
 
 
@@ -250,55 +237,6 @@ def status_kind(status: int, code: str | None) -> ErrorKind:
     if status >= 500 or status == 409:
         return ErrorKind.SERVER
     return ErrorKind.BAD_REQUEST
-
-
-def retry_after(headers: Mapping[str, str]) -> float | None:
-    """The server's wait hint: ``retry-after-ms`` or ``retry-after`` seconds."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    ra = headers.get("retry-after")
-    if ra:
-        try:
-            return float(ra)
-        except ValueError:
-            return None
-    return None
-
-
-def limit_hints(headers: Mapping[str, str] | None) -> LimitHints | None:
-    """OpenAI's ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers as neutral hints.
-
-    Example:
-        >>> limit_hints({"x-ratelimit-limit-requests": "1200", "x-ratelimit-remaining-requests": "19",
-        ...              "x-ratelimit-reset-requests": "50ms"})
-        LimitHints(requests_limit=1200.0, requests_remaining=19.0, tokens_limit=None, tokens_remaining=None, requests_reset=0.05, tokens_reset=None)
-        >>> limit_hints({"x-request-id": "req_1"}), limit_hints({"x-ratelimit-limit-requests": "n/a"})
-        (None, None)
-    """
-    if not headers:
-        return None
-    get = headers.get
-    found = [get(name) for name in _LIMIT_HEADERS]
-    if not any(found):  # the usual answer of a server that sends none: no closures, no dataclass (issue 36)
-        return None
-
-    def num(v: str | None) -> float | None:
-        try:
-            return float(v) if v else None
-        except ValueError:
-            return None
-
-    hints = LimitHints(num(found[0]), num(found[1]), num(found[2]), num(found[3]),
-                       parse_reset(found[4]) if found[4] else None, parse_reset(found[5]) if found[5] else None)
-    return hints if hints != LimitHints() else None
-
-
-_LIMIT_HEADERS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-limit-tokens",
-                  "x-ratelimit-remaining-tokens", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
 
 
 def error_message(body: Any, status: int) -> tuple[str, str | None]:

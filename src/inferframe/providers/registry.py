@@ -23,7 +23,7 @@ from inferframe.errors import PlanError
 from inferframe.providers import secrets
 from inferframe.providers import interface
 from inferframe.providers.interface import Capabilities, Transport
-from inferframe.providers.spec import ProviderSpec, _lookups as spec_lookups
+from inferframe.providers.spec import ProviderSpec, spec_lookups
 
 
 @dataclasses.dataclass(frozen=True)

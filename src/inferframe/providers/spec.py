@@ -48,15 +48,15 @@ class ProviderSpec:
 
     def wire_format(self) -> Any:
         """The provider class that builds this provider's bodies and reads its answers (resolved, else looked up)."""
-        return self.wire if self.wire is not None else _lookups["resolve"](self).wire
+        return self.wire if self.wire is not None else spec_lookups["resolve"](self).wire
 
     def capabilities(self) -> Any:
         """What the provider declares for this spec (resolved, else looked up)."""
-        return self.caps if self.caps is not None else _lookups["resolve"](self).caps
+        return self.caps if self.caps is not None else spec_lookups["resolve"](self).caps
 
     def connect(self) -> Any:
         """A live provider (its transport) for this spec, with its URL and key resolved in this process."""
-        return _lookups["build"](self)
+        return spec_lookups["build"](self)
 
     def key_fingerprint(self) -> str:
         """A short digest of the key behind ``key_ref`` (which key answered, for the cache), never the key."""
@@ -65,4 +65,4 @@ class ProviderSpec:
 
 # The registry installs ``resolve`` and ``build`` here when it is imported: it imports this module,
 # so this one cannot import it (and every spec an AI call holds was resolved through it).
-_lookups: dict[str, Callable[[ProviderSpec], Any]] = {}
+spec_lookups: dict[str, Callable[[ProviderSpec], Any]] = {}

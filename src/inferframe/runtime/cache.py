@@ -27,7 +27,7 @@ import os
 from typing import Any
 
 from inferframe.runtime.store import open_store
-from inferframe.runtime.store.base import CacheStore, Hit, _canonical, default_cache_dir
+from inferframe.runtime.store.base import CacheStore, Hit, canonical_bytes, default_cache_dir
 from inferframe.runtime.store.sqlite import MIGRATIONS, CacheReader, ResponseCache, refuse_network_fs
 
 __all__ = ["CachePolicy", "POLICIES", "CacheReader", "CacheStore", "Hit", "KeyTemplate", "MIGRATIONS", "ResponseCache",
@@ -87,7 +87,7 @@ def cache_key(identity: str, endpoint: str, body: dict, prompt_version: str | No
     doc = {"v": 1, "provider": identity, "endpoint": endpoint, "body": body}
     if prompt_version is not None:
         doc["prompt_version"] = prompt_version
-    return hashlib.sha256(_canonical(doc)).hexdigest()
+    return hashlib.sha256(canonical_bytes(doc)).hexdigest()
 
 
 def cache_keys(identity: str, requests: list, prompt_version: str | None = None) -> list[str | None]:
@@ -104,7 +104,7 @@ def cache_keys(identity: str, requests: list, prompt_version: str | None = None)
         True
     """
     tails: dict[str, bytes] = {}
-    sha256, canonical = hashlib.sha256, _canonical
+    sha256, canonical = hashlib.sha256, canonical_bytes
     out: list[str | None] = []
     for r in requests:
         if r is None:
@@ -146,14 +146,14 @@ class KeyTemplate:
         doc = {"v": 1, "provider": identity, "endpoint": endpoint, "body": body}
         if prompt_version is not None:
             doc["prompt_version"] = prompt_version
-        parts = _canonical(doc).split(_canonical(self.SLOT))
+        parts = canonical_bytes(doc).split(canonical_bytes(self.SLOT))
         if len(parts) != 2:
             raise ValueError(f"the body must hold the slot exactly once, not {len(parts) - 1} times")
         self.head, self.tail = parts
 
     def keys(self, texts: list[str | None]) -> list[str | None]:
         """The key of each text's body (None stays None)."""
-        sha256, canonical, head, tail = hashlib.sha256, _canonical, self.head, self.tail
+        sha256, canonical, head, tail = hashlib.sha256, canonical_bytes, self.head, self.tail
         return [None if t is None else sha256(head + canonical(t) + tail).hexdigest() for t in texts]
 
 

@@ -22,25 +22,24 @@ import functools
 import random
 from typing import Any
 
-from inferframe.errors import BudgetExceededError, ErrorKind, RowFailed, ServiceError
+from inferframe.errors import RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
 from inferframe.providers.interface import Outcome, Provider, Request, Usage, routed
 from inferframe.runtime.batch import BatchRunner
-from inferframe.runtime.breaker import refused
-from inferframe.runtime.budget import Budget, cap_text
+from inferframe.runtime.budget import Budget
 from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.config import RuntimeConfig
 from inferframe.runtime.coordinator import SharedLimits
-from inferframe.runtime.pricing import cost_of
+from inferframe.runtime.outcomes import AttemptOutcomes
 from inferframe.runtime.scheduler import PrefixScheduler
-from inferframe.runtime.senders import FIRST_SENDERS, SenderPool, _LaneHold, _Row
-from inferframe.runtime.types import Result, RowError
+from inferframe.runtime.senders import FIRST_SENDERS, LaneHold, SenderPool, SendRow
+from inferframe.runtime.types import Result
 
 __all__ = ["InferenceRuntime", "RowFailed", "RuntimeConfig", "ServiceError"]
 
 
-class InferenceRuntime(SenderPool):
+class InferenceRuntime(AttemptOutcomes, SenderPool):
     """Send many requests to one provider within its limits; one instance per job and model.
 
     Parameters:
@@ -85,7 +84,7 @@ class InferenceRuntime(SenderPool):
         self._scheduler_made: asyncio.Future | None = None
         # The senders (``send_many``): rows ready to go, a fixed pool of tasks that send them, and the senders
         # waiting for a row. At most ``max_concurrency`` senders: the in-flight bound admits fewer.
-        self._ready: collections.deque[_Row] = collections.deque()
+        self._ready: collections.deque[SendRow] = collections.deque()
         self._senders = 0
         self._pool = max(1, config.max_concurrency)
         # Senders allowed now: above FIRST_SENDERS the pool doubles once a round trip while answers keep pace
@@ -97,7 +96,7 @@ class InferenceRuntime(SenderPool):
         self._surplus = 0  # senders to end: the pool went back to a smaller size
         self._idle: list[asyncio.Future] = []
         self._tasks: set[asyncio.Task] = set()  # the senders
-        self._retrying: dict[asyncio.Task, _Row] = {}  # rows waiting out a delay before their next attempt
+        self._retrying: dict[asyncio.Task, SendRow] = {}  # rows waiting out a delay before their next attempt
         self._batches = 0  # send_many calls waiting for their rows
         # Rows can run out of budget: asked twice per attempt, so known once.
         self._budgeted = config.max_cost is not None or config.max_tokens_budget is not None
@@ -106,14 +105,6 @@ class InferenceRuntime(SenderPool):
         # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
         self._fresh = False
         self._started: asyncio.Event | None = None
-
-    def _check_breaker(self) -> None:
-        if self.breaker.tripped:
-            reason, service = self.breaker.reason, self.provider.service
-            # As on Ctrl-C: what was answered is in the cache, and a rerun does not pay for it again.
-            kept = (" Rows answered before the stop are kept in the response cache: run the same job again once "
-                    "this is fixed, and they are not sent again.") if self._writes else ""
-            raise ServiceError((reason if service in reason else f"{service}: {reason}") + kept)
 
     async def run_one(self, request: Request) -> Result:
         """Run one row to a final result (value or error); raises only when the job must stop.
@@ -225,7 +216,7 @@ class InferenceRuntime(SenderPool):
             result = await asyncio.shield(shared.shared())
             self.stats.rows_done += 1
             return dataclasses.replace(result, usage=Usage(), cost=0.0, attempts=0)  # paid once, by the first row
-        row = self._in_flight[key] = _Row(self, request, key, None, 0)
+        row = self._in_flight[key] = SendRow(self, request, key, None, 0)
         try:
             result = await self._send(request, key)
         except BaseException as e:
@@ -278,13 +269,13 @@ class InferenceRuntime(SenderPool):
             return await self._attempts(request, key, rows, None)
         # The lane is held until the row has its place in flight (one stream), or until the server
         # answered it (a llama.cpp slot holds one request at a time).
-        hold = _LaneHold(self._scheduler, lane)
+        hold = LaneHold(self._scheduler, lane)
         try:
             return await self._attempts(request, key, rows, hold)
         finally:
             hold.release()
 
-    async def _attempts(self, request: Request, key: str | None, rows: bool, hold: "_LaneHold | None") -> Result:
+    async def _attempts(self, request: Request, key: str | None, rows: bool, hold: "LaneHold | None") -> Result:
         attempt = 0
         while True:
             result, attempt, delay = await self._try(request, key, rows, hold, attempt)
@@ -297,7 +288,7 @@ class InferenceRuntime(SenderPool):
             finally:
                 self.stats.retrying -= 1
 
-    async def _try(self, request: Request, key: str | None, rows: bool, hold: "_LaneHold | None",
+    async def _try(self, request: Request, key: str | None, rows: bool, hold: "LaneHold | None",
                    attempt: int) -> tuple[Result | None, int, float]:
         """One attempt of a request that had ``attempt`` before: (its final result, or None to retry after the
         delay; the attempts now; the delay)."""
@@ -349,7 +340,7 @@ class InferenceRuntime(SenderPool):
             self._sent(hold, request)
         return self._answered(outcome, key, rows, attempt, est, ticket, started, request.max_output_tokens)
 
-    def _go_now(self, request: Request, hold: "_LaneHold | None") -> tuple[int, Any, float] | None:
+    def _go_now(self, request: Request, hold: "LaneHold | None") -> tuple[int, Any, float] | None:
         """A first attempt's admission when nothing has to wait: (tokens, ticket, start) with its place held and
         the request counted as sent; None: ``_try`` takes it (a limit, a pause, the bound or the budget).
 
@@ -371,7 +362,7 @@ class InferenceRuntime(SenderPool):
             self._budget.reserve(request)  # released in ``_sent``
         return est, ticket, self._start(ticket, hold)
 
-    def _start(self, ticket: Any, hold: "_LaneHold | None") -> float:
+    def _start(self, ticket: Any, hold: "LaneHold | None") -> float:
         """The request leaves: its lane is free for the next row of one stream, it counts as sent and in flight."""
         if hold is not None and not hold.pinned:
             hold.release()
@@ -380,7 +371,7 @@ class InferenceRuntime(SenderPool):
         started = ticket.sent_at = self.clock.monotonic()
         return started
 
-    def _sent(self, hold: "_LaneHold | None", request: Request | None = None) -> None:
+    def _sent(self, hold: "LaneHold | None", request: Request | None = None) -> None:
         """A request is answered (or failed): its place, lane and budget reservation are free."""
         if self._budgeted and request is not None:
             self._budget.release(request)  # its actual cost is charged next (``_finish``), with no await between
@@ -388,115 +379,6 @@ class InferenceRuntime(SenderPool):
         if hold is not None:
             hold.release()
         self.slots.leave()
-
-    def _answered(self, outcome: Outcome, key: str | None, rows: bool, attempt: int, est: int, ticket: Any,
-                  started: float, cap: int | None = None) -> tuple[Result | None, int, float]:
-        """What one answered attempt teaches the limits, and the row's result (None: retry after the delay).
-
-        ``cap``: the request's answer cap as the call set it (the breaker's advice on timeouts names it).
-        """
-        limiter = self.limiter
-        latency = self.clock.monotonic() - started
-        self.stats.add_latency(latency)
-        # A refusal before any success keeps the limiter probing one request at a time: if it recurs, the
-        # job stops after a few requests instead of a whole in-flight bound of them (``Breaker``).
-        probe_refused = (self.config.stop_on_recurring and not self.breaker.any_success
-                         and refused(outcome.error_kind, outcome.status))
-        limiter.release(est, outcome.limits, ticket, refused=probe_refused)
-        usage = outcome.usage
-        if usage is not None:
-            limiter.correct(est, usage.input_tokens + usage.output_tokens)
-        self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service, cap)
-        if outcome.error_kind is None:
-            self.slots.on_success(latency, limiter.requests_per_second())
-            if key is not None and self._writes:
-                usage = outcome.usage or Usage()
-                self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
-            return self._finish(outcome, attempt, rows), attempt, 0.0
-        kind = outcome.error_kind
-        wait = self._react(kind, outcome, est)
-        self._check_breaker()
-        if not self.config.retry.should_retry(kind, attempt):
-            result = self._finish(outcome, attempt, rows)
-            self._check_breaker()  # this row may have tripped it (the same refusal again): the job stops now
-            return result, attempt, 0.0
-        return None, attempt, self.config.retry.delay(attempt, wait, self.rng, self.slots.failing)
-
-    def _react(self, kind: ErrorKind, outcome: Outcome, tokens: int) -> float | None:
-        """Let a failed attempt move the job's limits as its kind says; returns the row's Retry-After.
-
-        Which signal drives which reaction, and why:
-
-        * A 429 that shows the rate budget spent (its headers: nothing left, or a storm of 429s
-          where there are no headers; ``RateLimiter.on_429``) pauses admission for every row for
-          its Retry-After and cuts the in-flight bound: every other row would get a 429 too.
-        * Any other 429 (budget left, or alone without headers) is isolated: only its row waits
-          for its Retry-After; the bound takes one cut per episode of them (``on_rate_limited``).
-          A proxy, a replica or a concurrency cap refuses one request; stopping every row for it
-          is what cost the throughput.
-        * 5xx, reset connections, timeouts and malformed bodies retry their row after a backoff
-          and leave the bound alone unless they persist (a high failure share of the recent
-          answers: ``AdaptiveLimit.on_fault``): one such answer says nothing about load. The
-          backoff doubles with each attempt only while they persist (``RetryPolicy.delay``).
-        * Auth, quota and unreachable trip the breaker (the job stops with one ServiceError), as
-          does every recent row failing after its retries; other kinds (bad request, schema...)
-          are the row's own: no retry, nothing moves.
-        """
-        if kind == ErrorKind.RATE_LIMIT:
-            self.stats.rate_limited += 1
-            wait = outcome.retry_after if outcome.retry_after is not None else 1.0
-            spent = self.limiter.on_429(outcome.limits, wait, tokens)
-            if spent:
-                self.stats.pauses += 1
-                self.stats.pause_for(wait)
-            self.slots.on_rate_limited(spent)
-            return wait
-        if kind.retryable:
-            self.slots.on_fault()
-        return outcome.retry_after
-
-    def _show_pause(self) -> None:
-        left = self.limiter.paused_until - self.clock.monotonic()
-        if left > 0:  # paused by another row, runtime or (Ray) worker: the progress line tells why rows wait
-            self.stats.pause_for(left)
-
-    async def _sit_out_pause(self) -> None:
-        while True:
-            left = self.limiter.paused_until - self.clock.monotonic()
-            if left <= 0:
-                return
-            self.stats.pause_for(left)
-            await self.clock.sleep(left)
-
-    def _not_run(self, attempts: int, rows: bool = True) -> Result:
-        if self.config.on_error == "raise":
-            raise BudgetExceededError(self._budget.reached())
-        if rows:
-            self.stats.not_run += 1
-            self.stats.rows_done += 1
-        return Result(error=RowError(ErrorKind.BUDGET, f"not run: its worst case (prompt and max_tokens) would pass "
-                                     f"the job's {cap_text(self.stats.budget)}; it runs on the next start", None,
-                                     attempts), attempts=attempts)
-
-    def _finish(self, outcome: Outcome, attempts: int, rows: bool = True) -> Result:
-        usage = outcome.usage or Usage()
-        price, cached = self.config.price, usage.cached_tokens
-        cost = cost_of(price, usage.input_tokens, usage.output_tokens, cached)
-        # The prompt cache's saving: its tokens at the full input rate, less what they cost.
-        saved = cost_of(price, cached, 0) - cost_of(price, cached, 0, cached) if cached else 0.0
-        self.stats.add_usage(usage.input_tokens, usage.output_tokens, cost, cached, saved)
-        if outcome.ok:
-            self.stats.rows_done += rows
-            self.breaker.row(True, None, "")
-            return Result(value=outcome.value, usage=usage, cost=cost, attempts=attempts,
-                          finish_reason=outcome.finish_reason)
-        err = RowError(outcome.error_kind or ErrorKind.UNKNOWN, outcome.message, outcome.status, attempts, outcome.raw)
-        self.stats.rows_done += rows
-        self.stats.errors += rows
-        self.breaker.row(False, outcome.error_kind, outcome.message, outcome.status, self.config.stop_on_recurring)
-        if self.config.on_error == "raise":
-            raise RowFailed.of(err.as_dict())  # the shape every AI function raises (see RowFailed)
-        return Result(value=None, error=err, usage=usage, cost=cost, attempts=attempts)
 
     async def run_many(self, requests: list[Request | None]) -> list[Result | None]:
         """Run requests concurrently (None entries, e.g. null inputs, stay None); order is kept.

@@ -89,7 +89,7 @@ class SenderPool:
                     self.stats.deduped += 1
                     owner.follow(batch, i)
                     continue
-            row = _Row(self, request, key, batch, i)
+            row = SendRow(self, request, key, batch, i)
             if key is not None:
                 in_flight[key] = row
             text = request.prompt if sched is not False else None  # kept beside the body: the body is not read
@@ -97,7 +97,7 @@ class SenderPool:
                 ready.append(row)
                 self._wake()
             else:
-                sched.put(text, row)  # released to ``_Row.set_result``
+                sched.put(text, row)  # released to ``SendRow.set_result``
         self._offer()
         try:
             return await batch.future
@@ -227,7 +227,7 @@ class SenderPool:
                     turn = row.turn
                     if turn is not None and row.attempts == 0:
                         request = row.request = self._routed(request, turn)
-                        hold = _LaneHold(self._scheduler, turn.lane)
+                        hold = LaneHold(self._scheduler, turn.lane)
                     try:
                         go = None if row.attempts else self._go_now(request, hold)
                         if go is None:
@@ -266,7 +266,7 @@ class SenderPool:
         finally:
             self._senders -= 1
 
-    def _retry_later(self, row: "_Row", delay: float) -> None:
+    def _retry_later(self, row: "SendRow", delay: float) -> None:
         """The row's next attempt after ``delay``, waited out off the pool."""
         self.stats.retries += 1
         self.stats.retrying += 1  # the progress line says why nothing is in flight
@@ -277,7 +277,7 @@ class SenderPool:
     def _retry_ended(self, task: asyncio.Task) -> None:
         del self._retrying[task]
 
-    async def _retry_after(self, row: "_Row", delay: float) -> None:
+    async def _retry_after(self, row: "SendRow", delay: float) -> None:
         """A row's next attempt after ``delay``, before the rows waiting for their first (no sender waits for it)."""
         try:
             await self.clock.sleep(delay)
@@ -286,7 +286,7 @@ class SenderPool:
         self._ready.appendleft(row)
         self._wake()
 
-    def _row_done(self, row: "_Row", result: Result) -> None:
+    def _row_done(self, row: "SendRow", result: Result) -> None:
         if row.key is not None and self._in_flight.get(row.key) is row:
             del self._in_flight[row.key]
         if row.batch is not None:
@@ -298,7 +298,7 @@ class SenderPool:
         if row.waiter is not None and not row.waiter.done():
             row.waiter.set_result(result)
 
-    def _row_failed(self, row: "_Row", error: BaseException | None) -> None:
+    def _row_failed(self, row: "SendRow", error: BaseException | None) -> None:
         """The row raised ``error`` (None: it was cancelled): every batch and sharer waiting for it gets it."""
         if row.key is not None and self._in_flight.get(row.key) is row:
             del self._in_flight[row.key]
@@ -315,7 +315,7 @@ class SenderPool:
                 waiter.exception()  # mark retrieved: sharers get it, nobody else must see a warning
 
 
-class _LaneHold:
+class LaneHold:
     """One row's hold on a prefix scheduler's lane, released once."""
 
     __slots__ = ("scheduler", "lane", "pinned")
@@ -358,7 +358,7 @@ class _Batch:
                 self.future.set_exception(error)
 
 
-class _Row:
+class SendRow:
     """One row on its way to a sender: what the prefix scheduler releases (it calls ``set_result``).
 
     Rows with the same request wait for this one's answer: ``followers`` of ``send_many`` batches, and

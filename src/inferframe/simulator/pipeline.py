@@ -35,7 +35,7 @@ import socket
 import struct
 from hashlib import blake2b
 from time import monotonic
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 from aiohttp import web
 
@@ -149,10 +149,8 @@ class _NoResponse(Exception):
 def inference_handler(state: Any, ep: Any) -> Callable:
     """aiohttp handler running the full pipeline for endpoint object ``ep``."""
     name = ep.name
-    path = ep.path
-    state.endpoints[path] = ep
-    path_key = path.encode() + b"\x00"
-    text_faults = ep.text_faults
+    state.endpoints[ep.path] = ep
+    path_key = ep.path.encode() + b"\x00"
     prefix_cached = getattr(ep, "prefix_cached", False)
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -166,7 +164,7 @@ def inference_handler(state: Any, ep: Any) -> Callable:
         t0 = monotonic()
         headers = {"x-request-id": st.next_id("req_"), "openai-version": "2020-10-01"}
         try:
-            body_bytes = await _process(request, st, ep, headers, t0)
+            body_bytes = await _process(request, st, ep, headers, t0, path_key, prefix_cached)
             status = 200
         except SimError as e:
             if e.headers:
@@ -182,94 +180,113 @@ def inference_handler(state: Any, ep: Any) -> Callable:
         bs[key] = bs.get(key, 0) + 1
         return web.Response(body=body_bytes, status=status, headers=headers, content_type=_JSON)
 
-    async def _process(request: web.Request, st: Any, ep: Any, headers: dict, t0: float) -> bytes:
-        cfg = st.cfg
-        stats = st.stats
-        if st.auth_header is not None:
-            check_auth(st, request)
-        raw = await request.read()
-        h = blake2b(path_key + raw, digest_size=16).digest()
-        if cfg.track_request_hashes:
-            attempt = stats.seen(h)
-        else:
-            attempt = stats.total
-        if cfg.record_requests:
-            st.record(request.method, path, raw, h)
-        try:
-            body = loads(raw)
-        except ValueError:
-            raise invalid_json() from None
-        if not isinstance(body, dict):
-            raise invalid_request("Invalid body: expected a JSON object.", code="invalid_type")
-        if body.get("stream"):
-            raise invalid_request(
-                "Streaming is not supported by the simulator; send stream=false.",
-                param="stream",
-                code="unsupported_value",
-            )
-        prep = ep.prepare(st, body)
-        stats.prompt_tokens += prep.prompt_tokens
-
-        limiter = st.limiter
-        if limiter is not None:
-            d = limiter.acquire(prep.model if cfg.ratelimit_scope == "model" else "*", prep.cost, t0)
-            headers.update(d.headers)
-            if not d.allowed:
-                stats.rate_limited += 1
-                raise rate_limit_error(d, prep.model, prep.cost)
-
-        u_fault, u_lat = draws(st.seed_key, h, attempt)
-        kind: Optional[str] = None
-        rule = None
-        if st.rules:
-            text = prep.text
-            for r in st.rules:
-                if r.match in text and (r.times is None or attempt < r.times):
-                    rule = r
-                    kind = r.kind
-                    stats.rule_hits += 1
-                    break
-        if kind is None and st.faults.active and name in st.faults.endpoints:
-            kind = st.faults.pick(u_fault)
-            if kind is not None:
-                if not text_faults and (kind == "refusal" or kind == "length"):
-                    kind = None
-                else:
-                    f = stats.faults
-                    f[kind] = f.get(kind, 0) + 1
-        lat = st.latency
-        delay = 0.0 if lat.zero else lat.sample(u_lat)
-
-        if kind is not None and kind not in ("refusal", "length", "malformed"):
-            if delay:
-                await asyncio.sleep(delay)
-            if kind == "error":
-                raise error_for_status(rule.status, rule.message, rule.code)
-            if kind == "server_error":
-                raise server_error()
-            if kind == "overloaded":
-                raise overloaded()
-            stats.no_response += 1
-            if kind == "timeout":
-                await asyncio.sleep(cfg.timeout_hang_s)
-            raise _NoResponse(_drop_connection(request))  # connection_reset, or a timeout that ran out
-
-        if prefix_cached:
-            delay += st.prefill(prep, monotonic())
-        payload, tokens = await answer(st, ep, prep, kind if kind == "refusal" or kind == "length" else None)
-        if tokens:
-            stats.completion_tokens += tokens * prep.n
-            if lat.per_token_s:
-                delay += lat.per_token_s * tokens
-        out = dumps(payload)
-        if kind == "malformed":
-            out = out[: max(1, len(out) // 2)]
-        if delay:
-            await asyncio.sleep(delay)
-        return out
-
     handle.__name__ = f"handle_{name.replace('.', '_')}"
     return handle
+
+
+async def _read_request(request: web.Request, st: Any, path: str, path_key: bytes) -> tuple[bytes, int, dict]:
+    """(request hash, attempt number, JSON body) after auth, recording and the body checks."""
+    cfg = st.cfg
+    if st.auth_header is not None:
+        check_auth(st, request)
+    raw = await request.read()
+    h = blake2b(path_key + raw, digest_size=16).digest()
+    # The attempt number makes a retry of the same request draw a fresh fault, as a real server's would.
+    attempt = st.stats.seen(h) if cfg.track_request_hashes else st.stats.total
+    if cfg.record_requests:
+        st.record(request.method, path, raw, h)
+    try:
+        body = loads(raw)
+    except ValueError:
+        raise invalid_json() from None
+    if not isinstance(body, dict):
+        raise invalid_request("Invalid body: expected a JSON object.", code="invalid_type")
+    if body.get("stream"):
+        raise invalid_request(
+            "Streaming is not supported by the simulator; send stream=false.",
+            param="stream",
+            code="unsupported_value",
+        )
+    return h, attempt, body
+
+
+def _admit(st: Any, prep: Prepared, headers: dict, t0: float) -> None:
+    """Apply the rate limit, adding its headers; raises the 429 when the request is over it."""
+    limiter = st.limiter
+    if limiter is not None:
+        d = limiter.acquire(prep.model if st.cfg.ratelimit_scope == "model" else "*", prep.cost, t0)
+        headers.update(d.headers)
+        if not d.allowed:
+            st.stats.rate_limited += 1
+            raise rate_limit_error(d, prep.model, prep.cost)
+
+
+def _pick_fault(st: Any, ep: Any, prep: Prepared, u_fault: float, attempt: int) -> tuple[Optional[str], Any]:
+    """(fault kind or None, the matching rule or None): a rule matching the prompt wins over random faults."""
+    stats = st.stats
+    kind: Optional[str] = None
+    rule = None
+    if st.rules:
+        text = prep.text
+        for r in st.rules:
+            if r.match in text and (r.times is None or attempt < r.times):
+                rule = r
+                kind = r.kind
+                stats.rule_hits += 1
+                break
+    if kind is None and st.faults.active and ep.name in st.faults.endpoints:
+        kind = st.faults.pick(u_fault)
+        if kind is not None:
+            if not ep.text_faults and (kind == "refusal" or kind == "length"):
+                kind = None
+            else:
+                f = stats.faults
+                f[kind] = f.get(kind, 0) + 1
+    return kind, rule
+
+
+async def _fail(request: web.Request, st: Any, kind: str, rule: Any, delay: float) -> NoReturn:
+    """Raise the error (or drop the connection) for a fault that gives no answer body."""
+    if delay:
+        await asyncio.sleep(delay)
+    if kind == "error":
+        raise error_for_status(rule.status, rule.message, rule.code)
+    if kind == "server_error":
+        raise server_error()
+    if kind == "overloaded":
+        raise overloaded()
+    st.stats.no_response += 1
+    if kind == "timeout":
+        await asyncio.sleep(st.cfg.timeout_hang_s)
+    raise _NoResponse(_drop_connection(request))  # connection_reset, or a timeout that ran out
+
+
+async def _process(request: web.Request, st: Any, ep: Any, headers: dict, t0: float, path_key: bytes,
+                   prefix_cached: bool) -> bytes:
+    stats = st.stats
+    h, attempt, body = await _read_request(request, st, ep.path, path_key)
+    prep = ep.prepare(st, body)
+    stats.prompt_tokens += prep.prompt_tokens
+    _admit(st, prep, headers, t0)
+    u_fault, u_lat = draws(st.seed_key, h, attempt)
+    kind, rule = _pick_fault(st, ep, prep, u_fault, attempt)
+    lat = st.latency
+    delay = 0.0 if lat.zero else lat.sample(u_lat)
+    if kind is not None and kind not in ("refusal", "length", "malformed"):
+        await _fail(request, st, kind, rule, delay)
+    if prefix_cached:
+        delay += st.prefill(prep, monotonic())
+    payload, tokens = await answer(st, ep, prep, kind if kind == "refusal" or kind == "length" else None)
+    if tokens:
+        stats.completion_tokens += tokens * prep.n
+        if lat.per_token_s:
+            delay += lat.per_token_s * tokens
+    out = dumps(payload)
+    if kind == "malformed":
+        out = out[: max(1, len(out) // 2)]
+    if delay:
+        await asyncio.sleep(delay)
+    return out
 
 
 async def answer(state: Any, ep: Any, prep: Prepared, fault: Optional[str] = None) -> tuple[dict, int]:

@@ -19,10 +19,10 @@ import typing
 from typing import Any
 
 from inferframe.errors import PlanError
-from inferframe.structured.from_python import _PyWalker
-from inferframe.structured.from_schema import _SchemaWalker
-from inferframe.structured.nodes import (OPENAI_STRING_FORMATS, Field, Node, Spec, _check_choices, _is_annotation,
-                                         _safe_name, _strip_annotated, _type_name, _value_kind, plan_error)
+from inferframe.structured.from_python import PyWalker
+from inferframe.structured.from_schema import SchemaWalker
+from inferframe.structured.nodes import (OPENAI_STRING_FORMATS, Field, Node, Spec, check_choices, is_annotation,
+                                         safe_name, strip_annotated, type_name, choice_value_kind, plan_error)
 
 __all__ = ["OPENAI_STRING_FORMATS", "Field", "Node", "Spec", "build_spec", "plan_error"]
 
@@ -49,25 +49,25 @@ def build_spec(return_format: Any) -> Spec:
             schema = schema["schema"]
         title = schema.get("title") if isinstance(schema.get("title"), str) else None
         label = title or "schema"
-        root = _SchemaWalker(schema, label).walk(schema, label, ())
-        name = _safe_name(title or "response")
+        root = SchemaWalker(schema, label).walk(schema, label, ())
+        name = safe_name(title or "response")
         py = None
-    elif isinstance(return_format, (list, tuple)) and not _is_annotation(return_format):
-        choices = _check_choices(list(return_format), "choices", "choices")
-        root = Node("enum", choices=choices, value_kind=_value_kind(choices, "choices", "choices"))
+    elif isinstance(return_format, (list, tuple)) and not is_annotation(return_format):
+        choices = check_choices(list(return_format), "choices", "choices")
+        root = Node("enum", choices=choices, value_kind=choice_value_kind(choices, "choices", "choices"))
         name, label, py = "choice", "choices", typing.Literal[tuple(choices)]  # type: ignore[valid-type]
     else:
-        if not (isinstance(return_format, type) or _is_annotation(return_format)
+        if not (isinstance(return_format, type) or is_annotation(return_format)
                 or type(return_format).__name__ == "TypeAliasType"):
             raise PlanError(
                 f"return_format={return_format!r} ({type(return_format).__name__}) is not a format. Fix: pass a "
                 "Pydantic model class, a JSON-schema dict, typing.Literal[...], an Enum subclass or a list of choices.")
-        label = _type_name(return_format)
-        root = _PyWalker(label).walk(return_format, label, ())
+        label = type_name(return_format)
+        root = PyWalker(label).walk(return_format, label, ())
         py = return_format
         if isinstance(return_format, type):
-            name = _safe_name(return_format.__name__)
-        elif typing.get_origin(_strip_annotated(return_format)) is typing.Literal:
+            name = safe_name(return_format.__name__)
+        elif typing.get_origin(strip_annotated(return_format)) is typing.Literal:
             name = "choice"
         else:
             name = "response"

@@ -1,7 +1,7 @@
 """Python annotations (Pydantic models, dataclasses, TypedDicts, Literal, Enum, containers) to a ``Node`` tree.
 
 Example:
-    >>> _PyWalker("list[int]").walk(list[int], "list[int]", ()).item.kind
+    >>> PyWalker("list[int]").walk(list[int], "list[int]", ()).item.kind
     'integer'
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import pydantic
 
 from inferframe.errors import PlanError
-from inferframe.structured.nodes import (Field, Node, _check_choices, _strip_annotated, _type_name, _value_kind,
+from inferframe.structured.nodes import (Field, Node, check_choices, strip_annotated, type_name, choice_value_kind,
                                          plan_error)
 
 
@@ -119,7 +119,7 @@ _UNSUPPORTED_REASONS = MappingProxyType({
 })
 
 
-class _PyWalker:
+class PyWalker:
     """Turns Python annotations into Nodes; one instance per return format, so recursion is caught."""
 
     def __init__(self, label: str) -> None:
@@ -136,7 +136,7 @@ class _PyWalker:
     def _walk(self, tp: Any, path: str, found: dict) -> Node:
         origin = typing.get_origin(tp)
         args = typing.get_args(tp)
-        type_text = _type_name(tp)
+        type_text = type_name(tp)
 
         if origin is typing.Annotated:
             inner_found, description, title = _collect_meta(list(tp.__metadata__))
@@ -159,14 +159,60 @@ class _PyWalker:
             values = list(args)
             nullable = None in values
             values = [v for v in values if v is not None]
-            choices = _check_choices(values, path, type_text)
-            return Node("enum", choices=choices, value_kind=_value_kind(choices, path, type_text), nullable=nullable)
+            choices = check_choices(values, path, type_text)
+            return Node("enum", choices=choices, value_kind=choice_value_kind(choices, path, type_text), nullable=nullable)
         if tp is typing.Any:
             raise plan_error(path, type_text, "Any has no fixed shape",
                              "give the field a concrete type such as str, int, float or a nested model")
         if isinstance(tp, typing.TypeVar):
             raise plan_error(path, type_text, "an unbound type variable has no fixed shape",
                              "parametrize the generic model, e.g. Page[Item]")
+        if origin in _SEQUENCE_ORIGINS or origin is tuple or origin in _MAPPING_ORIGINS:
+            return self._container(origin, args, path, type_text, found)
+        if tp in (list, set, frozenset, tuple, dict):
+            raise plan_error(path, type_text, "the element type is unknown",
+                             "annotate it, e.g. list[str] or dict[str, int]")
+        if tp in _SCALARS:
+            return _apply_meta(_SCALARS[tp], found)
+        if tp in _UNSUPPORTED_REASONS:
+            reason, fix = _UNSUPPORTED_REASONS[tp]
+            raise plan_error(path, type_text, reason, fix)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            members = list(tp)
+            choices = check_choices([m.value for m in members], path, type_text)
+            return Node("enum", choices=choices, value_kind=choice_value_kind(choices, path, type_text), description=_doc(tp))
+        if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
+            return self._model(tp, path)
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            return self._dataclass(tp, path)
+        if typing.is_typeddict(tp):
+            return self._typeddict(tp, path)
+        if isinstance(tp, type) and issubclass(tp, str) and not issubclass(tp, enum.Enum):
+            return _apply_meta(Node("string"), found)
+        raise plan_error(path, type_text,
+                         "it is not a Pydantic model, dataclass, TypedDict, Enum, Literal or a JSON scalar type",
+                         "use a BaseModel subclass or a supported type (str, int, float, bool, date, datetime, "
+                         "list[X], dict[str, X], Optional[X])")
+
+    def _enter(self, cls: type, path: str) -> None:
+        if cls in self.stack:
+            raise plan_error(path, type_name(cls), "the model refers to itself, and Arrow types cannot be recursive",
+                             "unroll the recursion to a fixed depth with separate models")
+        self.stack.append(cls)
+
+    def _object(self, cls: type, fields: list, source: str, path_prefix: str) -> Node:
+        keys = [f.key for f in fields]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise plan_error(path_prefix, type_name(cls), f"several fields are written under the JSON key(s) {dupes}",
+                             "give each field its own alias")
+        if not fields:
+            raise plan_error(path_prefix, type_name(cls), "it has no fields, and Arrow structs need at least one",
+                             "add a field")
+        return Node("object", fields=tuple(fields), source=source, title=cls.__name__, description=_doc(cls))
+
+    def _container(self, origin: Any, args: tuple, path: str, type_text: str, found: dict) -> Node:
+        """A list, set, tuple or mapping annotation as an array or map node."""
         if origin in _SEQUENCE_ORIGINS:
             if not args:
                 raise plan_error(path, type_text, "the element type is unknown", "annotate it, e.g. list[str]")
@@ -184,55 +230,13 @@ class _PyWalker:
                 return node
             raise plan_error(path, type_text, "a tuple of mixed element types has no single list type",
                              "use a nested model with named fields, or tuple[X, ...]")
-        if origin in _MAPPING_ORIGINS:
-            if len(args) != 2:
-                raise plan_error(path, type_text, "the key and value types are unknown",
-                                 "annotate it, e.g. dict[str, int]")
-            if _strip_annotated(args[0]) is not str:
-                raise plan_error(path, type_text, "JSON object keys are always strings",
-                                 "use dict[str, X]")
-            return Node("map", item=self._walk(args[1], path + "{}", {}))
-        if tp in (list, set, frozenset, tuple, dict):
-            raise plan_error(path, type_text, "the element type is unknown",
-                             "annotate it, e.g. list[str] or dict[str, int]")
-        if tp in _SCALARS:
-            return _apply_meta(_SCALARS[tp], found)
-        if tp in _UNSUPPORTED_REASONS:
-            reason, fix = _UNSUPPORTED_REASONS[tp]
-            raise plan_error(path, type_text, reason, fix)
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            members = list(tp)
-            choices = _check_choices([m.value for m in members], path, type_text)
-            return Node("enum", choices=choices, value_kind=_value_kind(choices, path, type_text), description=_doc(tp))
-        if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
-            return self._model(tp, path)
-        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            return self._dataclass(tp, path)
-        if typing.is_typeddict(tp):
-            return self._typeddict(tp, path)
-        if isinstance(tp, type) and issubclass(tp, str) and not issubclass(tp, enum.Enum):
-            return _apply_meta(Node("string"), found)
-        raise plan_error(path, type_text,
-                         "it is not a Pydantic model, dataclass, TypedDict, Enum, Literal or a JSON scalar type",
-                         "use a BaseModel subclass or a supported type (str, int, float, bool, date, datetime, "
-                         "list[X], dict[str, X], Optional[X])")
-
-    def _enter(self, cls: type, path: str) -> None:
-        if cls in self.stack:
-            raise plan_error(path, _type_name(cls), "the model refers to itself, and Arrow types cannot be recursive",
-                             "unroll the recursion to a fixed depth with separate models")
-        self.stack.append(cls)
-
-    def _object(self, cls: type, fields: list, source: str, path_prefix: str) -> Node:
-        keys = [f.key for f in fields]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
-        if dupes:
-            raise plan_error(path_prefix, _type_name(cls), f"several fields are written under the JSON key(s) {dupes}",
-                             "give each field its own alias")
-        if not fields:
-            raise plan_error(path_prefix, _type_name(cls), "it has no fields, and Arrow structs need at least one",
-                             "add a field")
-        return Node("object", fields=tuple(fields), source=source, title=cls.__name__, description=_doc(cls))
+        if len(args) != 2:
+            raise plan_error(path, type_text, "the key and value types are unknown",
+                             "annotate it, e.g. dict[str, int]")
+        if strip_annotated(args[0]) is not str:
+            raise plan_error(path, type_text, "JSON object keys are always strings",
+                             "use dict[str, X]")
+        return Node("map", item=self._walk(args[1], path + "{}", {}))
 
     def _model(self, cls: type, path: str) -> Node:
         if not cls.__pydantic_complete__:
@@ -299,7 +303,7 @@ class _PyWalker:
                 node = self.walk(hint, f"{path}.{name}", ())
                 required = name in required_keys
                 # With postponed annotations Python cannot see NotRequired when building __required_keys__.
-                marker = typing.get_origin(_strip_annotated(hint))
+                marker = typing.get_origin(strip_annotated(hint))
                 if marker is typing.NotRequired:
                     required = False
                 elif marker is typing.Required:

@@ -2,7 +2,7 @@
 
 Example:
     >>> schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    >>> [f.key for f in _SchemaWalker(schema, "schema").walk(schema, "schema", ()).fields]
+    >>> [f.key for f in SchemaWalker(schema, "schema").walk(schema, "schema", ()).fields]
     ['n']
 """
 
@@ -13,7 +13,7 @@ import dataclasses
 import json
 from typing import Any
 
-from inferframe.structured.nodes import Field, Node, _check_choices, _value_kind, plan_error
+from inferframe.structured.nodes import Field, Node, check_choices, choice_value_kind, plan_error
 
 _KEEP_STRING = ("minLength", "maxLength", "pattern", "format")
 _KEEP_NUMBER = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -23,7 +23,7 @@ _ANY_REASON = "a schema without a type accepts any value, which has no fixed col
 _ANY_FIX = "give it a \"type\" (string, integer, number, boolean, object or array)"
 
 
-class _SchemaWalker:
+class SchemaWalker:
     """Turns a JSON-schema dict into Nodes, resolving local ``$ref`` s and refusing what has no column type."""
 
     def __init__(self, root: dict, label: str) -> None:
@@ -50,22 +50,25 @@ class _SchemaWalker:
     def walk(self, s: Any, path: str, _unused: tuple) -> Node:
         return self._walk(s, path)
 
+    def _walk_ref(self, s: dict, path: str, text: str) -> Node:
+        ref = s["$ref"]
+        if ref in self.refs:
+            raise plan_error(path, text, "the schema refers to itself, and Arrow types cannot be recursive",
+                             "unroll the recursion to a fixed depth")
+        self.refs.append(ref)
+        try:
+            target = self._resolve(ref, path)
+            merged = {**target, **{k: v for k, v in s.items() if k != "$ref"}}
+            return self._walk(merged, path)
+        finally:
+            self.refs.pop()
+
     def _walk(self, s: Any, path: str) -> Node:
         text = _short_json(s)
         if s is True or s == {} or not isinstance(s, dict):
             raise plan_error(path, text, _ANY_REASON, _ANY_FIX)
         if "$ref" in s:
-            ref = s["$ref"]
-            if ref in self.refs:
-                raise plan_error(path, text, "the schema refers to itself, and Arrow types cannot be recursive",
-                                 "unroll the recursion to a fixed depth")
-            self.refs.append(ref)
-            try:
-                target = self._resolve(ref, path)
-                merged = {**target, **{k: v for k, v in s.items() if k != "$ref"}}
-                return self._walk(merged, path)
-            finally:
-                self.refs.pop()
+            return self._walk_ref(s, path, text)
         description = s.get("description") if isinstance(s.get("description"), str) else None
         title = s.get("title") if isinstance(s.get("title"), str) else None
 
@@ -89,6 +92,10 @@ class _SchemaWalker:
                 rest = {k: v for k, v in s.items() if k != key}
                 node = self._walk({**rest, **non_null[0]}, path)
                 return done(dataclasses.replace(node, nullable=node.nullable or len(non_null) < len(options)))
+        return done(self._typed(s, path, text))
+
+    def _typed(self, s: dict, path: str, text: str) -> Node:
+        """The node for a schema by its type (or const/enum), before its description and title are set."""
         nullable = bool(s.get("nullable"))
         typ = s.get("type")
         if isinstance(typ, list):
@@ -106,11 +113,11 @@ class _SchemaWalker:
             if None in values:
                 nullable = True
                 values = [v for v in values if v is not None]
-            choices = _check_choices(values, path, text)
-            kind = _value_kind(choices, path, text)
+            choices = check_choices(values, path, text)
+            kind = choice_value_kind(choices, path, text)
             if kind == "integer" and typ == "number":
                 kind = "integer"
-            return done(Node("enum", choices=choices, value_kind=kind, nullable=nullable))
+            return Node("enum", choices=choices, value_kind=kind, nullable=nullable)
         if typ is None:
             if "properties" in s:
                 typ = "object"
@@ -121,7 +128,7 @@ class _SchemaWalker:
         if typ == "null":
             raise plan_error(path, text, "a field that is always null carries no data", "remove it")
         if typ == "object":
-            return done(self._object(s, path, text, nullable))
+            return self._object(s, path, text, nullable)
         if typ == "array":
             if "prefixItems" in s or isinstance(s.get("items"), list):
                 raise plan_error(path, text, "tuple-style arrays (prefixItems) mix element types",
@@ -129,15 +136,15 @@ class _SchemaWalker:
             if "items" not in s:
                 raise plan_error(path, text, "the element type is unknown", "add an \"items\" schema")
             item = self._walk(s["items"], path + "[]")
-            return done(Node("array", item=item, nullable=nullable, constraints=_kept(s, _KEEP_ARRAY)))
+            return Node("array", item=item, nullable=nullable, constraints=_kept(s, _KEEP_ARRAY))
         if typ == "string":
             fmt = s.get("format")
             kind = {"date": "date", "date-time": "datetime", "time": "time"}.get(fmt, "string")
             keep = _KEEP_STRING if kind == "string" else ()
-            return done(Node(kind, nullable=nullable, constraints=_kept(s, keep)))
+            return Node(kind, nullable=nullable, constraints=_kept(s, keep))
         if typ in ("integer", "number"):
-            return done(Node(typ, nullable=nullable, constraints=_kept(s, _KEEP_NUMBER)))
-        return done(Node("boolean", nullable=nullable))
+            return Node(typ, nullable=nullable, constraints=_kept(s, _KEEP_NUMBER))
+        return Node("boolean", nullable=nullable)
 
     def _object(self, s: dict, path: str, text: str, nullable: bool) -> Node:
         props = s.get("properties") or {}

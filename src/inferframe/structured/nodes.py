@@ -6,7 +6,7 @@
 Example:
     >>> Node("enum", choices=("yes", "no")).choices
     ('yes', 'no')
-    >>> _check_choices(["a", "b"], "choices", "choices")
+    >>> check_choices(["a", "b"], "choices", "choices")
     ('a', 'b')
 """
 
@@ -108,29 +108,29 @@ def plan_error(path: str, type_text: str, reason: str, fix: str) -> PlanError:
     return PlanError(f"Cannot map field '{path}' of type {type_text} to a column type: {reason}. Fix: {fix}.")
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     cleaned = _NAME_BAD.sub("_", name).strip("_")[:64]
     return cleaned or "response"
 
 
-def _is_annotation(x: Any) -> bool:
+def is_annotation(x: Any) -> bool:
     return typing.get_origin(x) is not None
 
 
-def _type_name(tp: Any) -> str:
+def type_name(tp: Any) -> str:
     if isinstance(tp, type) and typing.get_origin(tp) is None and not isinstance(tp, types.GenericAlias):
         return tp.__qualname__ if "<locals>" not in tp.__qualname__ else tp.__name__
     text = repr(tp)
     return text.replace("typing.", "").replace("typing_extensions.", "")
 
 
-def _strip_annotated(tp: Any) -> Any:
+def strip_annotated(tp: Any) -> Any:
     while typing.get_origin(tp) is typing.Annotated:
         tp = typing.get_args(tp)[0]
     return tp
 
 
-def _check_choices(choices: list, path: str, type_text: str) -> tuple:
+def check_choices(choices: list, path: str, type_text: str) -> tuple:
     if not choices:
         raise plan_error(path, type_text, "there are no choices", "give at least one choice")
     values = [c.value if isinstance(c, enum.Enum) else c for c in choices]
@@ -139,7 +139,7 @@ def _check_choices(choices: list, path: str, type_text: str) -> tuple:
     return tuple(values)
 
 
-def _value_kind(values: tuple, path: str, type_text: str) -> str:
+def choice_value_kind(values: tuple, path: str, type_text: str) -> str:
     kinds = {type(v) for v in values}
     if kinds == {str}:
         return "string"

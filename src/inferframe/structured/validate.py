@@ -32,7 +32,6 @@ import datetime
 import enum
 import json
 import re
-from types import MappingProxyType
 from typing import Any
 
 import pydantic
@@ -40,6 +39,7 @@ import pydantic
 from inferframe.structured._spec import Node, Spec, build_spec
 from inferframe.structured.arrow_types import arrow_type_of_node
 from inferframe.structured.json_schema import schema_of_spec
+from inferframe.structured.schema_check import check_value, pairs_to_dict, to_column_datetime
 
 __all__ = ["Validator", "repair_message"]
 
@@ -134,7 +134,7 @@ class Validator:
                 return None, "schema: " + _pydantic_message(e)
             return to_plain(root, value), None
         errors: list = []
-        value = _check(root, data, (), errors)
+        value = check_value(root, data, (), errors)
         if errors:
             return None, "schema: " + _join_errors(errors)
         return value, None
@@ -335,19 +335,13 @@ def _prepare(node: Node, data: Any) -> Any:
     if kind == "array" and isinstance(data, list):
         return [_prepare(node.item, x) for x in data]
     if kind == "map":
-        pairs = _pairs_to_dict(data)
+        pairs = pairs_to_dict(data)
         if isinstance(pairs, dict):
             return {k: _prepare(node.item, v) for k, v in pairs.items()}
         return data
     if kind == "enum" and node.value_kind == "string" and isinstance(data, str) and data not in node.choices:
         folded = [c for c in node.choices if c.casefold() == data.strip().casefold()]
         return folded[0] if len(folded) == 1 else data
-    return data
-
-
-def _pairs_to_dict(data: Any) -> Any:
-    if isinstance(data, list) and all(isinstance(x, dict) and "key" in x and set(x) <= {"key", "value"} for x in data):
-        return {str(x["key"]): x.get("value") for x in data}
     return data
 
 
@@ -383,20 +377,12 @@ def to_plain(node: Node, value: Any) -> Any:
     if kind == "string":
         return value if type(value) is str else str(value)
     if kind == "datetime":
-        return _to_column_datetime(node, value)
+        return to_column_datetime(node, value)
     if kind == "date" and isinstance(value, datetime.datetime):
         return value.date()
     if kind == "time" and isinstance(value, datetime.time) and value.tzinfo is not None:
         return value.replace(tzinfo=None)
     return value
-
-
-def _to_column_datetime(node: Node, value: datetime.datetime) -> datetime.datetime:
-    if value.tzinfo is None:
-        return value.replace(tzinfo=datetime.timezone.utc) if node.tz else value
-    utc = value.astimezone(datetime.timezone.utc)
-    # A plain datetime column is naive; storing UTC keeps mixed-offset answers comparable.
-    return utc if node.tz else utc.replace(tzinfo=None)
 
 
 def _pydantic_message(e: pydantic.ValidationError) -> str:
@@ -413,135 +399,3 @@ def _join_errors(errors: list) -> str:
     if len(errors) > _MAX_ERRORS:
         text += f" (+{len(errors) - _MAX_ERRORS} more)"
     return text
-
-
-# --- JSON-schema-dict path ---------------------------------------------------------------------
-
-_EXPECT = MappingProxyType({"object": "an object", "array": "a list", "map": "an object", "string": "a valid string",
-           "integer": "a valid integer", "number": "a valid number", "boolean": "a valid boolean",
-           "date": "a valid date (YYYY-MM-DD)", "datetime": "a valid date-time (ISO 8601)",
-           "time": "a valid time (HH:MM:SS)"})
-
-
-def _check(node: Node, value: Any, loc: tuple, errors: list) -> Any:
-    """Validate ``value`` against ``node`` (JSON-schema semantics, no coercion) and convert it."""
-    if value is None:
-        if node.nullable:
-            return None
-        return _fail(errors, loc, f"Input should be {_expected(node)}")
-    kind = node.kind
-    kw = node.keywords
-    if kind == "object":
-        if not isinstance(value, dict):
-            return _fail(errors, loc, "Input should be an object")
-        out = {}
-        for f in node.fields:
-            if f.key not in value:
-                if f.required:
-                    _fail(errors, loc + (f.key,), "Field required")
-                out[f.key] = None
-                continue
-            out[f.key] = _check(f.node, value[f.key], loc + (f.key,), errors)
-        if node.closed:
-            known = {f.key for f in node.fields}
-            for k in value:
-                if k not in known:
-                    _fail(errors, loc + (k,), "Extra inputs are not permitted")
-        return out
-    if kind == "array":
-        if not isinstance(value, list):
-            return _fail(errors, loc, "Input should be a list")
-        if "minItems" in kw and len(value) < kw["minItems"]:
-            _fail(errors, loc, f"List should have at least {kw['minItems']} items")
-        if "maxItems" in kw and len(value) > kw["maxItems"]:
-            _fail(errors, loc, f"List should have at most {kw['maxItems']} items")
-        return [_check(node.item, x, loc + (i,), errors) for i, x in enumerate(value)]
-    if kind == "map":
-        value = _pairs_to_dict(value)
-        if not isinstance(value, dict):
-            return _fail(errors, loc, "Input should be an object")
-        return {k: _check(node.item, v, loc + (k,), errors) for k, v in value.items()}
-    if kind == "enum":
-        found = value if _same_kind(node, value) and value in node.choices else _NO
-        if found is _NO and node.value_kind == "string" and isinstance(value, str):
-            folded = [c for c in node.choices if c.casefold() == value.strip().casefold()]
-            found = folded[0] if len(folded) == 1 else _NO
-        if found is _NO:
-            return _fail(errors, loc, f"Input should be {_or_list(node.choices)}")
-        return found
-    if kind == "boolean":
-        return value if isinstance(value, bool) else _fail(errors, loc, "Input should be a valid boolean")
-    if kind in ("integer", "number"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return _fail(errors, loc, f"Input should be {_expected(node)}")
-        if kind == "integer":
-            if isinstance(value, float) and not value.is_integer():
-                return _fail(errors, loc, "Input should be a valid integer, got a number with a fractional part")
-            value = int(value)
-        else:
-            value = float(value)
-        _check_bounds(value, kw, loc, errors)
-        return value
-    if not isinstance(value, str):
-        return _fail(errors, loc, f"Input should be {_expected(node)}")
-    if kind == "string":
-        if "minLength" in kw and len(value) < kw["minLength"]:
-            _fail(errors, loc, f"String should have at least {kw['minLength']} characters")
-        if "maxLength" in kw and len(value) > kw["maxLength"]:
-            _fail(errors, loc, f"String should have at most {kw['maxLength']} characters")
-        if "pattern" in kw:
-            try:
-                ok = re.search(kw["pattern"], value) is not None
-            except re.error:
-                ok = True   # a pattern Python cannot compile is the schema's problem, not the answer's
-            if not ok:
-                _fail(errors, loc, f"String should match pattern '{kw['pattern']}'")
-        return value
-    try:
-        if kind == "date":
-            return datetime.date.fromisoformat(value)
-        if kind == "datetime":
-            return _to_column_datetime(node, datetime.datetime.fromisoformat(value))
-        parsed = datetime.time.fromisoformat(value)
-        return parsed.replace(tzinfo=None)
-    except ValueError:
-        return _fail(errors, loc, f"Input should be {_expected(node)}")
-
-
-def _check_bounds(value: float, kw: dict, loc: tuple, errors: list) -> None:
-    tests = (("minimum", lambda b: value >= b, "greater than or equal to"),
-             ("maximum", lambda b: value <= b, "less than or equal to"),
-             ("exclusiveMinimum", lambda b: value > b, "greater than"),
-             ("exclusiveMaximum", lambda b: value < b, "less than"))
-    for key, ok, words in tests:
-        if key in kw and not ok(kw[key]):
-            _fail(errors, loc, f"Input should be {words} {kw[key]}")
-    step = kw.get("multipleOf")
-    if step and abs(value / step - round(value / step)) > 1e-9:
-        _fail(errors, loc, f"Input should be a multiple of {step}")
-
-
-def _same_kind(node: Node, value: Any) -> bool:
-    if node.value_kind == "boolean":
-        return isinstance(value, bool)
-    if node.value_kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, str)
-
-
-def _expected(node: Node) -> str:
-    if node.kind == "enum":
-        return _or_list(node.choices)
-    return _EXPECT[node.kind]
-
-
-def _or_list(choices: tuple) -> str:
-    shown = [repr(c) for c in choices[:12]]
-    if len(choices) > 12:
-        shown.append(f"... ({len(choices)} in all)")
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-
-
-def _fail(errors: list, loc: tuple, msg: str) -> None:
-    errors.append((loc, msg))
-    return None

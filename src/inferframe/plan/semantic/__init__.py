@@ -1,6 +1,7 @@
 """Semantic operators as logical plan nodes: their physical plans chosen by rules here, when the job runs.
 
-``join`` holds sem_join's node and planner (estimates, plan choice, builders, the k sample); ``topk``
+``join`` holds sem_join's node and planner (estimates, plan choice), ``join_plans`` the plans it builds and
+the k sample; ``topk``
 (sem_topk: quick or rerank), ``agg`` (sem_agg: the fold) and ``cluster`` (sem_dedup, sem_cluster_by:
 blocking and the evidence merge) are the planners a ``WholeTable`` node holds, ``rounds`` what they
 share (a round of questions as one job, their counts and warnings); ``resolve`` turns a plan's

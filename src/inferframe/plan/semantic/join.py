@@ -1,4 +1,5 @@
-"""``SemJoin``: sem_join as a logical plan node, and its planner (estimates, plan choice, builders, the k sample).
+"""``SemJoin``: sem_join as a logical plan node, and its planner (estimates, plan choice); ``join_plans`` builds
+the chosen plan and draws the k sample.
 
 Calling ``sem_join`` builds this node and reads nothing. When a job reaches it, ``choose`` gathers what
 the choice needs through the ``Runtime`` the dataframe layer passes in (each side's rows, their first
@@ -30,25 +31,19 @@ import dataclasses
 import math
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 
 from inferframe.ai.join_properties import Split
-from inferframe.errors import PlanError, warn_user
-from inferframe.expressions.expression import Expression, col, lit
+from inferframe.errors import PlanError
+from inferframe.expressions.expression import Expression
 from inferframe.expressions.nodes import Col
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import ai_call_of
 from inferframe.plan.inspect import cheap_total
-from inferframe.plan.semantic.rel import Rel
+from inferframe.plan.semantic.join_plans import DEFAULT_K, build_plan, choose_k
 from inferframe.plan.whole_table import Key, Planned, Runtime, kept
 
 PLANS = ("auto", "projection", "blocking", "nested", "batched", "blocking_batched")
-DEFAULT_K = 10  # the k a blocking plan is estimated with before its sample has chosen one
-KEY, ONE, CHECK = "__sem_join_key", "__sem_join_one", "__sem_join_check"
-LVEC, RVEC, SCORE, RANK = "__sem_join_lvec", "__sem_join_rvec", "__sem_join_score", "__sem_join_rank"
-ROW, RROW = "__sem_join_row", "__sem_join_rrow"
-CANDIDATES = "__sem_join_candidates"
 _FREE = MappingProxyType({"tokens": 0, "cost": 0.0})
 _PEEK = 8  # rows of each side the token estimate reads
 
@@ -165,7 +160,7 @@ class SemJoin(Planned):
         """The chosen plan ({"plan": logical plan, "line": explain()'s line}), its statistics gathered by ``runtime``."""
         node = self
         if self.spec.propose:
-            found = _split(self.steps.read_proposal(runtime.table(self.steps.proposal())), self.spec.property_values,
+            found = split_condition(self.steps.read_proposal(runtime.table(self.steps.proposal())), self.spec.property_values,
                            self.spec.relation)
             spec = dataclasses.replace(self.spec, propose=False)
             if found is not None:
@@ -179,7 +174,7 @@ class SemJoin(Planned):
             node = dataclasses.replace(self, spec=spec, key=self.key)
         stats = _Run(node, runtime)
         chosen, line = _line(node, stats)
-        return {"plan": _build(node, chosen, stats.k_chosen), "line": line}
+        return {"plan": build_plan(node, chosen, stats.k_chosen), "line": line}
 
     def to_physical(self, inputs: tuple) -> Any:
         raise PlanError("internal: SemJoin reached the physical planner unplanned; run the plan through "
@@ -218,7 +213,7 @@ class _Run(_Known):
         return self.runtime.table(lp.Limit(self.node.left if side == "left" else self.node.right, _PEEK)).to_pylist()
 
     def sample_k(self) -> tuple[int, float]:
-        self.k_chosen, recall = _choose_k(self.node, self.runtime, self.n_right)
+        self.k_chosen, recall = choose_k(self.node, self.runtime, self.n_right)
         return self.k_chosen, recall
 
 
@@ -404,14 +399,14 @@ def _choose(estimates: dict, skipped: dict) -> str:
     return min(names, key=lambda n: estimates[n]["calls"])
 
 
-def _split(found: Split | None, values, relation: str) -> tuple[str, list | None, str] | None:
+def split_condition(found: Split | None, values, relation: str) -> tuple[str, list | None, str] | None:
     """(on_property, property_values, relation) for the projection plan where the predicate compares a property.
 
     "equal" keeps the user's ``relation`` "equal"; "different" needs values (the user's or the phrase's);
     "opposite" is "different" between exactly two values.
 
     Example:
-        >>> _split(Split("sentiment", "opposite", ()), ["positive", "negative"], "equal")
+        >>> split_condition(Split("sentiment", "opposite", ()), ["positive", "negative"], "equal")
         ('sentiment', ['positive', 'negative'], 'different')
     """
     if found is None:
@@ -422,101 +417,3 @@ def _split(found: Split | None, values, relation: str) -> tuple[str, list | None
     if values is None or (found.relation == "opposite" and len(values) != 2):
         return None
     return found.asked, values, "different"
-
-
-# --- plans -------------------------------------------------------------------------------------------------------
-def _build(node: SemJoin, chosen: str, k: int | None) -> lp.LogicalPlan:
-    """The chosen plan over ``node``'s sides, with left's columns then right's (renamed as ``join`` does)."""
-    s = node.spec
-    left, right = Rel(node.left), Rel(node.right)
-    if chosen == "projection":
-        return _projection(node, left, right).plan
-    if chosen == "nested":
-        return _checked(node, _cross(left, right, s.prefix), left.names).plan
-    k = s.k or k
-    if chosen == "blocking":
-        return _checked(node, _blocked(node, left, right, k), left.names).plan
-    return _batched(node, left, right, None if chosen == "batched" else k).plan
-
-
-def _projection(node: SemJoin, left: Rel, right: Rel) -> Rel:
-    """Each side's property as a key column, then a hash join on it (equality, or "different" through explode)."""
-    s, steps = node.spec, node.steps
-    values = _list(s.property_values)
-    sides = []
-    shared: dict = {"done": 0, "parts": 2}  # both sides' failures: one warning
-    for r, side in ((left, "left"), (right, "right")):
-        asked = r.with_column(KEY, steps.prop(side, s.on_property, values))
-        if KEY + "_error" in asked.names:
-            asked = Rel(steps.guard(asked.select(*r.names, KEY, KEY + "_error").plan, KEY, r.names,
-                                    "sem_join.property", shared))
-        sides.append(asked.with_column(KEY, steps.key(values)).select(*r.names, KEY))
-    lk, rk = sides
-    if s.relation == "different":
-        # Each left row's key becomes the list of the other values; one row per value, then equality.
-        others = {v: [w for w in values if w != v] for v in values}
-        expr = lit(others[values[-1]])
-        for v in reversed(values[:-1]):
-            expr = (col(KEY) == lit(v)).if_else(lit(others[v]), expr)
-        lk = lk.with_column(KEY, expr).explode(KEY)
-    return lk.join(rk, KEY, s.prefix).exclude(KEY)
-
-
-def _cross(left: Rel, right: Rel, prefix: str) -> Rel:
-    """Every pair of rows: a hash join on a constant key."""
-    return left.with_column(ONE, lit(1)).join(right.with_column(ONE, lit(1)), ONE, prefix).exclude(ONE)
-
-
-def _blocked(node: SemJoin, left: Rel, right: Rel, k: int) -> Rel:
-    """The ``k`` right rows nearest to each left row by their sides' texts' embeddings (score and rank kept)."""
-    lv = left.with_column(LVEC, node.steps.embed("left")).select(*left.names, LVEC)
-    rv = right.with_column(RVEC, node.steps.embed("right")).select(*right.names, RVEC)
-    return lv.nearest(rv, LVEC, RVEC, k, SCORE, RANK, node.spec.prefix)
-
-
-def _checked(node: SemJoin, pairs: Rel, left_names: list[str], keep: tuple = (), guard: bool = True) -> Rel:
-    """The pairs the model says yes to, with left's and right's columns (and ``keep``).
-
-    With ``guard``, the checks run as one job that a ``WholeTable`` collects and counts: failed checks give one
-    ``SemanticFailuresWarning``, and more than half of them (of at least 10) a ``ServiceError``.
-    """
-    checked = pairs.with_column(CHECK, node.steps.check)
-    names = [*left_names, *node.spec.right_names, *keep]
-    if guard and CHECK + "_error" in checked.names:  # error_column=False: nothing to count
-        checked = Rel(node.steps.guard(checked.select(*names, CHECK, CHECK + "_error").plan, CHECK, names,
-                                       "sem_join.check", None))
-    return checked.where(col(CHECK) == lit("yes")).select(*names)
-
-
-def _batched(node: SemJoin, left: Rel, right: Rel, k: int | None) -> Rel:
-    """Each left row's candidates (every right row, or blocking's ``k`` nearest), ``pairs_per_request`` numbered
-    ones per request, asked in rounds: a ``WholeTable`` over left that reads right when it runs (``Steps.batches``)."""
-    return Rel(node.steps.batches(left.plan, right.plan, k, node.spec.pairs_per_request))
-
-
-def _choose_k(node: SemJoin, runtime: Runtime, n_right: int) -> tuple[int, float]:
-    """The k whose nearest candidates hold ``target_recall`` of every sampled row's matches (all its pairs checked).
-
-    Each sampled left row with a match needs some k to reach the target on its own pairs; the
-    largest of these is taken, so that rows outside the sample (which vary as much) reach it too.
-    Returns k and the share of all the sample's matches within it.
-    """
-    s = node.spec
-    table = runtime.table(node.left)
-    rng = np.random.default_rng(s.seed)
-    take = np.sort(rng.choice(table.num_rows, size=min(s.sample_size, table.num_rows), replace=False))
-    rows = table.take(pa.array(take, pa.int64()))
-    rows = rows.append_column(ROW, pa.array(np.arange(rows.num_rows), pa.int64()))
-    sample = Rel(lp.Source(lp.InMemory(rows), rows.schema))
-    ranked = _blocked(node, sample, Rel(node.right), max(n_right, 1))
-    found = runtime.table(_checked(node, ranked, sample.names, keep=(RANK,), guard=False).plan).to_pydict()
-    if not found[RANK]:
-        warn_user(f"sem_join(): the model found no match among the {len(take)} sampled left rows' pairs; "
-                  f"blocking uses k={min(n_right, DEFAULT_K)}. Pass k=... or a larger sample_size=.", UserWarning)
-        return max(1, min(n_right, DEFAULT_K)), 0.0
-    per_row: dict[int, list[int]] = {}
-    for row, rank in zip(found[ROW], found[RANK]):
-        per_row.setdefault(row, []).append(rank)
-    k = max(sorted(r)[max(0, math.ceil(s.target_recall * len(r)) - 1)] for r in per_row.values())
-    ranks = found[RANK]
-    return int(k), sum(r <= k for r in ranks) / len(ranks)

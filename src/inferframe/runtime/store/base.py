@@ -5,7 +5,7 @@ A store keeps answers by content key and the Batch API ledger (submitted batches
 polled, not submitted again). Lookups come in batches: one round trip answers many keys.
 
 Example:
-    >>> _dumps({"x": [1, 2.5]}), _load_one('{"x": NaN}')["x"] != 0
+    >>> dumps_value({"x": [1, 2.5]}), load_one('{"x": NaN}')["x"] != 0
     ('{"x":[1,2.5]}', True)
 """
 
@@ -22,10 +22,10 @@ Hit = tuple[Any, int, int, "str | None"]
 try:
     import orjson
 
-    def _canonical(obj: Any) -> bytes:
+    def canonical_bytes(obj: Any) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
-    def _dumps(value: Any) -> str:
+    def dumps_value(value: Any) -> str:
         # An embedding is 1,536+ floats: orjson writes and reads them ~15x faster than json.
         try:
             return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
@@ -34,16 +34,16 @@ try:
 
     _loads = orjson.loads
 except ImportError:  # pragma: no cover
-    def _canonical(obj: Any) -> bytes:
+    def canonical_bytes(obj: Any) -> bytes:
         return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
-    def _dumps(value: Any) -> str:
+    def dumps_value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
 
     _loads = json.loads
 
 
-def _load_one(text: str) -> Any:
+def load_one(text: str) -> Any:
     try:
         return _loads(text)
     except ValueError:  # NaN/Infinity, which json wrote and orjson does not read
@@ -56,7 +56,7 @@ def decode_rows(rows: list[tuple], at: int = 0) -> dict[str, Hit]:
     try:  # one parse for the whole batch: each stored value is a JSON text
         values = _loads("[" + ",".join([r[at + 1] for r in rows]) + "]")
     except ValueError:  # NaN/Infinity somewhere, which json wrote and orjson does not read
-        values = [_load_one(r[at + 1]) for r in rows]
+        values = [load_one(r[at + 1]) for r in rows]
     return {r[at]: (v, r[at + 2], r[at + 3], r[at + 4]) for r, v in zip(rows, values)}
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from inferframe.errors import PlanError, ServiceError, warn_user
-from inferframe.runtime.store.base import CacheStore, Hit, _dumps, _load_one, decode_rows
+from inferframe.runtime.store.base import CacheStore, Hit, dumps_value, load_one, decode_rows
 from inferframe.runtime.store.sqlite import CacheReader
 from inferframe.runtime.store.url import host_of, safe_name
 
@@ -224,13 +224,13 @@ class PostgresStore(CacheStore):
         """An answer this process put since the key's batch was looked up; no round trip."""
         with self._cond:
             row = self._pending.get(key) or self._recent.get(key)
-        return None if row is None else (_load_one(row[1]), row[2], row[3], row[4])
+        return None if row is None else (load_one(row[1]), row[2], row[3], row[4])
 
     # -- writes -------------------------------------------------------------------------------------
     def put_many(self, items: list[tuple]) -> None:
         """Hand answers to the writer thread, which commits them a round trip later (see the module)."""
         now = time.time()
-        rows = [(it[0], _dumps(it[1]), int(it[2]), int(it[3]), it[4] if len(it) > 4 else None, now) for it in items]
+        rows = [(it[0], dumps_value(it[1]), int(it[2]), int(it[3]), it[4] if len(it) > 4 else None, now) for it in items]
         with self._cond:
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._write_loop, name="inferframe-cache-writer", daemon=True)
@@ -355,7 +355,7 @@ class PostgresStore(CacheStore):
             cur.itersize = 2000
             cur.execute(f"SELECT {_COLUMNS}, created FROM inferframe_responses ORDER BY created, key")
             for r in cur:
-                yield {"key": r[0], "value": _load_one(r[1]), "input_tokens": r[2], "output_tokens": r[3],
+                yield {"key": r[0], "value": load_one(r[1]), "input_tokens": r[2], "output_tokens": r[3],
                        "finish_reason": r[4], "created": r[5]}
 
     def clear(self) -> None:
@@ -403,7 +403,7 @@ class PostgresStore(CacheStore):
 
             spill = ResponseCache(self._spill_path())
             try:
-                spill.put_many([(r[0], _load_one(r[1]), r[2], r[3], r[4]) for r in rows])
+                spill.put_many([(r[0], load_one(r[1]), r[2], r[3], r[4]) for r in rows])
             finally:
                 spill.close()
             warn_user(f"the cache store {self.name} stayed unreachable: {len(rows)} paid answers were saved to "

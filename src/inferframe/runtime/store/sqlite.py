@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 from inferframe.errors import PlanError
 from inferframe.observe.sqlite_wal import connect_private, use_wal
-from inferframe.runtime.store.base import CacheStore, Hit, _dumps, _load_one, decode_rows, default_cache_dir
+from inferframe.runtime.store.base import CacheStore, Hit, dumps_value, load_one, decode_rows, default_cache_dir
 
 # File systems where SQLite's WAL cannot work: its shared memory needs every process on one host.
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "9p", "afs")
@@ -167,7 +167,7 @@ class ResponseCache(CacheStore):
             ).fetchone()
         if row is None:
             return None
-        return _load_one(row[0]), row[1], row[2], row[3]
+        return load_one(row[0]), row[1], row[2], row[3]
 
     def get_many(self, keys: list[str]) -> list[Hit | None]:
         """``get`` for many keys in one query per 500 keys: (value, input tokens, output tokens, finish reason) or None.
@@ -211,7 +211,7 @@ class ResponseCache(CacheStore):
     def put_many(self, items: list[tuple]) -> None:
         """Store (key, value, input tokens, output tokens[, finish reason]) answers and commit them together."""
         now = time.time()
-        rows = [(it[0], _dumps(it[1]), int(it[2]), int(it[3]), it[4] if len(it) > 4 else None, now) for it in items]
+        rows = [(it[0], dumps_value(it[1]), int(it[2]), int(it[3]), it[4] if len(it) > 4 else None, now) for it in items]
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -266,7 +266,7 @@ class ResponseCache(CacheStore):
             if not rows:
                 return
             for r in rows:
-                yield {"key": r[1], "value": _load_one(r[2]), "input_tokens": r[3], "output_tokens": r[4],
+                yield {"key": r[1], "value": load_one(r[2]), "input_tokens": r[3], "output_tokens": r[4],
                        "finish_reason": r[5], "created": r[6]}
             rowid = rows[-1][0]
 

@@ -46,44 +46,23 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import random
 import time
-from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any
 
 from aiohttp import web
 
 from ..errors import SimError, invalid_request
-from ..jsonio import dumps, loads
-from ..pipeline import check_auth, execute, json_response, simple_handler
+from ..jsonio import loads
+from ..pipeline import check_auth, json_response, simple_handler
+from .batch_worker import DEFAULTS, BatchStore, run_batch
 
 __all__ = ["register", "DEFAULTS", "FILE_PURPOSES", "BATCH_ENDPOINTS"]
-
-#: Module-level defaults for the /_sim/batches controls (copied into each simulator at register time).
-DEFAULTS: MappingProxyType[str, Any] = MappingProxyType({
-    "validate_s": 0.05,
-    "process_s": 0.1,
-    "expire_ids": [],
-    "expire_fraction": 0.5,
-    "fail_custom_ids": [],
-    "max_requests": 50_000,
-    "max_file_bytes": 200 * 1024 * 1024,
-})
 
 FILE_PURPOSES = ("assistants", "assistants_output", "batch", "batch_output", "fine-tune",
                  "fine-tune-results", "vision", "user_data", "evals")
 BATCH_ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/embeddings")
 _TERMINAL = ("failed", "completed", "expired", "cancelled")
 _COUNTERS = ("files_uploaded", "batches_created", "batch_requests")
-
-
-class _Store:
-    def __init__(self) -> None:
-        self.files: dict[str, dict] = {}
-        self.content: dict[str, bytes] = {}
-        self.batches: dict[str, dict] = {}
-        self.tasks: dict[str, asyncio.Task] = {}
-        self.settings: dict[str, Any] = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items()}
 
 
 def _not_found_file(fid: str) -> SimError:
@@ -111,24 +90,17 @@ def _page(items: list[dict], request: web.Request, default_limit: int) -> dict:
             "last_id": data[-1]["id"] if data else None, "has_more": len(items) > limit}
 
 
-def register(app: web.Application, state: Any) -> None:
-    """Add the /v1/files, /v1/batches and /_sim/batches routes."""
-    store = _Store()
-    state.files_batches = store
-    _install_counters(state.stats)
 
-    def add_file(data: bytes, filename: str, purpose: str) -> dict:
-        fid = state.next_id("file-")
-        obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-               "filename": filename, "purpose": purpose, "status": "processed", "expires_at": None,
-               "status_details": None}
-        store.files[fid] = obj
-        store.content[fid] = data
-        return obj
+class _Api:
+    """The route handlers of one simulator, over its store."""
+
+    def __init__(self, state: Any, store: BatchStore) -> None:
+        self.state = state
+        self.store = store
 
     # -- files ---------------------------------------------------------------------------------
 
-    async def upload(request: web.Request) -> dict:
+    async def upload(self, request: web.Request) -> dict:
         if not request.content_type.startswith("multipart/"):
             raise invalid_request("Expected a multipart/form-data body with 'file' and 'purpose'.")
         form = await request.post()
@@ -145,45 +117,45 @@ def register(app: web.Application, state: Any) -> None:
             raise invalid_request("Missing required parameter: 'file'.", param="file",
                                   code="missing_required_parameter")
         data = f.file.read()
-        state.stats.files_uploaded += 1
-        return add_file(data, f.filename or "upload", purpose)
+        self.state.stats.files_uploaded += 1
+        return self.store.add_file(data, f.filename or "upload", purpose)
 
-    def list_files(request: web.Request) -> dict:
+    def list_files(self, request: web.Request) -> dict:
         purpose = request.query.get("purpose")
-        items = [f for f in store.files.values() if purpose is None or f["purpose"] == purpose]
+        items = [f for f in self.store.files.values() if purpose is None or f["purpose"] == purpose]
         items.sort(key=lambda f: f["created_at"], reverse=request.query.get("order", "desc") != "asc")
         return _page(items, request, 10_000)
 
-    def get_file(request: web.Request) -> dict:
+    def get_file(self, request: web.Request) -> dict:
         fid = request.match_info["file_id"]
-        if fid not in store.files:
+        if fid not in self.store.files:
             raise _not_found_file(fid)
-        return store.files[fid]
+        return self.store.files[fid]
 
-    def delete_file(request: web.Request) -> dict:
+    def delete_file(self, request: web.Request) -> dict:
         fid = request.match_info["file_id"]
-        if fid not in store.files:
+        if fid not in self.store.files:
             raise _not_found_file(fid)
-        del store.files[fid]
-        store.content.pop(fid, None)
+        del self.store.files[fid]
+        self.store.content.pop(fid, None)
         return {"id": fid, "object": "file", "deleted": True}
 
-    async def file_content(request: web.Request) -> web.Response:
+    async def file_content(self, request: web.Request) -> web.Response:
         fid = request.match_info["file_id"]
-        state.stats.request("files")
+        self.state.stats.request("files")
         try:
-            check_auth(state, request)
-            if fid not in store.files:
+            check_auth(self.state, request)
+            if fid not in self.store.files:
                 raise _not_found_file(fid)
         except SimError as e:
-            state.stats.status(e.status)
+            self.state.stats.status(e.status)
             return web.Response(body=e.body(), status=e.status, content_type="application/json")
-        state.stats.status(200)
-        return web.Response(body=store.content[fid], content_type="application/octet-stream")
+        self.state.stats.status(200)
+        return web.Response(body=self.store.content[fid], content_type="application/octet-stream")
 
     # -- batches -------------------------------------------------------------------------------
 
-    async def create_batch(request: web.Request) -> dict:
+    async def create_batch(self, request: web.Request) -> dict:
         try:
             body = loads(await request.read())
         except ValueError:
@@ -208,13 +180,13 @@ def register(app: web.Application, state: Any) -> None:
             raise invalid_request("Invalid 'metadata': expected an object with at most 16 keys.",
                                   param="metadata", code="invalid_type")
         fid = body["input_file_id"]
-        if fid not in store.files:
+        if fid not in self.store.files:
             raise SimError(404, f"No such File object: {fid}", "invalid_request_error", "input_file_id", None)
-        if store.files[fid]["purpose"] != "batch":
-            raise invalid_request(f"File {fid} has purpose '{store.files[fid]['purpose']}'; expected 'batch'.",
+        if self.store.files[fid]["purpose"] != "batch":
+            raise invalid_request(f"File {fid} has purpose '{self.store.files[fid]['purpose']}'; expected 'batch'.",
                                   param="input_file_id", code="invalid_file_purpose")
         now = int(time.time())
-        bid = state.next_id("batch_")
+        bid = self.state.next_id("batch_")
         batch = {
             "id": bid, "object": "batch", "endpoint": endpoint, "errors": None, "input_file_id": fid,
             "completion_window": "24h", "status": "validating", "output_file_id": None, "error_file_id": None,
@@ -223,24 +195,24 @@ def register(app: web.Application, state: Any) -> None:
             "cancelled_at": None, "request_counts": {"total": 0, "completed": 0, "failed": 0},
             "metadata": metadata, "model": None,
         }
-        store.batches[bid] = batch
-        state.stats.batches_created += 1
-        store.tasks[bid] = asyncio.get_running_loop().create_task(_run(bid))
+        self.store.batches[bid] = batch
+        self.state.stats.batches_created += 1
+        self.store.tasks[bid] = asyncio.get_running_loop().create_task(run_batch(self.store, bid))
         return dict(batch)
 
-    def list_batches(request: web.Request) -> dict:
-        items = sorted(store.batches.values(), key=lambda b: b["created_at"], reverse=True)
+    def list_batches(self, request: web.Request) -> dict:
+        items = sorted(self.store.batches.values(), key=lambda b: b["created_at"], reverse=True)
         return _page(items, request, 20)
 
-    def get_batch(request: web.Request) -> dict:
+    def get_batch(self, request: web.Request) -> dict:
         bid = request.match_info["batch_id"]
-        if bid not in store.batches:
+        if bid not in self.store.batches:
             raise _not_found_batch(bid)
-        return store.batches[bid]
+        return self.store.batches[bid]
 
-    def cancel_batch(request: web.Request) -> dict:
+    def cancel_batch(self, request: web.Request) -> dict:
         bid = request.match_info["batch_id"]
-        b = store.batches.get(bid)
+        b = self.store.batches.get(bid)
         if b is None:
             raise _not_found_batch(bid)
         if b["status"] in _TERMINAL:
@@ -251,192 +223,12 @@ def register(app: web.Application, state: Any) -> None:
             b["cancelling_at"] = int(time.time())
         return b
 
-    # -- the batch worker ----------------------------------------------------------------------
-
-    def validate(batch: dict) -> tuple[list[dict], list[dict], Optional[str]]:
-        """(requests, errors, model) for the batch's input file."""
-        s = store.settings
-        data = store.content.get(batch["input_file_id"])
-        errs: list[dict] = []
-        if data is None:
-            return [], [{"code": "file_not_found", "line": None, "param": None,
-                         "message": f"Input file {batch['input_file_id']} was deleted."}], None
-        if len(data) > s["max_file_bytes"]:
-            return [], [{"code": "file_too_large", "line": None, "param": None,
-                         "message": f"The input file is {len(data)} bytes; the maximum is "
-                                    f"{s['max_file_bytes']} bytes."}], None
-        lines = [ln for ln in data.decode("utf-8", "replace").splitlines()]
-        reqs: list[dict] = []
-        seen: set = set()
-        model = None
-        for no, ln in enumerate(lines, 1):
-            if not ln.strip():
-                continue
-            try:
-                item = loads(ln)
-            except ValueError:
-                errs.append({"code": "invalid_json_line", "line": no, "param": None,
-                             "message": "This line is not parseable as valid JSON."})
-                continue
-            if not isinstance(item, dict):
-                errs.append({"code": "invalid_json_line", "line": no, "param": None,
-                             "message": "Each line must be a JSON object."})
-                continue
-            bad = False
-            for key in ("custom_id", "method", "url", "body"):
-                if key not in item:
-                    errs.append({"code": "missing_required_parameter", "line": no, "param": key,
-                                 "message": f"Missing required parameter: '{key}'."})
-                    bad = True
-            if bad:
-                continue
-            if item["method"] != "POST":
-                errs.append({"code": "invalid_method", "line": no, "param": "method",
-                             "message": f"Invalid method '{item['method']}'; only POST is supported."})
-                continue
-            if item["url"] != batch["endpoint"]:
-                errs.append({"code": "mismatched_endpoint", "line": no, "param": "url",
-                             "message": f"The url '{item['url']}' does not match the batch endpoint "
-                                        f"'{batch['endpoint']}'."})
-                continue
-            if not isinstance(item["body"], dict):
-                errs.append({"code": "invalid_request", "line": no, "param": "body",
-                             "message": "The request body must be a JSON object."})
-                continue
-            cid = item["custom_id"]
-            if cid in seen:
-                errs.append({"code": "duplicate_custom_id", "line": no, "param": "custom_id",
-                             "message": f"The custom_id '{cid}' is not unique within the batch."})
-                continue
-            seen.add(cid)
-            m = item["body"].get("model")
-            if model is None:
-                model = m
-            elif m != model:
-                errs.append({"code": "mismatched_model", "line": no, "param": "body.model",
-                             "message": f"The model '{m}' does not match the batch's model '{model}'; a batch "
-                                        "may only use one model."})
-                continue
-            reqs.append(item)
-        if not reqs and not errs:
-            errs.append({"code": "empty_file", "line": None, "param": None,
-                         "message": "The batch input file is empty."})
-        if len(reqs) > s["max_requests"]:
-            errs.append({"code": "too_many_tasks", "line": None, "param": None,
-                         "message": f"The batch has {len(reqs)} requests; the maximum is {s['max_requests']}."})
-        return reqs, errs, model
-
-    def finish(batch: dict, ok: list, bad: list, usage: dict, status: str) -> None:
-        now = int(time.time())
-        rng = random.Random(batch["id"])
-        rng.shuffle(ok)
-        rng.shuffle(bad)
-        stem = batch["id"]
-        if ok:
-            batch["output_file_id"] = add_file(b"".join(dumps(x) + b"\n" for x in ok),
-                                               f"{stem}_output.jsonl", "batch_output")["id"]
-        if bad:
-            batch["error_file_id"] = add_file(b"".join(dumps(x) + b"\n" for x in bad),
-                                              f"{stem}_error.jsonl", "batch_output")["id"]
-        batch["usage"] = {
-            "input_tokens": usage["in"], "output_tokens": usage["out"], "total_tokens": usage["in"] + usage["out"],
-            "input_tokens_details": {"cached_tokens": usage["cached"]},
-            "output_tokens_details": {"reasoning_tokens": 0},
-        }
-        batch["status"] = status
-        batch[{"completed": "completed_at", "expired": "expired_at", "cancelled": "cancelled_at"}[status]] = now
-
-    async def _run(bid: str) -> None:
-        batch = store.batches[bid]
-        try:
-            await _run_inner(batch)
-        except Exception as exc:  # never leave a batch hanging on a simulator bug
-            batch["status"] = "failed"
-            batch["failed_at"] = int(time.time())
-            batch["errors"] = {"object": "list", "data": [
-                {"code": "server_error", "line": None, "param": None, "message": f"{type(exc).__name__}: {exc}"}]}
-        finally:
-            store.tasks.pop(bid, None)
-
-    async def _run_inner(batch: dict) -> None:
-        s = store.settings
-        await asyncio.sleep(float(s["validate_s"]))
-        if batch["status"] == "cancelling":
-            batch["status"] = "cancelled"
-            batch["cancelled_at"] = int(time.time())
-            return
-        reqs, errs, model = validate(batch)
-        batch["model"] = model
-        if errs:
-            batch["status"] = "failed"
-            batch["failed_at"] = int(time.time())
-            batch["errors"] = {"object": "list", "data": errs}
-            return
-        total = len(reqs)
-        counts = {"total": total, "completed": 0, "failed": 0}
-        batch["request_counts"] = counts
-        batch["status"] = "in_progress"
-        batch["in_progress_at"] = int(time.time())
-        expire = batch["id"] in s["expire_ids"]
-        stop_at = int(total * float(s["expire_fraction"])) if expire else total
-        fail_ids = set(s["fail_custom_ids"])
-        per = float(s["process_s"]) / max(1, total)
-        ok: list[dict] = []
-        bad: list[dict] = []
-        usage = {"in": 0, "out": 0, "cached": 0}
-        t0 = time.monotonic()
-        ended = "completed"
-        for i, item in enumerate(reqs):
-            if batch["status"] == "cancelling" or i >= stop_at:
-                ended = "cancelled" if batch["status"] == "cancelling" else "expired"
-                code = "batch_cancelled" if ended == "cancelled" else "batch_expired"
-                msg = ("This request was not executed because the batch was cancelled." if ended == "cancelled"
-                       else "This request could not be executed before the completion window expired.")
-                for rest in reqs[i:]:
-                    bad.append({"id": state.next_id("batch_req_"), "custom_id": rest["custom_id"],
-                                "response": None, "error": {"code": code, "message": msg}})
-                counts["failed"] += total - i
-                break
-            cid = item["custom_id"]
-            if cid in fail_ids:
-                status, out = 400, {"error": {"message": f"Simulated failure for custom_id '{cid}' (fail_custom_ids).",
-                                              "type": "invalid_request_error", "param": None, "code": None}}
-            else:
-                status, out = await execute(state, batch["endpoint"], item["body"])
-            line = {"id": state.next_id("batch_req_"), "custom_id": cid,
-                    "response": {"status_code": status, "request_id": state.next_id("req_"), "body": out},
-                    "error": None}
-            state.stats.batch_requests += 1
-            if status == 200:
-                u = out.get("usage") or {}
-                usage["in"] += int(u.get("prompt_tokens", u.get("input_tokens", 0)) or 0)
-                usage["out"] += int(u.get("completion_tokens", u.get("output_tokens", 0)) or 0)
-                details = u.get("prompt_tokens_details") or u.get("input_tokens_details") or {}
-                usage["cached"] += int(details.get("cached_tokens", 0) or 0)
-                ok.append(line)
-                counts["completed"] += 1
-            else:
-                bad.append(line)
-                counts["failed"] += 1
-            wait = t0 + per * (i + 1) - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            else:
-                await asyncio.sleep(0)
-        if ended == "completed":
-            batch["status"] = "finalizing"
-            batch["finalizing_at"] = int(time.time())
-            await asyncio.sleep(min(0.05, float(s["process_s"]) / 10))
-            if batch["status"] == "cancelling":  # too late to cancel: finish anyway, as cancelled
-                ended = "cancelled"
-        finish(batch, ok, bad, usage, ended)
-
     # -- /_sim/batches -------------------------------------------------------------------------
 
-    async def sim_get(request: web.Request) -> web.Response:
-        return json_response(_sim_view(state, store))
+    async def sim_get(self, request: web.Request) -> web.Response:
+        return json_response(_sim_view(self.state, self.store))
 
-    async def sim_post(request: web.Request) -> web.Response:
+    async def sim_post(self, request: web.Request) -> web.Response:
         raw = await request.read()
         try:
             changes = loads(raw) if raw else {}
@@ -453,20 +245,28 @@ def register(app: web.Application, state: Any) -> None:
         except ValueError as exc:
             e = invalid_request(str(exc))
             return web.Response(body=e.body(), status=e.status, content_type="application/json")
-        store.settings.update(changes)
-        return json_response(_sim_view(state, store))
+        self.store.settings.update(changes)
+        return json_response(_sim_view(self.state, self.store))
 
-    app.router.add_post("/v1/files", simple_handler(state, "files", upload))
-    app.router.add_get("/v1/files", simple_handler(state, "files", list_files))
-    app.router.add_get("/v1/files/{file_id}/content", file_content)
-    app.router.add_get("/v1/files/{file_id}", simple_handler(state, "files", get_file))
-    app.router.add_delete("/v1/files/{file_id}", simple_handler(state, "files", delete_file))
-    app.router.add_post("/v1/batches", simple_handler(state, "batches", create_batch))
-    app.router.add_get("/v1/batches", simple_handler(state, "batches", list_batches))
-    app.router.add_get("/v1/batches/{batch_id}", simple_handler(state, "batches", get_batch))
-    app.router.add_post("/v1/batches/{batch_id}/cancel", simple_handler(state, "batches", cancel_batch))
-    app.router.add_get("/_sim/batches", sim_get)
-    app.router.add_post("/_sim/batches", sim_post)
+
+def register(app: web.Application, state: Any) -> None:
+    """Add the /v1/files, /v1/batches and /_sim/batches routes."""
+    store = BatchStore(state)
+    state.files_batches = store
+    _install_counters(state.stats)
+    api = _Api(state, store)
+    app.router.add_post("/v1/files", simple_handler(state, "files", api.upload))
+    app.router.add_get("/v1/files", simple_handler(state, "files", api.list_files))
+    app.router.add_get("/v1/files/{file_id}/content", api.file_content)
+    app.router.add_get("/v1/files/{file_id}", simple_handler(state, "files", api.get_file))
+    app.router.add_delete("/v1/files/{file_id}", simple_handler(state, "files", api.delete_file))
+    app.router.add_post("/v1/batches", simple_handler(state, "batches", api.create_batch))
+    app.router.add_get("/v1/batches", simple_handler(state, "batches", api.list_batches))
+    app.router.add_get("/v1/batches/{batch_id}", simple_handler(state, "batches", api.get_batch))
+    app.router.add_post("/v1/batches/{batch_id}/cancel", simple_handler(state, "batches", api.cancel_batch))
+    app.router.add_get("/_sim/batches", api.sim_get)
+    app.router.add_post("/_sim/batches", api.sim_post)
+
 
 
 def _sim_view(state: Any, store: _Store) -> dict:
