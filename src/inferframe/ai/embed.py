@@ -28,7 +28,7 @@ from inferframe.ai.requests import build_body
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
 from inferframe.ai.vectors import combine_chunks, to_vectors
-from inferframe.providers.interface import Provider, Request
+from inferframe.providers.interface import Request, Transport
 from inferframe.providers.tokens import count_text
 from inferframe.runtime import RowError
 from inferframe.runtime.cache import cache_key
@@ -73,7 +73,7 @@ class EmbeddingOperator(AIOperator):
         provider: a live provider to use instead of building one (tests).
     """
 
-    def __init__(self, config: EmbedCallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
+    def __init__(self, config: EmbedCallConfig, services: RunServices | None = None, provider: Transport | None = None) -> None:
         super().__init__(config, services, provider)
         tokenize = self.provider.tokenize if self.provider.capabilities.tokenizer else None
         self.chunker = Chunker(config.model, config.max_input_tokens, tokenize)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from inferframe.ai.config import AICallConfig
 from inferframe.ai.run import RunServices, services_or_default
 from inferframe.observe.stats import RunStats
-from inferframe.providers.interface import Provider
+from inferframe.providers.interface import Transport
 from inferframe.runtime import InferenceRuntime
 from inferframe.session import cache_url_of
 
@@ -30,7 +30,7 @@ class AIOperator:
         provider: a live provider to use instead of building one from ``config.provider`` (tests).
     """
 
-    def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
+    def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Transport | None = None) -> None:
         services = services_or_default(services)
         self.config = config
         self.provider = provider or config.provider.connect()

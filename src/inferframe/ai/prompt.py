@@ -29,7 +29,7 @@ from inferframe.ai.requests import TextRequests, build_body, build_request, colu
 from inferframe.ai.operator import AIOperator
 from inferframe.ai.run import RunServices
 from inferframe.errors import ErrorKind, RowFailed
-from inferframe.providers.interface import Provider, Request
+from inferframe.providers.interface import Request, Transport
 from inferframe.runtime import Result, RowError
 from inferframe.runtime.cache import KeyTemplate, cache_key
 
@@ -41,7 +41,7 @@ EMPTY_INPUT = "the input is an empty text (''): there is nothing to send; give N
 class PromptOperator(AIOperator):
     """Turns batches of rows into one request each and the answers into struct{value, error, usage}."""
 
-    def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Provider | None = None) -> None:
+    def __init__(self, config: AICallConfig, services: RunServices | None = None, provider: Transport | None = None) -> None:
         super().__init__(config, services, provider)
         self.wire = config.provider.wire_format()  # builds every row's body: looked up once
         self.validator = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 
 from inferframe.errors import ErrorKind
-from inferframe.providers.interface import Outcome, Provider
+from inferframe.providers.interface import Outcome, Transport
 from inferframe.runtime.cache import ResponseCache
 from inferframe.runtime.clock import REAL, Clock
 
@@ -47,7 +47,7 @@ class BatchRunner:
         clock: where time comes from (a FakeClock in tests).
     """
 
-    def __init__(self, provider: Provider, ledger: ResponseCache, *, poll_interval: float = 1.0, max_poll: float = 60.0,
+    def __init__(self, provider: Transport, ledger: ResponseCache, *, poll_interval: float = 1.0, max_poll: float = 60.0,
                  rounds: int = 3, store_answers: bool = True, clock: Clock = REAL) -> None:
         self.store_answers = store_answers
         self.provider = provider

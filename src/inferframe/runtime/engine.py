@@ -24,7 +24,7 @@ from typing import Any
 
 from inferframe.errors import RowFailed, ServiceError
 from inferframe.observe.stats import RunStats
-from inferframe.providers.interface import Outcome, Provider, Request, Usage, routed
+from inferframe.providers.interface import Outcome, Request, Transport, Usage, routed
 from inferframe.runtime.batch import BatchRunner
 from inferframe.runtime.budget import Budget
 from inferframe.runtime.cache import CacheReader, cache_key, cache_keys, open_cache
@@ -59,7 +59,7 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
         'ok'
     """
 
-    def __init__(self, provider: Provider, config: RuntimeConfig, *, model: str | None, stats: RunStats | None = None,
+    def __init__(self, provider: Transport, config: RuntimeConfig, *, model: str | None, stats: RunStats | None = None,
                  seed: int | None = None, limits: SharedLimits | None = None, clock: Clock = REAL,
                  store_url: str | None = None) -> None:
         self.provider = provider
