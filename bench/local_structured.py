@@ -196,7 +196,8 @@ def summary(n: int) -> None:
     import inferframe as ifr
     from inferframe import col
     from inferframe.functions import format, prompt
-    from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
+    from inferframe.providers.gbnf import json_schema_to_gbnf
+    from inferframe.structured.answer_budget import answer_token_bound
     from inferframe.providers.local_server import get_local_server
     from inferframe.structured import json_schema_for
 

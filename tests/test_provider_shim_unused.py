@@ -19,3 +19,17 @@ def test_no_module_of_the_package_imports_the_deprecated_provider_base():
                     and any(a.name == "Provider" for a in node.names)):
                 users.append(f"{where}:{node.lineno}")
     assert users == [], f"annotate with Transport (providers.interface) or a protocol instead: {users}"
+
+
+def test_the_grammar_is_imported_only_by_the_provider_that_speaks_it():
+    """llama.cpp's GBNF is the local provider's wire format; what other layers need of a schema's answer
+    size (the default max_tokens, a schema fitted to the user's) is in ``structured.answer_budget``."""
+    users = []
+    for path in SRC.rglob("*.py"):
+        where = path.relative_to(SRC).as_posix()
+        if where.startswith("providers/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "") == "inferframe.providers.gbnf":
+                users.append(f"{where}:{node.lineno}")
+    assert users == [], users

@@ -16,7 +16,8 @@ from inferframe import col
 from inferframe.errors import PlanError
 from inferframe.functions import prompt
 from inferframe.functions.ai import prompt_call
-from inferframe.providers.gbnf import answer_token_bound, fit_to_budget, json_schema_to_gbnf
+from inferframe.providers.gbnf import json_schema_to_gbnf
+from inferframe.structured.answer_budget import answer_token_bound, fit_to_budget
 from inferframe.structured import json_schema_for
 
 

@@ -6,7 +6,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from inferframe.providers.gbnf import DEFAULT_MAX_STRING_LENGTH, answer_token_bound, json_schema_to_gbnf
+from inferframe.providers.gbnf import json_schema_to_gbnf
+from inferframe.structured.answer_budget import DEFAULT_MAX_STRING_LENGTH, answer_token_bound
 from inferframe.structured import json_schema_for
 
 

@@ -27,7 +27,7 @@ from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.functions._calls import ai_expression, message_parts
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.models.registry import image_refusal, resolve_model
-from inferframe.providers.gbnf import fit_to_budget
+from inferframe.structured.answer_budget import fit_to_budget
 from inferframe.providers.interface import RepairFormat, check_options, default_max_tokens, format_fields, require
 from inferframe.providers.spec import ProviderSpec
 from inferframe.runtime.config import DEFAULT_PREFIX_WINDOW

@@ -12,7 +12,8 @@ import os
 from types import MappingProxyType
 
 from inferframe.errors import PlanError
-from inferframe.providers.gbnf import answer_token_bound, json_schema_to_gbnf
+from inferframe.providers.gbnf import json_schema_to_gbnf
+from inferframe.structured.answer_budget import answer_token_bound
 from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities, Outcome, Request, output_cap
 from inferframe.providers.local_server import DEFAULT_CTX_PER_SLOT, DEFAULT_N_PARALLEL
 from inferframe.providers.openai import LlamaCppProvider
