@@ -116,9 +116,9 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
 
         return_format = build_spec(return_format)  # parsed once: the call holds the spec, not the raw format
         value_type = arrow_type_for(return_format)
-        name, schema = json_schema_for(return_format)
-        if caps.structured_outputs == "grammar":  # a grammar enforces string lengths; OpenAI's strict mode rejects them
-            schema = json_schema_for(return_format, lengths=True)[1]
+        grammar = caps.structured_outputs == "grammar"  # a grammar enforces string lengths; OpenAI's strict mode rejects them
+        name, schema = json_schema_for(return_format, lengths=grammar)
+        if grammar:
             # Under the user's max_tokens, free text and open lists shrink so the model can close the JSON.
             schema = fit_to_budget(schema, parsed.request.get("max_tokens"))  # its aliases folded by parse_options
         fields = format_fields(wire, caps, endpoint, name, schema, _choices_of(schema))

@@ -1,0 +1,37 @@
+"""Each value of a call is derived once, where the expression is built (issue: "each value read once")."""
+
+import collections
+
+import pytest
+from pydantic import BaseModel
+
+import inferframe.structured as structured
+from inferframe import col
+from inferframe.functions import prompt
+
+
+class Ticket(BaseModel):
+    label: str
+    urgency: int
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """How many times prompt() asks structured for the answer's Arrow type and JSON schema."""
+    seen = collections.Counter()
+    for name in ("arrow_type_for", "json_schema_for"):
+        real = getattr(structured, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            seen[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(structured, name, counted)
+    return seen
+
+
+@pytest.mark.parametrize("where", [dict(provider="openai", model="gpt-5-mini", api_key="sk-test"),  # strict schema
+                                   dict(model="gemma-3-270m", max_tokens=40)])  # a grammar, fitted to max_tokens
+def test_prompt_derives_the_answers_type_and_schema_once(calls, where):
+    prompt(col("text"), return_format=Ticket, **where)
+    assert calls == {"arrow_type_for": 1, "json_schema_for": 1}
