@@ -35,3 +35,17 @@ def calls(monkeypatch):
 def test_prompt_derives_the_answers_type_and_schema_once(calls, where):
     prompt(col("text"), return_format=Ticket, **where)
     assert calls == {"arrow_type_for": 1, "json_schema_for": 1}
+
+
+def test_building_a_transport_reads_the_registry_once(monkeypatch):
+    """The spec an expression holds carries its wire format and capabilities: building its transport
+    where it sends asks the registry only for the URL and key variables (it asked 4 times)."""
+    from inferframe.providers import registry
+    from inferframe.providers.spec import ProviderSpec
+
+    spec = registry.resolved(ProviderSpec("openai", base_url="http://127.0.0.1:9/v1"))
+    gets = []
+    real = registry.REGISTRY.get
+    monkeypatch.setattr(registry.REGISTRY, "get", lambda name: (gets.append(name), real(name))[1])
+    transport = spec.connect()
+    assert gets == ["openai"] and transport.capabilities == spec.caps

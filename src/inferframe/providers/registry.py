@@ -181,9 +181,9 @@ def _env_key(info: ProviderInfo) -> str | None:
     return os.environ.get(info.key_env) if info.key_env else None
 
 
-def api_key_for(spec: ProviderSpec) -> str | None:
+def api_key_for(spec: ProviderSpec, info: ProviderInfo | None = None) -> str | None:
     """The key for ``spec``: its handle's key, else the provider's environment variable."""
-    return secrets.get(spec.key_ref) or _env_key(REGISTRY.get(spec.name))
+    return secrets.get(spec.key_ref) or _env_key(info or REGISTRY.get(spec.name))
 
 
 def base_url_for(spec: ProviderSpec, info: ProviderInfo | None = None) -> str | None:
@@ -236,9 +236,22 @@ def resolved(spec: ProviderSpec, info: ProviderInfo | None = None) -> ProviderSp
 
 
 def build(spec: ProviderSpec) -> Transport:
-    """A live provider for ``spec``, with its URL and key resolved in this process."""
-    return provider_class(spec)(spec, base_url=base_url_for(spec), api_key=api_key_for(spec),
-                                capabilities=capabilities(spec))
+    """A live provider for ``spec``, with its URL and key resolved in this process.
+
+    The registry is read once here (for the URL and key variables); a resolved spec (``resolved``, what
+    an expression holds) brings its wire format and capabilities, looked up when the plan was built.
+
+    Example:
+        >>> t = build(resolved(ProviderSpec("vllm", base_url="http://127.0.0.1:9/v1")))
+        >>> type(t).__name__, t.capabilities.structured_outputs
+        ('VLLMProvider', 'vllm')
+    """
+    info = REGISTRY.get(spec.name)
+    if spec.wire is None or spec.caps is None:
+        spec = resolved(spec, info)
+    if info.cls is None:
+        provider_class(spec)  # raises: this provider runs models in this process
+    return spec.wire(spec, base_url=base_url_for(spec, info), api_key=api_key_for(spec, info), capabilities=spec.caps)
 
 
 spec_lookups.update(resolve=resolved, build=build)
