@@ -59,6 +59,25 @@ def test_a_server_that_queues_keeps_the_first_size():
     assert late_peak <= FIRST_SENDERS
 
 
+def test_a_server_that_queues_sends_the_pool_back_even_when_the_client_is_busy_too(monkeypatch):
+    """CI saw the pool stay at 2,048 against a queueing server: at twice the size the process was on a CPU more
+    than half the time, and that rule ("the client sets the pace: stay") was judged before the queueing one."""
+    from inferframe.runtime import senders
+
+    in_flight = {"now": 0}
+    real_cpu = senders._cpu_seconds
+    # The client is busy (on a CPU all the time) once more than the first size is in flight, as a loaded machine's.
+    monkeypatch.setattr(senders, "_cpu_seconds", lambda: senders.time.monotonic() if in_flight["now"] > 1100 else real_cpu())
+
+    async def at_its_limit(now):
+        in_flight["now"] = now
+        await asyncio.sleep(now / 1000)
+
+    _, late_peak, rt = _run(at_its_limit, 8000, 16384)
+    assert rt._grown == FIRST_SENDERS and not rt._growing
+    assert late_peak <= FIRST_SENDERS
+
+
 def test_a_server_with_a_steady_latency_gets_the_whole_bound():
     async def steady(_in_flight):
         await asyncio.sleep(1.0)

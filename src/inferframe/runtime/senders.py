@@ -155,10 +155,10 @@ class SenderPool:
         a round after a doubling: until then the server still answers what the smaller pool sent),
         then ``MIN_ANSWERS`` are timed. The pool then
 
-        * stays, if the process was on a CPU more than ``BUSY`` of the time meanwhile: the client, not
-          the server, sets the pace, and twice the senders could not send twice as much;
         * goes back to half its size for good, if the answers came back ``SLOWER`` times as slow as at
           half the size or more (queueing at the server: Little's law);
+        * stays, if the process was on a CPU more than ``BUSY`` of the time meanwhile: the client, not
+          the server, sets the pace, and twice the senders could not send twice as much;
         * doubles otherwise.
         """
         size = self._grown
@@ -176,15 +176,18 @@ class SenderPool:
         level[2] += 1
         if level[2] < MIN_ANSWERS:
             return
-        busy = (_cpu_seconds() - level[4]) / max(1e-9, time.monotonic() - level[3])
-        if busy > BUSY:
-            self._growing = False  # the client is the bottleneck: more senders would only queue in it
-            return
+        # Queueing at the server is judged first: where answers came back SLOWER times as slow, the half size
+        # sends as much, whether or not the client was busy too (judged the other way round, a busy CI machine
+        # kept twice the senders the server could use).
         if half is not None and level[1] / level[2] >= SLOWER * half[1] / half[2]:
             self._grown = size // 2  # queueing, not latency: the extra senders only wait (they end, ``_sender``)
             self._growing = False
             if not getattr(self.slots, "sized", False):
                 self._surplus = max(0, self._senders - self._grown)
+            return
+        busy = (_cpu_seconds() - level[4]) / max(1e-9, time.monotonic() - level[3])
+        if busy > BUSY:
+            self._growing = False  # the client is the bottleneck: more senders would only queue in it
             return
         self._grown = min(self._pool, size * 2)
         self._growing = self._grown < self._pool
