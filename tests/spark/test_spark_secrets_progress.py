@@ -110,11 +110,14 @@ def test_the_drivers_counters_count_the_executors_work_as_it_goes(spark):
         finally:
             done.set()
             sampler.join()
-        sent = sim.stats()["total_requests"]
-    assert rows == n and sent == n
+        stats = sim.stats()
+        sent = stats["total_requests"]
+    # Every row asked once; a request the server refused with a 429 (four executors sharing 2,400 RPM, on a
+    # loaded machine one burst may pass the shared bucket) is retried and paid for nothing: CI saw 241 of 240.
+    assert rows == n and sent - stats["rate_limited"] == n, stats
     assert any(0 < s < n for s in seen), seen  # counted while the executors worked, not only at the end
     (run_stats,) = counters.runs()
-    assert run_stats.requests == n and run_stats.rows_done == n and run_stats.output_tokens > 0
+    assert run_stats.requests == sent and run_stats.rows_done == n and run_stats.output_tokens > 0
 
     ifr.set_runner_spark(spark)
     try:
