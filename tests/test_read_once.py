@@ -49,3 +49,18 @@ def test_building_a_transport_reads_the_registry_once(monkeypatch):
     monkeypatch.setattr(registry.REGISTRY, "get", lambda name: (gets.append(name), real(name))[1])
     transport = spec.connect()
     assert gets == ["openai"] and transport.capabilities == spec.caps
+
+
+def test_sem_join_resolves_its_model_once(monkeypatch):
+    """sem_join builds several calls of one model (the checks, the property, the proposal): the registry is read
+    for it once (it was read 4 times)."""
+    import inferframe as ifr
+    from inferframe.providers import registry
+
+    left, right = ifr.from_pydict({"x": ["cat", "dog"]}), ifr.from_pydict({"y": ["animal", "pet"]})
+    gets = []
+    real = registry.REGISTRY.get
+    monkeypatch.setattr(registry.REGISTRY, "get", lambda name: (gets.append(name), real(name))[1])
+    joined = left.sem_join(right, "{x:left} is a {y:right}", provider="openai", model="gpt-5-mini", api_key="sk-test")
+    assert gets == ["openai"]
+    assert "sk-test" not in repr(joined._plan.__getstate__() if hasattr(joined._plan, "__getstate__") else vars(joined._plan))

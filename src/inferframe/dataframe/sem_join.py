@@ -51,6 +51,7 @@ from inferframe.functions.sem_join import batch_check, batch_parts, pair_check
 from inferframe.functions.sem_join_batches import fit_pairs
 from inferframe.functions.sem_join_steps import JoinSteps, call_of
 from inferframe.functions.templates import Field, Template, parse_template
+from inferframe.models.registry import resolve_model
 from inferframe.plan.semantic.join import PLANS, JoinSpec, SemJoin, split_condition
 from inferframe.plan.semantic.join_plans import CANDIDATES, LVEC, RVEC
 
@@ -115,6 +116,10 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
     system_message = take("sem_join", options, "system_message", system_message)
     examples = take("sem_join", options, "examples", examples)
     template = parse_template(predicate, "sem_join", sides=True)
+    # The model is resolved once here; the join's calls (the checks, the property, the proposal) all run it.
+    options = dict(options)  # resolve_model takes base_url and api_key out: the spec holds them (the key as a handle)
+    options["provider"] = resolve_model("sem_join", options.pop("provider", None), options.pop("model", None),
+                                        kind="generate", options=options)
     on_property, property_values, relation, detected, propose = _detected_property(
         template, on_property, property_values, relation, plan, propose_property, options)
     _check_arguments(left, right, template, on_property, property_values, relation, plan, k, target_recall,

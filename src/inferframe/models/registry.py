@@ -74,6 +74,8 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         path = model_files(model)
         return ModelRef(provider, model, caps=REGISTRY.get(provider).capabilities, path=str(path),
                         runner=ClipImageEmbedder, size=image_dimensions(path))
+    if isinstance(provider, ModelRef) and model in (None, provider.model):
+        return provider  # resolved once already, by an operator that builds several calls of one model (sem_join)
     spec = resolve(provider, default=current().provider, model=model, base_url=options.pop("base_url", None),
                    api_key=options.pop("api_key", None))
     info = REGISTRY.get(spec.name)  # the one lookup of this call: what follows reads ``info`` and the spec
