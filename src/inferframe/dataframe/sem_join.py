@@ -116,10 +116,7 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
     system_message = take("sem_join", options, "system_message", system_message)
     examples = take("sem_join", options, "examples", examples)
     template = parse_template(predicate, "sem_join", sides=True)
-    # The model is resolved once here; the join's calls (the checks, the property, the proposal) all run it.
-    options = dict(options)  # resolve_model takes base_url and api_key out: the spec holds them (the key as a handle)
-    options["provider"] = resolve_model("sem_join", options.pop("provider", None), options.pop("model", None),
-                                        kind="generate", options=options)
+    options = _one_model(options)
     on_property, property_values, relation, detected, propose = _detected_property(
         template, on_property, property_values, relation, plan, propose_property, options)
     _check_arguments(left, right, template, on_property, property_values, relation, plan, k, target_recall,
@@ -142,6 +139,15 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
                     tuple(template.columns("right")), tuple(right_names), detected, "detected", propose)
     return type(left)(SemJoin(left._plan, right._plan, spec, steps))
 
+
+
+def _one_model(options: dict) -> dict:
+    """``options`` with the model resolved once (a ``ModelRef`` as ``provider``): the join's calls (the checks, the
+    property, the proposal) all run it. ``base_url`` and ``api_key`` go into its spec (the key as a handle)."""
+    options = dict(options)
+    options["provider"] = resolve_model("sem_join", options.pop("provider", None), options.pop("model", None),
+                                        kind="generate", options=options)
+    return options
 
 
 def _detected_property(template: Template, on_property: str | None, property_values: list[str] | None,
