@@ -46,21 +46,49 @@ SLOW_FILES = (
 )
 
 
+def group_of(where: str) -> str:
+    """The process group of a test file (a path from the repository root): "ray" for tests/ray, "spark" for
+    tests/spark, else the file itself.
+
+    Example:
+        >>> group_of("tests/ray/test_ray_runner.py"), group_of("tests/test_cli.py")
+        ('ray', 'tests/test_cli.py')
+    """
+    return "ray" if where.startswith("tests/ray/") else "spark" if where.startswith("tests/spark/") else where
+
+
 def pytest_itemcollected(item):
     """``slow`` on the tests of SLOW_FILES, tests/ray and tests/spark: `pytest -m "not slow"` leaves them out.
 
-    Each test also gets an ``xdist_group``, for `pytest -n 2 --dist loadgroup` (the README's test command):
-    a file's tests run in one process (its module fixtures are made once), and all of tests/ray, all of
-    tests/spark, run in one process each, so the session has one Ray cluster and one Spark session (two
-    clusters on two cores starved each other, and tests/ray/test_node_loss_store.py builds its own).
+    Each test also gets its ``xdist_group`` (``group_of``), which the scheduler below uses.
     """
     path = Path(str(item.fspath))
     root = Path(str(item.config.rootpath))
     where = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
     if where in SLOW_FILES or where.startswith(("tests/ray/", "tests/spark/")):
         item.add_marker(pytest.mark.slow)
-    group = "ray" if where.startswith("tests/ray/") else "spark" if where.startswith("tests/spark/") else where
-    item.add_marker(pytest.mark.xdist_group(group))
+    item.add_marker(pytest.mark.xdist_group(group_of(where)))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `pytest -p no:xdist` has no such hook
+def pytest_xdist_make_scheduler(config, log):
+    """`pytest -n 2 --dist loadgroup` (the README's command): a file's tests run in one process (its module
+    fixtures are made once), and all of tests/ray, all of tests/spark, in one process each, so a run starts
+    one Ray cluster and one Spark session (two clusters on two cores starved each other).
+
+    Why our own scheduler: xdist 3.8 marks a group by appending "@group" to ``item._nodeid``, which pytest 9.2
+    no longer reads (``nodeid`` comes from ``_id``), so ``--dist loadgroup`` silently became ``--dist load``:
+    one file's tests in both processes, two Ray clusters (CI: 51 minutes, three Ray tests timed out).
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid.split("::", 1)[0])
+
+    return FileGroups(config, log)
 
 
 @pytest.fixture(autouse=True)
