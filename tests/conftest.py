@@ -57,14 +57,59 @@ def group_of(where: str) -> str:
     return "ray" if where.startswith("tests/ray/") else "spark" if where.startswith("tests/spark/") else where
 
 
+# Seconds each process group took in a full run (scripts/test_durations.py writes it from a JUnit XML): the
+# scheduler below hands out the longest groups first, so the last group to start is a short one and both
+# processes end together. A group missing from the file counts as its tests times DEFAULT_SECONDS_PER_TEST.
+DURATIONS = Path(__file__).with_name("durations.json")
+DEFAULT_SECONDS_PER_TEST = 0.5
+
+
+def longest_first(items: list, durations: dict[str, float]) -> list:
+    """``items`` with each group's tests together, the groups by their recorded seconds, longest first.
+
+    A group keeps its tests in the order they were collected. Groups of equal weight keep their
+    collection order (the sort is stable).
+
+    Example:
+        >>> class I:
+        ...     def __init__(self, group): self.group = group
+        >>> items = [I("a"), I("b"), I("a"), I("c")]
+        >>> [i.group for i in longest_first(items, {"b": 9.0, "c": 0.1})]
+        ['b', 'a', 'a', 'c']
+    """
+    by_group: dict[str, list] = {}
+    for item in items:
+        by_group.setdefault(item.group, []).append(item)
+
+    def weight(group: str) -> float:
+        return durations.get(group, DEFAULT_SECONDS_PER_TEST * len(by_group[group]))
+
+    return [item for group in sorted(by_group, key=weight, reverse=True) for item in by_group[group]]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each group's tests together, longest group first (``DURATIONS``): with ``--dist loadgroup`` the
+    scheduler hands out groups in this order, so the long ones (tests/ray, tests/spark, the README) start first."""
+    import json
+
+    durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    for item in items:
+        item.group = group_of(_where(item))
+    items[:] = longest_first(items, durations)
+
+
+def _where(item) -> str:
+    path = Path(str(item.fspath))
+    root = Path(str(item.config.rootpath))
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+
+
 def pytest_itemcollected(item):
     """``slow`` on the tests of SLOW_FILES, tests/ray and tests/spark: `pytest -m "not slow"` leaves them out.
 
     Each test also gets its ``xdist_group`` (``group_of``), which the scheduler below uses.
     """
-    path = Path(str(item.fspath))
-    root = Path(str(item.config.rootpath))
-    where = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+    where = _where(item)
     if where in SLOW_FILES or where.startswith(("tests/ray/", "tests/spark/")):
         item.add_marker(pytest.mark.slow)
     item.add_marker(pytest.mark.xdist_group(group_of(where)))
@@ -82,6 +127,7 @@ def pytest_xdist_make_scheduler(config, log):
     """
     if config.getvalue("dist") != "loadgroup":
         return None
+    config.option.loadscopereorder = False  # the groups come in pytest_collection_modifyitems' order, longest first
     from xdist.scheduler import LoadScopeScheduling
 
     class FileGroups(LoadScopeScheduling):
