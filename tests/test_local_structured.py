@@ -21,7 +21,7 @@ class MovieReview(BaseModel):
     verdict: Literal["recommend", "avoid", "neutral"]
 
 
-ROWS = 10  # grammar-constrained answers run at a few tokens/s here: 20 rows took 8 min
+ROWS = 6  # grammar-constrained answers run at a few tokens/s here: 20 rows took 8 min, 10 rows 42-136 s
 
 
 @pytest.mark.timeout(1200)
@@ -33,6 +33,6 @@ def test_a_summary_field_gives_valid_records_on_the_bundled_reviews():
     errors = [e for e in out["r_error"] if e is not None]
     # A valid record has a summary: main's grammar let the model close it at once ("summary":"").
     valid = [r for r in out["r"] if r is not None and r["summary"].strip() and 1 <= r["rating"] <= 5]
-    assert len(valid) >= 0.9 * ROWS, (len(valid), errors[:3], [r for r in out["r"] if r is not None][:3])
+    assert len(valid) >= ROWS - 1, (len(valid), errors[:3], [r for r in out["r"] if r is not None][:3])
     # A row that still fails says why, and never asks for more tokens when the model looped.
     assert not [e for e in errors if e["kind"] == "length" and "raise max_tokens" in e["message"]]
