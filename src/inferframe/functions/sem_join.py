@@ -28,6 +28,7 @@ from inferframe.functions.embed import embed_text
 from inferframe.functions.general import concat
 from inferframe.functions.templates import Field, Template
 from inferframe.plan.ai_nodes import ai_call_of
+from inferframe.plan.semantic.join.batches import clean_numbers
 from inferframe.plan.semantic.join.names import CANDIDATES, KEY
 from inferframe.providers import secrets
 
@@ -141,7 +142,7 @@ def batch_check(template: Template, candidates: str, pairs_per_request: int, *,
     answer = ai_expression(_relabel(call, "sem_join.batch"))
     if raw:
         return answer
-    return answer.struct.get("matches").apply(functools.partial(_clean_numbers, top=pairs_per_request),
+    return answer.struct.get("matches").apply(functools.partial(clean_numbers, top=pairs_per_request),
                                               pa.list_(pa.int64()))
 
 
@@ -155,17 +156,6 @@ def number_candidates(items: list | None) -> str | None:
     if items is None:
         return None
     return "\n".join(sorted(items, key=lambda s: int(s.split(".", 1)[0])))
-
-
-def _clean_numbers(numbers: list | None, top: int) -> list | None:
-    """The distinct numbers in 1..top, in order of first mention; null stays null (a failed request)."""
-    if numbers is None:
-        return None
-    out: list[int] = []
-    for n in numbers:
-        if n is not None and 1 <= n <= top and n not in out:
-            out.append(int(n))
-    return out
 
 
 def side_message(template: Template, side: str) -> list[Expression]:

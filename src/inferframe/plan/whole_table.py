@@ -20,7 +20,7 @@ Example:
     >>> import inferframe as ifr
     >>> node = ifr.from_pydict({"a": ["x", "y"]}).sem_topk("{a} is big", k=1, model="gemma-3-270m")._plan
     >>> print(node.tree())
-    * SemTopK '{a} is big' k=1 plan=auto -> quick est_calls=2
+    * SemTopK '{a} is big' k=1 plan=auto -> quick est_calls=4
       * InMemory rows=2
     >>> kept(node) is None
     True

@@ -151,7 +151,7 @@ class Batches:
                     for (i, ids), answer, error in zip(part, answers, errors):
                         if answer is not None:
                             checked += len(ids)
-                            found += [(i, ids[n - 1]) for n in _numbers(answer, len(ids))]
+                            found += [(i, ids[n - 1]) for n in clean_numbers(answer, len(ids))]
                         elif error is not None and error.get("kind") in SPLIT_KINDS and len(ids) > 1:
                             split += 1  # answered, if cut off: its halves are asked next round
                             again += [(i, h) for h in halves(ids)]
@@ -184,10 +184,17 @@ class Batches:
         return [None if a is None else (a.get("matches") or []) for a in answers], errors
 
 
-def _numbers(answer: list, top: int) -> list[int]:
-    """The distinct numbers in 1..top, in order of first mention."""
+def clean_numbers(numbers: list | None, top: int) -> list[int] | None:
+    """The distinct numbers in 1..top, in order of first mention; null stays null (a failed request).
+
+    Example:
+        >>> clean_numbers([3, 1, 3, 9, None], top=4), clean_numbers(None, top=4)
+        ([3, 1], None)
+    """
+    if numbers is None:
+        return None
     out: list[int] = []
-    for n in answer:
+    for n in numbers:
         if n is not None and 1 <= n <= top and n not in out:
             out.append(int(n))
     return out

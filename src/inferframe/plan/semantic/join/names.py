@@ -2,7 +2,7 @@
 
 Example:
     >>> side_text(("t",), {"t": "good"}), side_text(("a", "b"), {"a": 1, "b": 2})
-    ('good', 'a: 1\nb: 2')
+    ('good', 'a: 1\\nb: 2')
 """
 
 from __future__ import annotations
