@@ -74,11 +74,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import table  # noqa: E402
 
 import inferframe as ifr  # noqa: E402
-from inferframe.functions import _sem_global as sg  # noqa: E402
-from inferframe.functions._sem_global import Calls, ask_labels, criterion, document  # noqa: E402
-from inferframe.functions._sem_dedup import cluster_ids  # noqa: E402
-from inferframe.functions._sem_topk import choose_plan, order_by_wins  # noqa: E402
+from inferframe import col  # noqa: E402
+from inferframe.dataframe.plan_runtime import FrameRuntime  # noqa: E402
+from inferframe.functions import classify_text  # noqa: E402
+from inferframe.functions._sem_global import criterion, document  # noqa: E402
 from inferframe.functions.templates import parse_template  # noqa: E402
+from inferframe.plan.semantic import rounds  # noqa: E402
+from inferframe.plan.semantic.cluster import cluster_ids  # noqa: E402
+from inferframe.plan.semantic.rounds import Calls  # noqa: E402
+from inferframe.plan.semantic.topk import choose_plan, order_by_wins  # noqa: E402
 
 IMDB = ROOT / "examples/data/classify/imdb_heldout.csv"
 FEBRL = ROOT / "examples/data/dedup/febrl1_sample.csv"
@@ -221,7 +225,7 @@ class Planted:
 # --- metering --------------------------------------------------------------------------------------
 
 class Meter:
-    """Sums ``last_run()`` over every job the operators (and the naive plans) count in a ``_sem_global.Calls``."""
+    """Sums ``last_run()`` over every job the operators (and the naive plans) count in a ``rounds.Calls``."""
 
     def __init__(self, sim=None) -> None:
         self.sim = sim
@@ -229,26 +233,35 @@ class Meter:
     def __enter__(self) -> "Meter":
         self.tokens = self.requests = self.jobs = 0
         self._sim0 = self.sim.stats()["total_requests"] if self.sim else 0
-        self._orig = sg.Calls.count
+        self._orig = Calls.count
 
-        def count(calls, answers, runs):
-            self._orig(calls, answers, runs)
+        def count(calls, answers, runs, errors=None):
+            self._orig(calls, answers, runs, errors)
             self.jobs += 1
             self.tokens += sum((r.get("input_tokens") or 0) + (r.get("output_tokens") or 0) for r in runs)
             self.requests += sum(r.get("requests") or 0 for r in runs)
 
-        sg.Calls.count = count
+        Calls.count = count
         self._t = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         self.secs = time.perf_counter() - self._t
-        sg.Calls.count = self._orig
+        Calls.count = self._orig
         if self.sim:
             self.requests = self.sim.stats()["total_requests"] - self._sim0
 
 
 # --- the naive plans -------------------------------------------------------------------------------
+
+def ask_labels(df, questions: list[str], labels: list[str], calls: Calls, options: dict,
+               system_message: str) -> list[str | None]:
+    """One round through the operators' one round-runner (``rounds.ask_texts``): every question classified into
+    ``labels`` (None where the call failed; counted in ``calls``)."""
+    step = classify_text(col("q"), list(labels), system_message=system_message, confidence_column=False, **options)
+    answers = rounds.ask_texts(FrameRuntime(type(df)), questions, step, calls)
+    return [None if a is None else str(a) for a in answers]
+
 
 def naive_topk(df, template: str, opts: dict) -> tuple[list[int], Calls]:
     """Every pair once, with sem_topk's question (every other pair shown the other way round), ranked by wins."""

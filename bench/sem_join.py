@@ -129,8 +129,8 @@ def run_plan(name, frame, opts, sim=None, **kw):
     before = sim.stats()["total_requests"] if sim else 0
     t = time.perf_counter()
     j = frame.sem_join(frame, PRED, **kw, **opts)
-    note = note_of(j)
     found = pairs_of(j)
+    note = note_of(j)  # after the run: the plan that ran, with the k its sample chose (before it: "k=?")
     secs = time.perf_counter() - t
     runs = [r for r in last_run() if r["label"].startswith("sem_join.")]
     tokens = sum(r["input_tokens"] + r["output_tokens"] for r in runs)

@@ -11,9 +11,9 @@ import pytest
 import inferframe as ifr
 from inferframe.errors import PlanError, RowFailed
 from inferframe.functions.ai import prompt
-from inferframe.functions._sem_agg import pack, reduce_groups
-from inferframe.functions._sem_dedup import UnionFind, candidate_pairs
-from inferframe.functions._sem_topk import order_by_wins, quickselect_top
+from inferframe.plan.semantic.agg import pack, reduce_groups
+from inferframe.plan.semantic.cluster import UnionFind, candidate_pairs
+from inferframe.plan.semantic.topk import order_by_wins, quickselect_top
 from inferframe.simulator import Simulator, SimulatorConfig
 
 

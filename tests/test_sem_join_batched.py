@@ -6,7 +6,7 @@ import math
 import pytest
 
 import inferframe as ifr
-from inferframe.dataframe.sem_join import detect_property
+from inferframe.functions._sem_join_api import detect_property
 from inferframe.errors import PlanError, RowFailed
 from inferframe.functions.templates import parse_template
 from inferframe.observe import last_run

@@ -4,6 +4,7 @@ it with its estimate, a plan holding them pickles with plain pickle (no closure)
 ``df.estimate()`` lists an unplanned sem_join with its estimated calls."""
 
 import ast
+import dataclasses
 import json
 import pathlib
 import pickle
@@ -30,6 +31,12 @@ def answer(body):
         return json.dumps({"label": "yes" if a == b else "no"})
     if "Decide whether the statement is true" in body["messages"][0]["content"]:
         return json.dumps({"label": "yes" if "1" in text else "no"})
+    if "What is the tag" in body["messages"][0]["content"]:  # sem_join's property
+        return json.dumps({"label": re.search(r"\[(\d+)\]", text).group(1)})
+    if "Candidates:" in text:  # sem_join's batched check: the candidates of the same tag
+        tag = re.search(r"\[(\d+)\]", text).group(1)
+        lines = text.split("Candidates:\n", 1)[1].splitlines()
+        return json.dumps({"matches": [i for i, l in enumerate(lines, 1) if l.endswith(f"[{tag}]")]})
     ids = re.findall(r"enthusiasm (\d+)", text)
     return f"{ids[0]}-{ids[-1]}" if ids else "none"
 
@@ -69,7 +76,7 @@ def test_calling_them_reads_no_data_and_sends_no_request(sim, tmp_path):
         line = next(l for l in out.explain(show_all=False).splitlines() if "* Sem" in l)
         assert ("plan chosen when the job runs: rows unknown before the run" if name == "topk" else "est_calls=?") \
             in line, line
-        assert out._plan.op is not None and out._plan.compute is None  # the planner, not a closure
+        assert dataclasses.is_dataclass(out._plan.op)  # the planner, plain data: no closure
     assert sim.stats()["total_requests"] == 0
 
 
@@ -141,12 +148,28 @@ def test_estimate_lists_an_unplanned_sem_join_with_its_estimated_calls(sim):
         "plan=quick for 6 rows: about 13 calls")
 
 
-def test_whole_table_nodes_built_by_functions_are_still_accepted():
-    # sem_join's internal steps (its guard, its batches) build WholeTable nodes with a compute function.
-    src = ifr.from_pydict({"a": [3, 1, 2]})._plan
-    node = WholeTable(src, src.schema, "Largest k=1", lambda df: (df.to_arrow().slice(0, 1), {}), lambda n: "none")
-    assert node.calls(3) == "none" and node.describe() == "Largest k=1"
-    assert ifr.DataFrame(node).to_pydict() == {"a": [3]}
+@pytest.mark.parametrize("plan", ["nested", "batched", "projection"])
+def test_a_chosen_sem_join_plan_pickles_with_plain_pickle_and_runs_the_same(sim, plan):
+    """Before (issue 43 item 1): the chosen plan held sem_join's counted checks and batched rounds as closures
+    (``WholeTable(compute=...)``), which plain pickle refuses; now their planners are plain data in plan/semantic/join."""
+    from inferframe.dataframe.plan_runtime import FrameRuntime
+    from inferframe.plan.semantic.resolve import planned
+
+    a = ifr.from_pydict({"review": [f"review {i} enthusiasm {i} [{i % 3}]" for i in range(5)]})
+    extra = {"on_property": "tag", "property_values": ["0", "1", "2"]} if plan == "projection" else {}
+    j = a.sem_join(a, "{review:left} and {review:right} are about the same", plan=plan, **extra, **api(sim))
+    chosen = planned(j._plan, FrameRuntime(ifr.DataFrame))["plan"]
+    wholes = [n for n in _nodes(chosen) if isinstance(n, WholeTable)]
+    assert wholes and all(dataclasses.is_dataclass(n.op) for n in wholes)
+    copy = ifr.DataFrame(pickle.loads(pickle.dumps(chosen)))  # plain pickle: no closure anywhere
+    assert b"sk-plan" not in pickle.dumps(chosen)
+    assert sorted(copy.to_pydict()["review"]) == sorted(ifr.DataFrame(chosen).to_pydict()["review"])
+
+
+def _nodes(plan):
+    yield plan
+    for child in plan.children():
+        yield from _nodes(child)
 
 
 def film_answer(body):

@@ -9,7 +9,7 @@ import pytest
 
 import inferframe as ifr
 from inferframe.errors import PlanError, RowFailed
-from inferframe.functions._sem_topk import candidates_by_score, choose_plan
+from inferframe.plan.semantic.topk import candidates_by_score, choose_plan
 from inferframe.simulator import Simulator, SimulatorConfig
 from test_sem_global import api, compare_by_planted_score, scored_reviews, text_of
 

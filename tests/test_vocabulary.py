@@ -39,7 +39,7 @@ def _signatures():
     columns (a similarity and a rank), not the one output column ``column`` names.
     """
     out = [(f"functions.{n}", inspect.signature(getattr(F, n)).parameters) for n in FUNCTIONS]
-    planner = importlib.import_module("inferframe.dataframe.sem_join").sem_join
+    planner = importlib.import_module("inferframe.functions._sem_join_api").sem_join
     out.append(("sem_join's planner", inspect.signature(planner).parameters))
     out += [(f"DataFrame.{n}", inspect.signature(getattr(DataFrame, n)).parameters) for n in OPERATORS]
     return out

@@ -1,8 +1,7 @@
 """The ``Runtime`` a plan is resolved with (``plan.semantic.resolve``): sub-jobs run as DataFrames of this layer.
 
 The plan layer knows no DataFrame and holds no lock: it asks this runtime to run a plan, count its
-rows, compute a whole-table operator over a DataFrame of its input, and make one thread compute a
-node while the others wait for its kept result.
+rows, and make one thread compute a node while the others wait for its kept result.
 
 Example:
     >>> import inferframe as ifr
@@ -21,7 +20,7 @@ import pyarrow as pa
 
 from inferframe.plan.logical import LogicalPlan
 from inferframe.plan.semantic.resolve import resolve
-from inferframe.plan.whole_table import Key, WholeTable
+from inferframe.plan.whole_table import Key
 
 _guard = threading.Lock()
 _locks: "weakref.WeakKeyDictionary[Key, threading.RLock]" = weakref.WeakKeyDictionary()
@@ -38,9 +37,6 @@ class FrameRuntime:
 
     def count(self, plan: LogicalPlan) -> int:
         return self.frame(plan).count_rows()
-
-    def compute(self, node: WholeTable, input: LogicalPlan) -> "tuple[pa.Table, dict]":
-        return node.compute(self.frame(input))
 
     def once(self, key: Key, make: Callable[[], None]) -> None:
         with _guard:

@@ -113,7 +113,7 @@ class SemanticMethods:
         return sem_cluster_by(self, template, **options)
 
     def sem_join(self, other: "DataFrame", predicate: str, **options: Any) -> "DataFrame":
-        """The pairs of rows for which a model says ``predicate`` holds; see ``inferframe.dataframe.sem_join.sem_join``.
+        """The pairs of rows for which a model says ``predicate`` holds (``inferframe.functions.sem_join``).
 
         The plan (per-side property + hash join, embedding blocking + pair check, or nested loop) is
         chosen by estimated calls and cost, and shown with its estimate by ``explain()``.
@@ -124,12 +124,12 @@ class SemanticMethods:
             >>> a.sem_join(a, "{review:left} and {review:right} agree", model="gemma-3-270m").column_names
             ['review', 'right.review']
         """
-        from inferframe.dataframe.sem_join import sem_join
+        from inferframe.functions import sem_join
 
         return sem_join(self, other, predicate, **options)
 
     def sem_sim_join(self, other: "DataFrame", on: str, k: int = 5, **options: Any) -> "DataFrame":
-        """For every row, the ``k`` most similar rows of ``other`` by embedding; see ``inferframe.dataframe.sem_join.sem_sim_join``.
+        """For every row, the ``k`` most similar rows of ``other`` by embedding (``inferframe.functions._sem_join_api.sem_sim_join``).
 
         Example:
             >>> import inferframe as ifr
@@ -138,6 +138,6 @@ class SemanticMethods:
             >>> q.sem_sim_join(docs, on="t", k=1).select("right.t", "rank").to_pydict()
             {'right.t': ['a ripe red apple'], 'rank': [1]}
         """
-        from inferframe.dataframe.sem_join import sem_sim_join
+        from inferframe.functions._sem_join_api import sem_sim_join
 
         return sem_sim_join(self, other, on, k=k, **options)

@@ -23,9 +23,8 @@ from inferframe.functions._sem_agg import sem_agg
 from inferframe.functions._sem_dedup import sem_cluster_by, sem_dedup
 from inferframe.functions._sem_filter import sem_filter, sem_predicate
 from inferframe.functions._sem_topk import sem_rank, sem_topk
-# functions/sem_join.py (the pair checks) is loaded first, so the name below binds the function, not that module:
-# a later import of the module finds it loaded and leaves the package's name alone.
-import inferframe.functions.sem_join as _pair_checks  # noqa: E402,F401  isort: skip
+# functions/sem_join.py (the pair checks) is loaded first (by _sem_join_api), so the name below binds the function,
+# not that module: a later import of the module finds it loaded and leaves the package's name alone.
 from inferframe.functions._sem_join_api import sem_join  # noqa: E402  isort: skip
 from inferframe.functions.similarity import cosine_similarity
 

@@ -22,9 +22,9 @@ from inferframe.expressions.expression import col
 from inferframe.functions._sem_global import sealed, check_columns, criterion, operator
 from inferframe.functions.ai import prompt
 from inferframe.functions.templates import parse_template
-from inferframe.plan.semantic.agg import Agg, expected_calls, pack, reduce_groups
+from inferframe.plan.semantic.agg import Agg
 
-__all__ = ["context_budget", "expected_calls", "pack", "reduce_groups", "sem_agg"]
+__all__ = ["context_budget", "sem_agg"]
 
 
 # Characters of English text per token, low: a pack sized by it stays within the context.

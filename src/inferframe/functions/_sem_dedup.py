@@ -24,10 +24,9 @@ from inferframe.functions._vocabulary import take
 from inferframe.functions.ai import classify_text
 from inferframe.functions.embed import embed_text
 from inferframe.functions.templates import parse_template
-from inferframe.plan.semantic.cluster import MERGES, Cluster, UnionFind, candidate_pairs, cluster_ids, expected_calls
+from inferframe.plan.semantic.cluster import MERGES, Cluster
 
-__all__ = ["MERGES", "UnionFind", "candidate_pairs", "cluster_ids", "expected_calls", "sem_cluster_by",
-           "sem_dedup"]
+__all__ = ["sem_cluster_by", "sem_dedup"]
 
 
 def _clusters(df: Any, template: str, k: int, threshold: float | None, embed_model: str | None, on_error: str,

@@ -1,47 +1,30 @@
 """What the whole-table semantic operators' API builders (``sem_topk``, ``sem_agg``, ``sem_dedup``) share.
 
 Each checks its arguments, builds its AI steps and wraps its planner (``plan.semantic``: topk, agg,
-cluster) in a lazy ``WholeTable`` node (``operator``). ``ask_labels``/``ask_prompts``/``run_job`` ask
-the model through small DataFrames (sem_join's batches and bench/sem_global.py's naive plans use them);
-``frame`` builds a DataFrame of the same class as the input without importing the dataframe layer.
+cluster) in a lazy ``WholeTable`` node (``operator``); the planner asks the model, in rounds
+(``plan.semantic.rounds``: this layer runs no round).
 
 Example:
-    >>> import inferframe as ifr
     >>> from inferframe.functions.templates import parse_template
     >>> t = parse_template("{name} and {city} are the same business", "sem_dedup")
     >>> criterion(t), document(t, {"name": "Joes", "city": "Leeds"})
     ('name and city are the same business', 'name: Joes; city: Leeds')
-    >>> frame(ifr.from_pydict({"a": [1]}), pa.table({"b": [2]})).to_pydict()
-    {'b': [2]}
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import pyarrow as pa
 
-from inferframe.errors import LowInformationWarning, PlanError, SemanticFailuresWarning
-from inferframe.expressions.expression import col
+from inferframe.errors import PlanError
 from inferframe.expressions.nodes import column_not_found
 from inferframe.functions._input_types import check_input
-from inferframe.functions.ai import classify_text, prompt
 from inferframe.functions.templates import Field, Template
-from inferframe.observe.progress import last_run
-from inferframe.observe.recorder import DriftWarning
-from inferframe.plan import logical as lp
 from inferframe.plan.semantic import rounds
-from inferframe.plan.semantic.rounds import Calls, warn_failed
 from inferframe.plan.whole_table import Operator, WholeTable
 
-__all__ = ["Calls", "ask_labels", "ask_prompts", "check_columns", "criterion", "document", "frame", "model_name",
-           "operator", "run_job", "warn_failed"]
-
-
-def frame(df: Any, table: pa.Table) -> Any:
-    """A DataFrame (of ``df``'s class) over an in-memory table."""
-    return type(df)(lp.Source(lp.InMemory(table), table.schema))
+__all__ = ["check_columns", "criterion", "document", "model_name", "operator", "sealed"]
 
 
 def check_columns(df: Any, t: Template, fn: str, extra: tuple = ()) -> None:
@@ -58,7 +41,7 @@ def check_columns(df: Any, t: Template, fn: str, extra: tuple = ()) -> None:
 
 def operator(df: Any, schema: pa.Schema, op: Operator) -> Any:
     """A lazy DataFrame (of ``df``'s class) of the rows ``op`` (a planner of ``plan.semantic``) makes of all of ``df``'s rows."""
-    return type(df)(WholeTable(df._plan, schema, op.note, op=op))
+    return type(df)(WholeTable(df._plan, schema, op))
 
 
 def sealed(options: dict) -> dict:
@@ -95,37 +78,3 @@ def criterion(t: Template) -> str:
 def document(t: Template, row: dict) -> str:
     """One row's values of the template's columns: the value alone for one column, ``"a: ...; b: ..."`` for several."""
     return rounds.document(tuple(t.columns()), row)
-
-
-def ask_labels(df: Any, questions: list[str], labels: list[str], calls: Calls, options: dict,
-               system_message: str) -> list[str | None]:
-    """One job: classify every question into ``labels`` (None where the call failed; counted in ``calls``)."""
-    if not questions:
-        return []
-    q = frame(df, pa.table({"q": pa.array(questions, pa.string())}))
-    out = run_job(q.with_column("a", classify_text(col("q"), list(labels), system_message=system_message,
-                                                   confidence_column=False, **options)), "a", calls)
-    return [None if a is None else str(a) for a in out]
-
-
-def ask_prompts(df: Any, prompts: list[str], calls: Calls, options: dict) -> list[str | None]:
-    """One job: the model's answer to every prompt (None where the call failed; counted in ``calls``)."""
-    if not prompts:
-        return []
-    q = frame(df, pa.table({"q": pa.array(prompts, pa.string())}))
-    return run_job(q.with_column("a", prompt(col("q"), **options)), "a", calls)
-
-
-def run_job(job: Any, column: str, calls: Calls) -> list:
-    """The answers (``column``) of one round's job, counted in ``calls``. Rounds ask different questions by design,
-    so the run history's drift warning (meant for one pipeline run again over similar data) is silenced for them."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DriftWarning)
-        # The operator judges its rounds together (one round's answers may all be alike by design: a pivot
-        # better than every candidate) and counts the failures of all of them in one warning.
-        warnings.simplefilter("ignore", LowInformationWarning)
-        warnings.simplefilter("ignore", SemanticFailuresWarning)
-        answers = job.to_pydict()[column]
-    # The job's own totals: it has just ended in this thread (jobs of other threads could end in between).
-    calls.count(answers, last_run())
-    return answers

@@ -26,11 +26,9 @@ from inferframe.functions._sem_global import sealed, check_columns, criterion, m
 from inferframe.functions._vocabulary import take
 from inferframe.functions.ai import classify_text
 from inferframe.functions.templates import parse_template
-from inferframe.plan.semantic.topk import (PLANS, SWAP_CHECKS, TopK, candidates_by_score, choose_plan, expected_calls,
-                                           order_by_wins, quickselect_top, swap_check)
+from inferframe.plan.semantic.topk import PLANS, TopK
 
-__all__ = ["PLANS", "SWAP_CHECKS", "candidates_by_score", "choose_plan", "expected_calls", "order_by_wins",
-           "quickselect_top", "sem_rank", "sem_rank_score", "sem_topk", "swap_check"]
+__all__ = ["sem_rank", "sem_rank_score", "sem_topk"]
 
 
 def sem_topk(df: Any, template: str, k: int, *, plan: str = "auto", oversample: float = 2, scale: int = 5,

@@ -1,29 +1,27 @@
 """``WholeTable``: a lazy operator that needs every row of its input at once and asks the model in rounds of its own.
 
-``sem_topk``, ``sem_agg``, ``sem_dedup`` and ``sem_cluster_by`` are such operators: their algorithm
-(a quickselect, a fold, a union-find) decides its next questions from the last answers, so it runs in
-rounds of small jobs rather than as a per-batch stage. The node holds the operator's planner (``op``,
-an ``Operator`` of ``plan.semantic``: topk, agg, cluster), which chooses its plan when the job runs;
-sem_join's internal steps give a ``compute`` function instead. The node keeps them lazy like every
-other operator: ``explain()`` shows it with the plan and the calls it expects, and a run computes it
-first (``plan.semantic.resolve``, bottom up), once.
+``sem_topk``, ``sem_agg``, ``sem_dedup`` and ``sem_cluster_by`` are such operators, and so are sem_join's
+counted checks and its batched asking: their algorithm (a quickselect, a fold, a union-find, the rounds
+of split batches) decides its next questions from the last answers, so it runs in rounds of small jobs
+rather than as a per-batch stage. The node holds the operator's planner (``op``, an ``Operator`` of
+``plan.semantic``: topk, agg, cluster, join's guard and batches), which runs when the job reaches it.
+The node keeps it lazy like every other operator: ``explain()`` shows it with the plan and the calls it
+expects, and a run computes it first (``plan.semantic.resolve``, bottom up), once.
 
-The node is plain data: it pickles (a planner with plain pickle; a ``compute`` with cloudpickle, as a
-UDF does) and holds no lock. Its result is kept on the plan that owns it (``kept``): on the node's
-``Key``, the one object its copies share (the optimizer's, the plans built on top of it), so showing
-and then writing the result asks the model nothing again and stays the same rows. The result is not
-part of a pickle, and no table of the process holds it: another DataFrame (a new plan, or a pickled
-copy) computes its own, and the result goes with the last plan holding the node. Whoever runs it (the
-dataframe layer) passes a ``Runtime``, which makes one thread compute it while another waits.
+The node is plain data: it pickles with plain pickle (its planner is plain data too: no closure) and
+holds no lock. Its result is kept on the plan that owns it (``kept``): on the node's ``Key``, the one
+object its copies share (the optimizer's, the plans built on top of it), so showing and then writing
+the result asks the model nothing again and stays the same rows. The result is not part of a pickle,
+and no table of the process holds it: another DataFrame (a new plan, or a pickled copy) computes its
+own, and the result goes with the last plan holding the node. Whoever runs it (the dataframe layer)
+passes a ``Runtime``, which makes one thread compute it while another waits.
 
 Example:
     >>> import inferframe as ifr
-    >>> src = ifr.from_pydict({"a": [3, 1, 2]})._plan
-    >>> node = WholeTable(src, src.schema, "Largest k=1", lambda df: (df.to_arrow().sort_by([("a", "descending")]).slice(0, 1), {}),
-    ...                   lambda rows: f"{rows} rows read, no model call")
+    >>> node = ifr.from_pydict({"a": ["x", "y"]}).sem_topk("{a} is big", k=1, model="gemma-3-270m")._plan
     >>> print(node.tree())
-    * Largest k=1
-      * InMemory rows=3
+    * SemTopK '{a} is big' k=1 plan=auto -> quick est_calls=4
+      * InMemory rows=2
     >>> kept(node) is None
     True
 """
@@ -38,10 +36,6 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.plan.logical import LogicalPlan
-
-# (the input as a DataFrame) -> (the result table, the operator's counts of what it asked: ``sem_stats``).
-Compute = Callable[[Any], "tuple[pa.Table, dict]"]
-
 
 class Key:
     """The identity of a node that computes once, and the holder of what it computed: shared by its copies.
@@ -110,27 +104,28 @@ class Runtime(Protocol):
     """What resolving a plan needs from the layer that runs jobs (the dataframe layer passes one in).
 
     ``table(plan)``: the plan's rows, run as one job (resolved as any run is). ``count(plan)``: its rows
-    (from metadata where possible). ``compute(node, input)``: a ``WholeTable``'s (table, stats) over its
-    resolved input. ``once(key, make)``: call ``make()`` holding the key's lock (one computation per key).
+    (from metadata where possible). ``once(key, make)``: call ``make()`` holding the key's lock (one
+    computation per key).
     """
 
     def table(self, plan: LogicalPlan) -> pa.Table: ...
 
     def count(self, plan: LogicalPlan) -> int: ...
 
-    def compute(self, node: "WholeTable", input: LogicalPlan) -> "tuple[pa.Table, dict]": ...
-
     def once(self, key: Key, make: Callable[[], None]) -> None: ...
 
 
 class Operator(Protocol):
-    """A whole-table operator's planner (``plan.semantic.topk``/``agg``/``cluster``): plain data that pickles.
+    """A whole-table operator's planner (``plan.semantic.topk``/``agg``/``cluster``, ``join.guard``/``join.batches``):
+    plain data that pickles.
 
-    ``run(runtime, input)``: its (table, stats) over its resolved input plan, the input collected and its
+    ``note``: one line naming it (``'SemTopK "{review} is best" k=10 plan=auto'``). ``run(runtime, input)``: its (table, stats) over its resolved input plan, the input collected and its
     rounds asked through ``runtime``. ``calls(rows)``: the expected calls in words (rows None: unknown
     before the run). ``line(input, stats)``: explain()'s line, with the plan chosen for the input's rows
     where they are known without reading data (or the one that ran, ``stats`` after the run) and its estimate.
     """
+
+    note: str
 
     def run(self, runtime: "Runtime", input: LogicalPlan) -> "tuple[pa.Table, dict]": ...
 
@@ -155,42 +150,39 @@ class Planned(LogicalPlan):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class WholeTable(LogicalPlan):
-    """The rows ``compute`` makes of all of ``input``'s rows, computed once when a plan above it first runs.
+    """The rows ``op`` makes of all of ``input``'s rows, computed once when a plan above it first runs.
 
     Parameters:
         input: the plan whose rows the operator reads.
         out_schema: the result's columns (known before the run).
-        note: one line for ``explain()``, e.g. ``'SemTopK "{review} is best" k=10 plan=auto'``.
-        compute: (input DataFrame) -> (result table, stats); it may run DataFrame jobs of its own (the
-            dataframe layer's ``Runtime.compute`` calls it). None where ``op`` is given.
-        calls: (input rows, None where unknown before the run) -> the expected model calls, in words
-            (``op.calls`` where ``op`` is given).
+        op: the operator's planner (an ``Operator``: sem_topk's, sem_agg's, sem_dedup's, sem_join's guard or
+            batches), run in this layer through the ``Runtime`` it is given.
         key: the node's identity for its kept result; shared by the copies the optimizer makes.
-        op: the operator's planner (an ``Operator``: sem_topk's, sem_agg's, sem_dedup's), run in this layer.
     """
 
     input: LogicalPlan
     out_schema: pa.Schema
-    note: str
-    compute: Compute | None = dataclasses.field(default=None, repr=False)
-    calls: Callable[[int | None], str] | None = dataclasses.field(default=None, repr=False)
+    op: Operator = dataclasses.field(repr=False)
     key: Key = dataclasses.field(default_factory=Key, repr=False)
-    op: Operator | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self):
-        if not isinstance(self.note, str) or not self.note or "\n" in self.note:
-            raise PlanError(f"internal: a whole-table operator's note is one non-empty line, got {self.note!r}.")
-        if (self.compute is None) == (self.op is None):
-            raise PlanError("internal: a whole-table operator has either compute= or op=.")
-        if self.calls is None:
-            if self.op is None:
-                raise PlanError("internal: a whole-table operator without op= needs calls=.")
-            object.__setattr__(self, "calls", self.op.calls)  # a bound method of plain data: it pickles
+        note = getattr(self.op, "note", None)
+        if not isinstance(note, str) or not note or "\n" in note:
+            raise PlanError(f"internal: a whole-table operator's note is one non-empty line, got {note!r}.")
         self._set_schema(self.out_schema)
 
+    @property
+    def note(self) -> str:
+        """One line naming the operator, e.g. ``'SemTopK "{review} is best" k=10 plan=auto'``."""
+        return self.op.note
+
+    def calls(self, rows: int | None) -> str:
+        """The expected model calls for ``rows`` input rows (None: unknown before the run), in words."""
+        return self.op.calls(rows)
+
     def run(self, runtime: "Runtime", input: LogicalPlan) -> "tuple[pa.Table, dict]":
-        """Its (result table, stats) over its resolved ``input``: the operator's planner, or ``compute`` via ``runtime``."""
-        return self.op.run(runtime, input) if self.op is not None else runtime.compute(self, input)
+        """Its (result table, stats) over its resolved ``input``: the operator's planner, through ``runtime``."""
+        return self.op.run(runtime, input)
 
     def children(self):
         return (self.input,)
@@ -199,10 +191,8 @@ class WholeTable(LogicalPlan):
         return dataclasses.replace(self, input=children[0])
 
     def describe(self) -> str:
-        if self.op is not None:
-            done = kept(self)
-            return self.op.line(self.input, None if done is None else done["stats"]) + (" (computed)" if done else "")
-        return self.note + (" (computed)" if self.computed else "")
+        done = kept(self)
+        return self.op.line(self.input, None if done is None else done["stats"]) + (" (computed)" if done else "")
 
     @property
     def computed(self) -> bool:

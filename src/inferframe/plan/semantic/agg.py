@@ -107,7 +107,7 @@ class Agg:
         table = pa.table({k: pa.array(v, out.field(k).type) for k, v in data.items()}, schema=out)
         stats = calls.as_dict(levels={(None if not g else g[0] if len(g) == 1 else g): n for g, n in levels.items()},
                               max_chars=self.max_chars, budget=self.budget)
-        return table, finish(self.note, stats)
+        return table, finish(self.note, stats, calls)
 
 
 def pack(texts: list[str], max_chars: int, at_least: int = 1) -> list[list[str]]:

@@ -107,7 +107,7 @@ class Cluster:
         quality = warn_low_information(self.model, [all_yes(sum(said), len(said))], where=self.fn)
         stats = calls.as_dict(pairs=calls.calls, clusters=len(set(ids)), refused_merges=refused, yes=sum(said),
                               quality=quality)
-        return out, finish(self.note, stats)
+        return out, finish(self.note, stats, calls)
 
 
 class UnionFind:

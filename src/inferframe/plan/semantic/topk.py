@@ -122,11 +122,12 @@ class TopK:
         top = quickselect_top(candidates, self.k, better, random.Random(self.seed))
         agree, asked = swap_check(first_round, lambda shown: winners(shown, swapped))
         quality = warn_low_information(self.model, [swap_agreement(agree, asked)], where="sem_topk")
-        stats = scored.add(compared).add(swapped).as_dict(
+        total = scored.add(compared).add(swapped)
+        stats = total.as_dict(
             plan=chosen, rows=n, candidates=len(candidates), score_calls=scored.calls, score_failed=scored.failed,
             compare_calls=compared.calls, compare_failed=compared.failed, swap_calls=swapped.calls,
             swap_agree=agree, swap_asked=asked, quality=quality)
-        return table.take(pa.array(top, pa.int64())), finish(self.note, stats)
+        return table.take(pa.array(top, pa.int64())), finish(self.note, stats, total)
 
     def _scores(self, runtime: Runtime, table: pa.Table, calls: Calls) -> list[int | None]:
         """One job: the score of every row of ``table`` (None where it failed; counted)."""

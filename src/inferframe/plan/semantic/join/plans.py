@@ -1,7 +1,7 @@
 """The logical plans a ``SemJoin`` (``plan.semantic.join``) runs once its plan is chosen: for each of
 "projection", "nested", "blocking", "batched" and "blocking_batched", the plan built from ordinary nodes
-(``Rel``) and the join's AI steps, over the working column names below; and the k sample that picks
-blocking's number of candidates."""
+(``Rel``), the join's AI steps, its counted checks (``guard``) and its batched asking (``batches``), over
+the working column names of ``names``; and the k sample that picks blocking's number of candidates."""
 
 from __future__ import annotations
 
@@ -14,17 +14,11 @@ import pyarrow as pa
 from inferframe.errors import warn_user
 from inferframe.expressions.expression import col, lit
 from inferframe.plan import logical as lp
+from inferframe.plan.semantic.join.batches import batched
+from inferframe.plan.semantic.join.guard import Tally, guarded
+from inferframe.plan.semantic.join.names import CHECK, DEFAULT_K, KEY, LVEC, ONE, RANK, ROW, RVEC, SCORE
 from inferframe.plan.semantic.rel import Rel
 from inferframe.plan.whole_table import Runtime
-
-__all__ = ["CANDIDATES", "CHECK", "DEFAULT_K", "KEY", "LVEC", "ONE", "RANK", "ROW", "RROW", "RVEC", "SCORE",
-           "build_plan", "choose_k"]
-
-DEFAULT_K = 10  # the k a blocking plan is estimated with before its sample has chosen one
-KEY, ONE, CHECK = "__sem_join_key", "__sem_join_one", "__sem_join_check"
-LVEC, RVEC, SCORE, RANK = "__sem_join_lvec", "__sem_join_rvec", "__sem_join_score", "__sem_join_rank"
-ROW, RROW = "__sem_join_row", "__sem_join_rrow"
-CANDIDATES = "__sem_join_candidates"
 
 
 def build_plan(node: Any, chosen: str, k: int | None) -> lp.LogicalPlan:
@@ -46,12 +40,12 @@ def _projection(node: Any, left: Rel, right: Rel) -> Rel:
     s, steps = node.spec, node.steps
     values = (None if s.property_values is None else list(s.property_values))
     sides = []
-    shared: dict = {"done": 0, "parts": 2}  # both sides' failures: one warning
+    tally = Tally(parts=2)  # both sides' failures: one warning
     for r, side in ((left, "left"), (right, "right")):
         asked = r.with_column(KEY, steps.prop(side, s.on_property, values))
         if KEY + "_error" in asked.names:
-            asked = Rel(steps.guard(asked.select(*r.names, KEY, KEY + "_error").plan, KEY, r.names,
-                                    "sem_join.property", shared))
+            asked = Rel(guarded(asked.select(*r.names, KEY, KEY + "_error").plan, KEY, r.names, "sem_join.property",
+                                tally))
         sides.append(asked.with_column(KEY, steps.key(values)).select(*r.names, KEY))
     lk, rk = sides
     if s.relation == "different":
@@ -85,15 +79,15 @@ def _checked(node: Any, pairs: Rel, left_names: list[str], keep: tuple = (), gua
     checked = pairs.with_column(CHECK, node.steps.check)
     names = [*left_names, *node.spec.right_names, *keep]
     if guard and CHECK + "_error" in checked.names:  # error_column=False: nothing to count
-        checked = Rel(node.steps.guard(checked.select(*names, CHECK, CHECK + "_error").plan, CHECK, names,
-                                       "sem_join.check", None))
+        checked = Rel(guarded(checked.select(*names, CHECK, CHECK + "_error").plan, CHECK, names, "sem_join.check",
+                              Tally(parts=1)))
     return checked.where(col(CHECK) == lit("yes")).select(*names)
 
 
 def _batched(node: Any, left: Rel, right: Rel, k: int | None) -> Rel:
     """Each left row's candidates (every right row, or blocking's ``k`` nearest), ``pairs_per_request`` numbered
-    ones per request, asked in rounds: a ``WholeTable`` over left that reads right when it runs (``Steps.batches``)."""
-    return Rel(node.steps.batches(left.plan, right.plan, k, node.spec.pairs_per_request))
+    ones per request, asked in rounds: a ``WholeTable`` over left that reads right when it runs (``batches``)."""
+    return Rel(batched(node, left.plan, right.plan, k))
 
 
 def choose_k(node: Any, runtime: Runtime, n_right: int) -> tuple[int, float]:
