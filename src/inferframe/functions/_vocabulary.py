@@ -6,7 +6,8 @@
 | labelled demonstrations | ``examples`` | ``property_examples`` (sem_join) |
 | how many examples of each label | ``examples_per_label`` | ``per_label`` (classify_text(method="embedding")) |
 | the labels | ``labels`` (CLI ``--labels``); ``prompt(return_format=[...])`` | ``choices`` (prompt); CLI ``--choices`` |
-| an embedding model serving another operator | ``embed_model`` | ``proxy_model`` (sem_filter's cascade); ``model`` (classify_text(method="embedding")) |
+| an embedding model serving another operator | ``embed_model`` | ``proxy_model`` (sem_filter's cascade); ``model`` (classify_text(method="embedding")); ``embed_options={"model": ...}`` |
+| that embedding's other options | ``embed_options`` (provider, base_url, dimensions: what a model name cannot carry) | |
 | the output column's name | ``column`` | ``score_column``, ``rank_column`` (sem_rank, nearest) |
 | what a failed row does | ``on_error`` ("null" or "raise") | SQL ``fail_on_error => true`` |
 | an accuracy target | ``target_<metric>``: ``target_accuracy`` (classify), ``target_recall`` / ``target_precision`` (filters, joins) | |
@@ -55,8 +56,9 @@ CLI_ALIASES = MappingProxyType({
 SQL_ALIASES = MappingProxyType({"fail_on_error": "on_error"})
 
 
-def _warn(fn: str, old: str, new: str) -> None:
-    warn_user(f"{fn}: {old} is deprecated and will be removed in the next release; use {new}.", RenamedOptionWarning)
+def _warn(where: str, old: str, new: str) -> None:
+    prefix = f"{where}: " if where else ""
+    warn_user(f"{prefix}{old} is deprecated and will be removed in the next release; use {new}.", RenamedOptionWarning)
 
 
 def renamed(fn: str, options: dict) -> dict:
@@ -119,13 +121,16 @@ def take(fn: str, options: dict, new: str, current: Any, default: Any = None, ol
 def score_and_rank(fn: str, column: str | None, options: dict) -> tuple[str, str]:
     """The names of a search's score and rank columns: ``column`` and ``<column>_rank`` (default ``score``, ``rank``).
 
-    The old ``score_column=``/``rank_column=`` (popped from ``options``) still name them, with a warning.
+    The old ``score_column=``/``rank_column=`` (``options``: the function's ``**options``) still name them, with a
+    warning; any other option is a PlanError.
 
     Example:
         >>> score_and_rank("nearest", None, {}), score_and_rank("nearest", "sim", {})
         (('score', 'rank'), ('sim', 'sim_rank'))
     """
     old = {name: options.pop(name) for name in ("score_column", "rank_column") if name in options}
+    if options:
+        raise PlanError(f"{fn}() takes no option {', '.join(f'{n}=' for n in sorted(options))}.")
     if old and column is not None:
         raise PlanError(f"{fn}(): pass column= only; {', '.join(f'{n}=' for n in old)} "
                         f"{'is its old name' if len(old) == 1 else 'are its old names'}.")
@@ -134,6 +139,27 @@ def score_and_rank(fn: str, column: str | None, options: dict) -> tuple[str, str
     if column is not None:
         return column, f"{column}_rank"
     return old.get("score_column", "score"), old.get("rank_column", "rank")
+
+
+def embedding_options(fn: str, embed_model: str | None, embed_options: dict | None) -> dict:
+    """``embed_text``'s options for an embedding that serves another operator (sem_join's blocking, sem_sim_join).
+
+    ``embed_model`` names the model; ``embed_options`` keeps what a model name cannot carry (provider,
+    base_url, dimensions, device, ...). Its old ``"model"`` key still names the model, with a warning.
+
+    Example:
+        >>> embedding_options("sem_join", "all-MiniLM-L6-v2", {"device": "cpu"})
+        {'device': 'cpu', 'model': 'all-MiniLM-L6-v2'}
+    """
+    opts = dict(embed_options or {})
+    if "model" in opts:
+        if embed_model is not None:
+            raise PlanError(f"{fn}(): pass embed_model= only; embed_options={{'model': ...}} is its old place.")
+        _warn(f"{fn}()", "embed_options={'model': ...}", "embed_model=")
+        embed_model = opts.pop("model")
+    if embed_model is not None:
+        opts["model"] = embed_model
+    return opts
 
 
 def sql_renamed(fn: str, options: dict) -> dict:
@@ -173,5 +199,5 @@ def cli_flag(new: str, value: Any, old_value: Any) -> Any:
     old = CLI_ALIASES[new]
     if value is not None:
         raise PlanError(f"give {new} only; {old} is its old name.")
-    _warn(old, old, new)
+    _warn("", old, new)
     return old_value

@@ -97,11 +97,10 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
     ref = provider if isinstance(provider, ModelRef) else resolve_model(fn, provider, model, kind="generate",
                                                                          options=options)
     spec, caps, model = ref.spec, ref.caps, ref.model
-    choices = options.pop("choices", None)
-    if choices is not None:
-        if return_format is not None:
-            raise PlanError("Pass either return_format=... or choices=[...], not both.")
-        return_format = list(choices)
+    if return_format is None:  # choices=[...], its old name, took any iterable of labels
+        return_format = take(fn, options, "return_format", None)
+        return_format = None if return_format is None else list(return_format)
+    take(fn, options, "return_format", return_format)  # both given: a PlanError
     parsed = parse_options(fn, options, caps, current(), model=model, own={**PROMPT_ONLY, **MEDIA})
     if parsed.timeout is not None:
         spec = spec.with_option("timeout", parsed.timeout)
@@ -122,7 +121,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         if grammar:
             # Under the user's max_tokens, free text and open lists shrink so the model can close the JSON.
             schema = fit_to_budget(schema, parsed.request.get("max_tokens"))  # its aliases folded by parse_options
-        fields = format_fields(wire, caps, endpoint, name, schema, _choices_of(schema))
+        fields = format_fields(wire, caps, endpoint, name, schema, _labels_of(schema))
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
     if parsed.extra.get("repair"):
@@ -146,7 +145,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
                   no_images=image_refusal(ref))
 
 
-def _choices_of(schema: dict) -> list[str] | None:
+def _labels_of(schema: dict) -> list[str] | None:
     """The labels of a choices format ({"label": enum}), else None."""
     props = schema.get("properties") or {}
     if list(props) == ["label"] and all(isinstance(c, str) for c in props["label"].get("enum") or [None]):
@@ -257,7 +256,7 @@ def classify_call(text: Any, labels: list[str], *, system_message: str | None = 
         from inferframe.functions.classify_embedding import embedding_classify_call
 
         # Here the embedding model answers: model= was its name, the one language models are named by.
-        embed_model = take("classify_text(method='embedding')", options, "embed_model", embed_model, old=("model",))
+        embed_model = take("classify_text", options, "embed_model", embed_model, old=("model",))
         return embedding_classify_call(text, labels, examples=examples, label_descriptions=label_descriptions,
                                        confidence_column=confidence_column, embed_model=embed_model,
                                        examples_per_label=examples_per_label, **options)
