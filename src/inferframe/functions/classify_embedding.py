@@ -71,8 +71,7 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
             compared with its own name; with examples, the head's probabilities are multiplied by
             the descriptions' and renormalised.
         embed_model: an in-process embedding model directory or name (default: the packaged all-MiniLM-L6-v2).
-        examples_per_label: how many examples of each label train the head (default: all, as many as
-            the smallest label has; a seeded sample, see ``load_examples``).
+        examples_per_label: examples of each label the head trains on (default: as many as the smallest label has).
         **options: provider ("sentence_transformers", default, or "transformers"); seed (which
             examples, see ``load_examples``); C (fixed regularisation instead of
             cross-validation); temperature (zero-shot softmax temperature, default
@@ -108,8 +107,7 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
     descriptions = _descriptions(label_descriptions, labels)
     pairs: tuple = ()
     if examples is not None:
-        pairs = tuple(load_examples(examples, labels, examples_per_label=examples_per_label,
-                                    seed=options.get("seed", 0)))
+        pairs = tuple(load_examples(examples, labels, examples_per_label=examples_per_label, seed=options.get("seed", 0)))
         empty = [label for t, label in pairs if not t.strip()]
         if empty:
             raise PlanError(f"examples: an empty text (label {empty[0]!r}) has no embedding to learn from.")
