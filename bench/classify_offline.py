@@ -168,7 +168,7 @@ def main() -> None:
 
     pool = read("imdb_examples.csv")
     held = read("imdb_heldout.csv")[: args.rows or None]
-    examples = load_examples(pool, LABELS, per_label=args.per_label, seed=0)
+    examples = load_examples(pool, LABELS, examples_per_label=args.per_label, seed=0)
     texts, gold = [t for t, _ in held], [g for _, g in held]
     warm = [t for t, _ in pool[-2:]]  # never held out
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "

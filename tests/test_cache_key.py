@@ -64,7 +64,7 @@ def files(tmp_path):
 
 
 def cli_job(sim, csv, system, cache_dir, out, *extra):
-    args = ["prompt", str(csv), "--template", TEMPLATE, "--system", f"@{system}", "--max-tokens", "3",
+    args = ["prompt", str(csv), "--template", TEMPLATE, "--system-message", f"@{system}", "--max-tokens", "3",
             "--stop", "\\n", "--temperature", "0", "--strip", "--as", "sentiment", "--provider", "lm_studio",
             "--base-url", sim.base_url, "--model", "sim-model", "--cache-dir", str(cache_dir), "--out", str(out),
             *extra]

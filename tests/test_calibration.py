@@ -1,5 +1,5 @@
 """Calibrated yes/no and label scores (issue 31 item 3): sem_filter divides out P(yes) for its statement with the row
-content-free; the CLI's --choices scores labels where the server gives log-probabilities.
+content-free; the CLI's --labels scores labels where the server gives log-probabilities.
 
 First on a server built to be biased towards "yes" (offline), then the reproductions on the embedded model.
 """
@@ -119,7 +119,7 @@ def test_delivery_complaints_are_not_every_review_on_the_embedded_model():
 
 
 def test_cli_choices_scores_labels_on_the_embedded_model(tmp_path):
-    """Before: `prompt --choices positive,negative,neutral` (constrained generation) labelled "it is a scam" positive."""
+    """Before: `prompt --choices positive,negative,neutral` (now --labels; constrained generation) labelled "it is a scam" positive."""
     from typer.testing import CliRunner
 
     from inferframe.cli.base import app
@@ -128,7 +128,7 @@ def test_cli_choices_scores_labels_on_the_embedded_model(tmp_path):
     src.write_text("review\n\"Do not buy this running shoes, it is a scam.\"\n\"Absolutely love this keyboard, works "
                    "perfectly.\"\n", encoding="utf-8")
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["prompt", str(src), "--column", "review", "--choices",
+    result = CliRunner().invoke(app, ["prompt", str(src), "--column", "review", "--labels",
                                       "positive,negative,neutral", "--out", str(out)])
     assert result.exit_code == 0, result.output
     got = ifr.read_parquet(str(out)).to_pydict()

@@ -106,7 +106,7 @@ def test_prompt_out_writes_parquet_and_a_rerun_sends_nothing(sim, csv_file, key,
 def test_prompt_options_reach_the_request(sim, csv_file, key, tmp_path):
     system = tmp_path / "system.txt"
     system.write_text("Be brief.\nVery brief.")
-    result = invoke("prompt", csv_file, "--template", r"Review {id}:\n{review}", "--system", f"@{system}",
+    result = invoke("prompt", csv_file, "--template", r"Review {id}:\n{review}", "--system-message", f"@{system}",
                     *openai(sim), "--max-tokens", "20", "--temperature", "0", "--limit", "2", "--cache", "off")
     assert result.exit_code == 0, result.output
     assert "sim answer: Review 1:" in result.stdout
@@ -129,7 +129,7 @@ def test_prompt_choices_and_return_format(sim, csv_file, key, tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     answer = pq.read_table(out).schema.field("answer").type
     assert pa.types.is_struct(answer) and {f.name for f in answer} == {"positive", "reason"}
-    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--choices", "good,bad", "--out", out,
+    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--labels", "good,bad", "--out", out,
                     "--mode", "overwrite")
     assert result.exit_code == 0, result.output
     assert set(pq.read_table(out).column("answer").to_pylist()) <= {"good", "bad"}
@@ -192,7 +192,7 @@ def test_rows_not_sent_for_max_cost_exit_1(sim, key, tmp_path):
 def test_strip_is_for_text_answers(sim, csv_file, key):
     result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--strip")
     assert result.exit_code == 0 and "sim answer: awful" in result.stdout
-    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--strip", "--choices", "a,b")
+    result = invoke("prompt", csv_file, "-c", "review", *openai(sim), "--strip", "--labels", "a,b")
     assert result.exit_code == 2 and "--strip" in one_line_error(result)
 
 
@@ -206,7 +206,7 @@ def test_strip_is_for_text_answers(sim, csv_file, key):
     (["-c", "review", "--cache", "sometimes"], "cache='sometimes' is not accepted"),
     (["-c", "review", "--as", "id"], "already has a column 'id'"),
     (["-c", "review", "--return-format", "no_such_module_x:Model"], "cannot import no_such_module_x"),
-    (["-c", "review", "--choices", "one"], "at least two"),
+    (["-c", "review", "--labels", "one"], "at least two"),
     (["-c", "review", "--api-key-env", "NO_SUCH_VAR_X"], "NO_SUCH_VAR_X is not set"),
 ])
 def test_bad_usage_or_input_exits_2_in_one_line(sim, csv_file, key, args, message):

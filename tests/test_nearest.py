@@ -103,13 +103,13 @@ def test_columns_clashes_and_types():
     got = out.to_pydict()
     assert got["right.id"] == [8, 7] and got["title"] == ["b", "a"] and got["rank"] == [1, 2]
     assert got["score"] == pytest.approx([1.0, 0.0], abs=1e-6)
-    renamed = left.nearest(right, on="v", k=1, score_column="sim", rank_column="r", prefix="doc_")
-    assert renamed.column_names == ["id", "text", "v", "doc_id", "title", "doc_v", "sim", "r"]
+    renamed = left.nearest(right, on="v", k=1, column="sim", prefix="doc_")
+    assert renamed.column_names == ["id", "text", "v", "doc_id", "title", "doc_v", "sim", "sim_rank"]
 
 
 def test_name_clash_with_score_column_is_a_plan_error():
     left = ifr.from_pydict({"score": [1.0], "v": [[1.0, 0.0]]})
-    with pytest.raises(ifr.PlanError, match=r"duplicate column names \['score'\].*score_column="):
+    with pytest.raises(ifr.PlanError, match=r"duplicate column names \['score'\].*column="):
         left.nearest(ifr.from_pydict({"w": [[1.0, 0.0]]}), on="v", other_on="w")
 
 

@@ -112,7 +112,7 @@ def test_classify_extract_score_are_typed_and_errors_are_data(sim):
     assert got["label"] == ["yes", "no", None]
     assert got["score"] == [5, 1, 1]
     with pytest.raises(RowFailed):
-        df.sql(f"select ai_extract(r, 'name, age int', fail_on_error => true, {opts(sim)}) from self").to_pydict()
+        df.sql(f"select ai_extract(r, 'name, age int', on_error => 'raise', {opts(sim)}) from self").to_pydict()
 
 
 def test_a_self_join_with_an_ai_call_on_one_side(sim):

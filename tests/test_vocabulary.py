@@ -35,10 +35,10 @@ def _signatures():
     """(where, parameters) of every public function and DataFrame method the vocabulary covers.
 
     ``inferframe.functions.sem_join`` hands its options to ``DataFrame.sem_join``'s planner: its parameters are the
-    planner's. ``sem_sim_join``/``nearest`` are left out: their ``score_column`` and ``rank_column`` name two output
-    columns (a similarity and a rank), not the one output column ``column`` names.
+    planner's. ``nearest``'s ``column`` names its score, whose rank is ``<column>_rank``.
     """
     out = [(f"functions.{n}", inspect.signature(getattr(F, n)).parameters) for n in FUNCTIONS]
+    out.append(("DataFrame.nearest", inspect.signature(DataFrame.nearest).parameters))
     planner = importlib.import_module("inferframe.functions._sem_join_api").sem_join
     out.append(("sem_join's planner", inspect.signature(planner).parameters))
     out += [(f"DataFrame.{n}", inspect.signature(getattr(DataFrame, n)).parameters) for n in OPERATORS]

@@ -228,6 +228,10 @@ class SemanticFailuresWarning(UserWarning):
     """Some model calls inside a semantic operator failed; the message gives the count and ``on_error="raise"``."""
 
 
+class RenamedOptionWarning(DeprecationWarning):
+    """An option was given by its old name; the message names the one name (the old one goes in the next release)."""
+
+
 class BudgetExceededWarning(UserWarning):
     """A job reached its ``max_cost``/``max_tokens_budget``: the message gives what was spent, the rows not run and how to go on."""
 

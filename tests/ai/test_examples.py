@@ -24,14 +24,14 @@ def test_balanced_per_label_and_interleaved():
 
 
 def test_per_label_and_determinism():
-    a = load_examples(PAIRS, LABELS, per_label=2, seed=3)
-    assert a == load_examples(PAIRS, LABELS, per_label=2, seed=3)
+    a = load_examples(PAIRS, LABELS, examples_per_label=2, seed=3)
+    assert a == load_examples(PAIRS, LABELS, examples_per_label=2, seed=3)
     assert collections.Counter(label for _, label in a) == {label: 2 for label in LABELS}
     # Different seeds choose differently among the 7 positives (a sample, not always the first ones).
-    picks = {tuple(t for t, lab in load_examples(PAIRS, LABELS, per_label=2, seed=s) if lab == "positive")
+    picks = {tuple(t for t, lab in load_examples(PAIRS, LABELS, examples_per_label=2, seed=s) if lab == "positive")
              for s in range(10)}
     assert len(picks) > 1
-    assert load_examples(PAIRS, LABELS, per_label=2, seed=None)[:3] == [
+    assert load_examples(PAIRS, LABELS, examples_per_label=2, seed=None)[:3] == [
         ("pos 0", "positive"), ("neg 0", "negative"), ("neu 0", "neutral")]
 
 
@@ -44,8 +44,8 @@ def test_bad_label_is_a_clear_plan_error():
 def test_label_without_examples_and_too_many_per_label():
     with pytest.raises(PlanError, match="no example for label.*'other'"):
         load_examples(PAIRS, LABELS + ["other"])
-    with pytest.raises(PlanError, match="per_label=5.*negative"):
-        load_examples(PAIRS, LABELS, per_label=5)
+    with pytest.raises(PlanError, match="examples_per_label=5.*negative"):
+        load_examples(PAIRS, LABELS, examples_per_label=5)
     with pytest.raises(PlanError, match="no label"):
         load_examples([("x", None)], ["a"])
 

@@ -22,7 +22,7 @@ from inferframe.errors import PathNotFoundError, PlanError
 __all__ = ["load_examples", "nearest"]
 
 
-def load_examples(examples: Any, labels: Sequence[str], *, per_label: int | None = None,
+def load_examples(examples: Any, labels: Sequence[str], *, examples_per_label: int | None = None,
                   seed: int | None = 0) -> list[tuple[str, str]]:
     """Labelled (text, label) pairs, the same number per label, interleaved label by label.
 
@@ -31,24 +31,24 @@ def load_examples(examples: Any, labels: Sequence[str], *, per_label: int | None
             a pyarrow Table or pandas DataFrame of the same shape, a list of (text, label) pairs,
             or a path to a CSV, Parquet or JSON-lines file.
         labels: the allowed labels; every example's label must be one of them, and each needs an example.
-        per_label: how many examples to keep per label (default: the smallest label's count).
-        seed: which examples a label keeps when it has more than ``per_label``: a seeded random
+        examples_per_label: how many examples to keep per label (default: the smallest label's count).
+        seed: which examples a label keeps when it has more than ``examples_per_label``: a seeded random
             choice, so a file sorted by label or by date still gives a varied sample; None keeps
             the first ones in input order.
 
     Returns:
-        ``per_label * len(labels)`` pairs in the order a, b, a, b, ... (labels in the order given),
+        ``examples_per_label * len(labels)`` pairs in the order a, b, a, b, ... (labels in the order given),
         so a demonstration prompt never shows one label in a long run and is the same on every run.
 
     Raises:
         PlanError: a label outside ``labels``, a label without examples, a missing text or label,
-            or a ``per_label`` more than some label has.
+            or an ``examples_per_label`` more than some label has.
 
     Example:
         >>> pairs = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("b2", "b")]
         >>> load_examples(pairs, ["a", "b"], seed=None)
         [('a1', 'a'), ('b1', 'b'), ('a2', 'a'), ('b2', 'b')]
-        >>> load_examples(pairs, ["a", "b"], per_label=1, seed=None)
+        >>> load_examples(pairs, ["a", "b"], examples_per_label=1, seed=None)
         [('a1', 'a'), ('b1', 'b')]
         >>> load_examples(pairs, ["a"])
         Traceback (most recent call last):
@@ -76,15 +76,17 @@ def load_examples(examples: Any, labels: Sequence[str], *, per_label: int | None
     if missing:
         raise PlanError(f"examples: no example for label(s) {missing}; each of {labels} needs at least one")
     smallest = min(len(texts) for texts in by_label.values())
-    if per_label is None:
-        per_label = smallest
-    if not isinstance(per_label, (int, np.integer)) or isinstance(per_label, bool) or per_label < 1:
-        raise PlanError(f"examples: per_label must be a positive whole number, got {per_label!r}")
-    short = {label: len(texts) for label, texts in by_label.items() if len(texts) < per_label}
+    if examples_per_label is None:
+        examples_per_label = smallest
+    if not isinstance(examples_per_label, (int, np.integer)) or isinstance(examples_per_label, bool) \
+            or examples_per_label < 1:
+        raise PlanError(f"examples: examples_per_label must be a positive whole number, got {examples_per_label!r}")
+    short = {label: len(texts) for label, texts in by_label.items() if len(texts) < examples_per_label}
     if short:
-        raise PlanError(f"examples: per_label={per_label} but only {short} example(s) for those labels")
-    chosen = {label: _choose(texts, per_label, seed, k) for k, (label, texts) in enumerate(by_label.items())}
-    return [(chosen[label][j], label) for j in range(per_label) for label in labels]
+        raise PlanError(f"examples: examples_per_label={examples_per_label} but only {short} example(s) for those "
+                        "labels")
+    chosen = {label: _choose(texts, examples_per_label, seed, k) for k, (label, texts) in enumerate(by_label.items())}
+    return [(chosen[label][j], label) for j in range(examples_per_label) for label in labels]
 
 
 def nearest(row_vectors: Any, example_vectors: Any, k: int, *,

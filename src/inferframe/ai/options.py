@@ -122,7 +122,7 @@ EMBED_MODEL = MappingProxyType({"normalize": _ANY})  # embed_text, embed_image
 TEXT_MODEL = MappingProxyType({"encode_batch_size": whole_number(1), "long_inputs": _choice("chunk", "truncate")})
 # classify_text(method="embedding"): the head's own options (with IN_PROCESS and TEXT_MODEL).
 EMBEDDING_HEAD = MappingProxyType({
-    "provider": _ANY, "confidence_column": _ANY, "per_label": whole_number(1), "seed": in_range(None, None, whole=True),
+    "provider": _ANY, "confidence_column": _ANY, "seed": in_range(None, None, whole=True),
     "temperature": in_range(0, None, low_open=True), "C": in_range(0, None, low_open=True),
 })
 # classify_text(cascade=...): the options of the cascade's own column; the rest go to its stages.

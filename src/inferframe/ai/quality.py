@@ -62,8 +62,8 @@ def prompt_range(text: str | None, field: str) -> tuple[float, float] | None:
 
 def _schema_range(node: Any) -> tuple | None:
     """(low, high) a number field's schema allows (both bounds given), or an integer Literal's lowest and highest."""
-    if node.kind == "enum" and node.value_kind == "integer" and node.choices:
-        return min(node.choices), max(node.choices)
+    if node.kind == "enum" and node.value_kind == "integer" and node.labels:
+        return min(node.labels), max(node.labels)
     if node.kind not in ("integer", "number"):
         return None
     kw = node.keywords

@@ -100,13 +100,13 @@ def accuracy_bound(correct: int, n: int, z: float = 1.2816) -> float:
     return (centre - spread) / (1 + z * z / n)
 
 
-def split_examples(examples: Any, labels: list[str], per_label: int) -> tuple[list, list]:
-    """(teach, held): per label, at most ``per_label`` examples (and at most half) teach, the rest are held back.
+def split_examples(examples: Any, labels: list[str], examples_per_label: int) -> tuple[list, list]:
+    """(teach, held): per label, at most ``examples_per_label`` examples (and at most half) teach, the rest are held back.
 
     Parameters:
         examples: labelled rows, as ``load_examples`` reads them.
         labels: the labels.
-        per_label: the most examples per label that teach.
+        examples_per_label: the most examples per label that teach.
 
     Example:
         >>> pairs = [(f"a{i}", "a") for i in range(5)] + [(f"b{i}", "b") for i in range(5)]
@@ -119,6 +119,6 @@ def split_examples(examples: Any, labels: list[str], per_label: int) -> tuple[li
     if per < 2:
         raise PlanError("classify_text(cascade=...) needs at least two examples per label: some teach the stages, "
                         "the others choose the thresholds.")
-    k = min(per_label, per // 2)
+    k = min(examples_per_label, per // 2)
     # Interleaved label by label: the first k rounds teach, the rest are held back.
     return pairs[:k * len(labels)], pairs[k * len(labels):]

@@ -22,7 +22,7 @@ import typer.core
 
 import inferframe as ifr
 from inferframe.errors import (
-    BatchAPIError, ExecutionError, InferframeError, LocalServerError, ServiceError, UDFError,
+    BatchAPIError, ExecutionError, InferframeError, LocalServerError, RenamedOptionWarning, ServiceError, UDFError,
 )
 
 OK, ROWS_FAILED, USAGE, SERVICE, INTERRUPTED = 0, 1, 2, 3, 130
@@ -71,6 +71,8 @@ class Group(typer.core.TyperGroup):
             with warnings.catch_warnings():
                 # A warning is a line of its own, as an error is: no file and line of the library or of typer.
                 warnings.showwarning = echo_warning
+                # An old option name (a DeprecationWarning, hidden by default) is the user's to see here.
+                warnings.simplefilter("always", RenamedOptionWarning)
                 rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
                                   **extra)
             code = rv if isinstance(rv, int) else OK
@@ -99,7 +101,7 @@ app = typer.Typer(
         "Parquet, CSV or JSON file and write the answers as Parquet.\n\n"
         "\b\nExamples (from the repository root; examples/data/reviews.csv ships with it):\n"
         "  inferframe estimate examples/data/reviews.csv --column review --provider openai --model gpt-5-mini\n"
-        "  inferframe prompt examples/data/reviews.csv --column review --choices positive,negative,neutral --limit 5\n"
+        "  inferframe prompt examples/data/reviews.csv --column review --labels positive,negative,neutral --limit 5\n"
         "  inferframe embed docs.parquet --column text --out docs_embedded/\n"
         "  inferframe cache stats\n\n"
         "With no --provider and no OPENAI_API_KEY the embedded local model (Gemma 3 270M on llama.cpp) "

@@ -23,16 +23,18 @@ from inferframe.cli.base import EXIT_CODES, OK, USAGE, CLIError, app, guard
 from inferframe.cli.inputs import (check_columns, check_text_column, load_object, read_input, template_message,
                                    text_or_file)
 from inferframe.cli.options import (
-    ApiKeyEnv, ApiKeyRefused, BaseUrl, Batch, Cache, CacheDir, Choices, Column, Format, Input, Limit, MaxConcurrency,
-    MaxCost, MaxTokens, Model, Name, Out, Progress, Provider, ReturnFormat, Rpm, Stop, System, Temperature, Template,
-    ai_options, api_key_from_env, opt, refuse_api_key, unescape,
+    ApiKeyEnv, ApiKeyRefused, BaseUrl, Batch, Cache, CacheDir, Column, ErrorColumn, Format, Input, Labels, Limit,
+    MaxConcurrency, MaxCost, MaxTokens, Model, Name, OldLabels, OldSystemMessage, OnError, Out, Progress, Provider,
+    ReturnFormat, Rpm, Stop, SystemMessage, Temperature, Template, ai_options, api_key_from_env, opt, refuse_api_key,
+    unescape,
 )
 from inferframe.cli.output import count_errors, print_estimate, report_totals, show_rows, totals, written_errors
 from inferframe.cli.writes import Mode, write_out
+from inferframe.functions._vocabulary import cli_flag
 
 
 def prompt_job(input: str, column: Optional[str], template: Optional[str], system: Optional[str], name: str,
-               model: Optional[str], provider: Optional[str], return_format: Optional[str], choices: Optional[str],
+               model: Optional[str], provider: Optional[str], return_format: Optional[str], labels: Optional[str],
                fmt: Optional[str], limit: Optional[int], options: dict) -> tuple[ifr.DataFrame, list[str]]:
     """The DataFrame of one prompt job, and the input columns its messages use."""
     from inferframe.functions import classify_text, prompt
@@ -41,8 +43,8 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
         raise CLIError("give the text to send: --column NAME, or --template 'text with {column}s'", USAGE)
     if column is not None and template is not None:
         raise CLIError("give either --column or --template, not both", USAGE)
-    if return_format is not None and choices is not None:
-        raise CLIError("give either --return-format or --choices, not both", USAGE)
+    if return_format is not None and labels is not None:
+        raise CLIError("give either --return-format or --labels, not both", USAGE)
     df = read_input(input, fmt)
     if name in df.column_names:
         raise CLIError(f"the input already has a column {name!r}; name the answers with --as NAME", USAGE)
@@ -55,11 +57,11 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
     if limit is not None:
         df = df.limit(limit)
     fmt_obj = load_object(return_format) if return_format is not None else None
-    system_message = text_or_file(system, "--system")
-    if choices is not None:
-        labels = [c.strip() for c in choices.split(",") if c.strip()]
+    system_message = text_or_file(system, "--system-message")
+    if labels is not None:
+        given, labels = labels, [c.strip() for c in labels.split(",") if c.strip()]
         if len(labels) < 2 or len(set(labels)) != len(labels):
-            raise CLIError(f"--choices {choices!r}: give at least two distinct comma-separated labels", USAGE)
+            raise CLIError(f"--labels {given!r}: give at least two distinct comma-separated labels", USAGE)
         # Label scoring where the server gives log-probabilities (the embedded llama.cpp model): each label's
         # probability, calibrated on the rows (classify_text's calibrate="auto"); constrained generation elsewhere.
         expr = classify_text(message, labels, system_message=system_message, provider=provider, model=model,
@@ -74,28 +76,30 @@ def prompt_job(input: str, column: Optional[str], template: Optional[str], syste
     "print the first rows. The run's totals (rows, tokens, cost, errors) go to stderr at the end.\n\n"
     "\b\nExamples:\n"
     "  # the embedded local model, no key needed\n"
-    "  inferframe prompt examples/data/reviews.csv --column review --choices positive,negative,neutral --limit 20\n"
+    "  inferframe prompt examples/data/reviews.csv --column review --labels positive,negative,neutral --limit 20\n"
     "  # a hosted model, typed answers from a Pydantic model in models.py, at most $1.50\n"
     "  export OPENAI_API_KEY=...\n"
     "  inferframe prompt 'tickets/*.parquet' --column text --return-format models:Ticket \\\n"
     "      --provider openai --model gpt-5-mini --max-cost 1.50 --out tickets_out/\n"
     "  # a message from several columns\n"
     "  inferframe prompt examples/data/reviews.csv --template 'Review ({stars} stars): {review}' \\\n"
-    "      --system 'Summarise in five words.' --max-tokens 16 --out summaries/\n\n"
+    "      --system-message 'Summarise in five words.' --max-tokens 16 --out summaries/\n\n"
     + EXIT_CODES
 ))
 def prompt(
     input: Input,
     column: Column = None,
     template: Template = None,
-    system: System = None,
+    system_message: SystemMessage = None,
     name: Name = "answer",
     model: Model = None,
     provider: Provider = None,
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
     return_format: ReturnFormat = None,
-    choices: Choices = None,
+    labels: Labels = None,
+    on_error: OnError = None,
+    error_column: ErrorColumn = None,
     out: Out = None,
     mode: Mode = "error",
     fmt: Format = None,
@@ -113,17 +117,22 @@ def prompt(
     show: Annotated[int, typer.Option("--show", metavar="N", min=0, help="Rows to print (without --out).")] = 10,
     progress: Progress = None,
     api_key: ApiKeyRefused = None,
+    old_system_message: OldSystemMessage = None,
+    old_labels: OldLabels = None,
 ) -> None:
     with guard():
         refuse_api_key(api_key)
+        system_message = cli_flag("--system-message", system_message, old_system_message)
+        labels = cli_flag("--labels", labels, old_labels)
         options = ai_options(batch=batch, max_cost=max_cost, max_tokens=max_tokens, temperature=temperature,
                              stop=stop, max_concurrency=max_concurrency, rpm=rpm, cache=cache, cache_dir=cache_dir,
-                             base_url=base_url, api_key=api_key_from_env(api_key_env))
-        df, used = prompt_job(input, column, template, system, name, model, provider, return_format, choices, fmt,
-                              limit, options)
+                             base_url=base_url, api_key=api_key_from_env(api_key_env), on_error=on_error,
+                             error_column=error_column)
+        df, used = prompt_job(input, column, template, system_message, name, model, provider, return_format, labels,
+                              fmt, limit, options)
         if strip:
             if df.schema()[name] != ifr.DataType.string():
-                raise CLIError("--strip works on text answers, not with --return-format or --choices", USAGE)
+                raise CLIError("--strip works on text answers, not with --return-format or --labels", USAGE)
             df = df.with_column(name, ifr.col(name).str.strip())
         code = _run(df, name, used, out, show, progress, mode)
     raise typer.Exit(code)
@@ -156,7 +165,7 @@ def _run(df: ifr.DataFrame, name: str, used: list[str], out: Optional[Path], sho
     "Tokens and dollars of a prompt job before running it: reads the input and builds every request, but "
     "sends nothing (no API key needed). Takes the options of prompt.\n\n"
     "\b\nExample:\n"
-    "  inferframe estimate examples/data/reviews.csv --column review --system 'Classify the sentiment.' \\\n"
+    "  inferframe estimate examples/data/reviews.csv --column review --system-message 'Classify the sentiment.' \\\n"
     "      --provider openai --model gpt-5-mini --max-tokens 5\n\n"
     "Output tokens are bounded by --max-tokens (unbounded without it); the cost is in dollars at the "
     "built-in prices (unknown for other models).\n\n" + EXIT_CODES
@@ -165,14 +174,14 @@ def estimate(
     input: Input,
     column: Column = None,
     template: Template = None,
-    system: System = None,
+    system_message: SystemMessage = None,
     name: Name = "answer",
     model: Model = None,
     provider: Provider = None,
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
     return_format: ReturnFormat = None,
-    choices: Choices = None,
+    labels: Labels = None,
     fmt: Format = None,
     batch: Batch = False,
     max_cost: MaxCost = None,
@@ -182,14 +191,18 @@ def estimate(
     limit: Limit = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
     api_key: ApiKeyRefused = None,
+    old_system_message: OldSystemMessage = None,
+    old_labels: OldLabels = None,
 ) -> None:
     with guard():
         refuse_api_key(api_key)
+        system_message = cli_flag("--system-message", system_message, old_system_message)
+        labels = cli_flag("--labels", labels, old_labels)
         key = api_key_from_env(api_key_env) if api_key_env else _placeholder_key(provider, base_url)
         options = ai_options(batch=batch, max_cost=max_cost, max_tokens=max_tokens, temperature=temperature,
                              stop=stop, base_url=base_url, api_key=key)
-        df, _ = prompt_job(input, column, template, system, name, model, provider, return_format, choices, fmt,
-                           limit, options)
+        df, _ = prompt_job(input, column, template, system_message, name, model, provider, return_format, labels,
+                           fmt, limit, options)
         result = df.estimate()
         if as_json:
             typer.echo(json.dumps(result, indent=2))
@@ -243,6 +256,8 @@ def embed(
     max_cost: MaxCost = None,
     cache: Cache = None,
     cache_dir: CacheDir = None,
+    on_error: OnError = None,
+    error_column: ErrorColumn = None,
     progress: Progress = None,
     api_key: ApiKeyRefused = None,
 ) -> None:
@@ -251,7 +266,7 @@ def embed(
 
         refuse_api_key(api_key)
         options = ai_options(batch=batch, max_cost=max_cost, cache=cache, cache_dir=cache_dir, base_url=base_url,
-                             api_key=api_key_from_env(api_key_env))
+                             api_key=api_key_from_env(api_key_env), on_error=on_error, error_column=error_column)
         df = read_input(input, fmt)
         check_columns(df, [column], "--column")
         check_text_column(df, column, "embed")

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from inferframe.cli.base import USAGE, CLIError
+from inferframe.functions._vocabulary import CLI_ALIASES
 
 
 def opt(*names: str, help: str, metavar: Optional[str] = None, show_default: bool = False, **kw: Any) -> Any:
@@ -32,11 +33,17 @@ Template = Annotated[Optional[str], opt(
     "--template", "-t", metavar="TEXT",
     help="The message built from columns instead of --column, e.g. 'Review ({stars} stars): {review}'; "
          "\\n is a newline.")]
-System = Annotated[Optional[str], opt(
-    "--system", "-s", metavar="TEXT",
-    help="Instructions sent with every row; @FILE reads them from a file; \\n is a newline.")]
+SystemMessage = Annotated[Optional[str], opt(
+    "--system-message", "-s", metavar="TEXT",
+    help="Instructions sent with every row (the system message); @FILE reads them from a file; \\n is a newline.")]
 Name = Annotated[str, opt("--as", metavar="NAME", show_default=True,
                           help="The answer column's name (failed rows: <name>_error).")]
+OnError = Annotated[Optional[str], opt(
+    "--on-error", metavar="null|raise",
+    help="null (default): a failed row's answer is empty and its error goes to <name>_error; raise: the first "
+         "failed row stops the job (exit 1).")]
+ErrorColumn = Annotated[Optional[bool], opt("--error-column/--no-error-column",
+                                            help="Keep failed rows' errors in <name>_error (default: yes).")]
 Model = Annotated[Optional[str], opt("--model", "-m", metavar="MODEL",
                                      help="The model; default: the provider's (gemma-3-270m on the local model).")]
 Provider = Annotated[Optional[str], opt(
@@ -55,11 +62,14 @@ ReturnFormat = Annotated[Optional[str], opt(
     "--return-format", metavar="MODULE:MODEL",
     help="A Pydantic model for typed answers, e.g. models:Ticket or models.py:Ticket (the answer column "
          "becomes a struct).")]
-Choices = Annotated[Optional[str], opt(
-    "--choices", metavar="LABELS",
+Labels = Annotated[Optional[str], opt(
+    "--labels", metavar="LABELS",
     help="Comma-separated labels; every answer is one of them, e.g. positive,negative,neutral. Chosen by each "
          "label's calibrated probability where the server gives log-probabilities (the embedded model), else by "
          "constrained generation; the answer's probability goes to <name>_confidence.")]
+# The old flags: hidden, they still work one release with a warning (functions/_vocabulary.py's CLI_ALIASES).
+OldSystemMessage = Annotated[Optional[str], typer.Option(CLI_ALIASES["--system-message"], hidden=True)]
+OldLabels = Annotated[Optional[str], typer.Option(CLI_ALIASES["--labels"], hidden=True)]
 Format = Annotated[Optional[str], opt(
     "--format", "-f", metavar="FORMAT",
     help="Read the input as parquet, csv, tsv or json (JSON lines or an array) whatever its name.")]
@@ -127,14 +137,16 @@ def ai_options(*, batch: bool = False, max_cost: Optional[float] = None, max_tok
                temperature: Optional[float] = None, stop: Optional[list[str]] = None,
                max_concurrency: Optional[int] = None, rpm: Optional[float] = None, cache: Optional[str] = None,
                cache_dir: Optional[Path] = None, base_url: Optional[str] = None,
-               api_key: Optional[str] = None) -> dict:
-    """The prompt's keyword options from the command's, leaving out those not given."""
+               api_key: Optional[str] = None, on_error: Optional[str] = None,
+               error_column: Optional[bool] = None) -> dict:
+    """The prompt's keyword options from the command's, leaving out those not given (the function checks them)."""
     options: dict[str, Any] = {}
     if batch:
         options["batch"] = True
     for name, value in [("max_cost", max_cost), ("max_tokens", max_tokens), ("temperature", temperature),
                         ("max_concurrency", max_concurrency), ("rpm", rpm), ("cache", cache),
-                        ("base_url", base_url), ("api_key", api_key)]:
+                        ("base_url", base_url), ("api_key", api_key), ("on_error", on_error),
+                        ("error_column", error_column)]:
         if value is not None:
             options[name] = value
     if cache_dir is not None:

@@ -20,6 +20,7 @@ from inferframe.dataframe.semantic import SemanticMethods
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.expressions.expression import Expression, col, to_node
 from inferframe.expressions.nodes import Agg, Alias, Col, Node, column_not_found
+from inferframe.functions._vocabulary import score_and_rank
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_stages import project_nodes
 from inferframe.plan.inspect import ai_notes, source_rows
@@ -165,7 +166,7 @@ class DataFrame(SemanticMethods, InteropMethods):
         return DataFrame(lp.Join(self._plan, other._plan, lk, rk, how, prefix))
 
     def nearest(self, other: "DataFrame", *, on: Any, other_on: Any = None, k: int = 5, metric: str = "cosine",
-                score_column: str = "score", rank_column: str = "rank", prefix: str = "right.") -> "DataFrame":
+                column: str | None = None, prefix: str = "right.", **options: Any) -> "DataFrame":
         """For every row, the ``k`` rows of ``other`` whose vectors are closest (exact top-k search).
 
         Parameters:
@@ -174,7 +175,7 @@ class DataFrame(SemanticMethods, InteropMethods):
             other_on: ``other``'s vector column (default: ``on``).
             k: matches per row; fewer when ``other`` has fewer rows with a vector.
             metric: "cosine" (default) or "dot", highest first; or "l2", the Euclidean distance, lowest first.
-            score_column, rank_column: names of the score (float32) and 1-based rank (int64) columns.
+            column: the score's column (float32), its 1-based rank (int64) in ``<column>_rank``; default score, rank.
             prefix: put before ``other``'s column names that clash with this DataFrame's, like ``join``.
 
         Returns this DataFrame's columns, then ``other``'s, then the score and rank: one row per
@@ -190,9 +191,9 @@ class DataFrame(SemanticMethods, InteropMethods):
             >>> q.nearest(docs, on="v", k=1).select("q", "doc", "rank").to_pydict()
             {'q': ['x'], 'doc': ['b'], 'rank': [1]}
         """
-        (left_col,) = _names([on])
-        (right_col,) = _names([other_on if other_on is not None else on])
-        return DataFrame(lp.Nearest(self._plan, other._plan, left_col, right_col, k, metric, score_column, rank_column, prefix))
+        score, rank = score_and_rank("nearest", column, options)
+        (left_col,), (right_col,) = _names([on]), _names([other_on if other_on is not None else on])
+        return DataFrame(lp.Nearest(self._plan, other._plan, left_col, right_col, k, metric, score, rank, prefix))
 
     def concat(self, other: "DataFrame") -> "DataFrame":
         """Rows of this DataFrame followed by rows of ``other`` (same columns)."""

@@ -8,7 +8,7 @@ are computed by DuckDB first, as columns of their own. The query is then rewritt
 columns in place of the calls and runs as any ``ifr.sql`` query: only the columns and rows the query
 needs are computed (cheap parts of the ``WHERE`` first, a ``LIMIT`` stops the stream), through the
 engine's batching, limits, retries, cache and cost. A failed row's value is NULL and its error is
-``ai_error(<the same call>)``; ``fail_on_error => true`` stops the query instead.
+``ai_error(<the same call>)``; ``on_error => 'raise'`` stops the query instead.
 
 ``ai_filter`` in a ``JOIN ... ON`` is a semantic join (``sem_join``); ``ai_agg`` and
 ``ai_summarize_agg`` are aggregates planned as ``sem_agg`` per group of the query's ``GROUP BY``.

@@ -2,8 +2,9 @@
 
 Every SQL call becomes the column expression of the Python function (``prompt``, ``classify_text``,
 ``sem_predicate``, ``embed_text``...), so its batching, limits, retries, cache, cost and errors as
-data are those of Python. Named options are passed to that function, which checks them (a bad
-value raises its own PlanError); ``fail_on_error => true`` is ``on_error="raise"``.
+data are those of Python. Named options are passed to that function by the same names, which checks
+them (a bad value raises its own PlanError): ``system_message => '...'``, ``on_error => 'raise'``. The
+old ``fail_on_error => true`` still means ``on_error => 'raise'`` for one release, with a warning.
 
 Example:
     >>> sorted(FUNCTIONS)[:3]
@@ -19,6 +20,7 @@ from typing import Any
 
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, col, lit
+from inferframe.functions._vocabulary import sql_renamed
 
 TEXT, CONST = "text", "const"
 
@@ -42,12 +44,7 @@ def options_of(fn: Function, options: dict[str, Any]) -> dict[str, Any]:
     if "api_key" in out:
         raise PlanError(f"{fn.name}(): a key does not belong in the query's text; set OPENAI_API_KEY, or "
                         "ifr.set_provider('openai', api_key=...), and leave api_key => ... out.")
-    fail = out.pop("fail_on_error", False)
-    if not isinstance(fail, bool):
-        raise PlanError(f"{fn.name}(): fail_on_error => {fail!r} must be true or false.")
-    if fail:  # else the call's own default (a refusal that recurs on every row stops the query)
-        out["on_error"] = "raise"
-    return out
+    return sql_renamed(fn.name, out)
 
 
 def expressions(fn: Function, inputs: dict[str, Any], options: dict[str, Any]) -> list[tuple[str, Expression]]:

@@ -25,6 +25,7 @@ from inferframe.ai.prompt import PromptOperator
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import Expression, lit, to_node
 from inferframe.functions._calls import ai_expression, message_parts
+from inferframe.functions._vocabulary import take
 from inferframe.functions.layout_hint import warn_layout
 from inferframe.models.registry import image_refusal, resolve_model
 from inferframe.structured.answer_budget import fit_to_budget
@@ -96,11 +97,10 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
     ref = provider if isinstance(provider, ModelRef) else resolve_model(fn, provider, model, kind="generate",
                                                                          options=options)
     spec, caps, model = ref.spec, ref.caps, ref.model
-    choices = options.pop("choices", None)
-    if choices is not None:
-        if return_format is not None:
-            raise PlanError("Pass either return_format=... or choices=[...], not both.")
-        return_format = list(choices)
+    if return_format is None:  # choices=[...], its old name, took any iterable of labels
+        return_format = take(fn, options, "return_format", None)
+        return_format = None if return_format is None else list(return_format)
+    take(fn, options, "return_format", return_format)  # both given: a PlanError
     parsed = parse_options(fn, options, caps, current(), model=model, own={**PROMPT_ONLY, **MEDIA})
     if parsed.timeout is not None:
         spec = spec.with_option("timeout", parsed.timeout)
@@ -121,7 +121,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         if grammar:
             # Under the user's max_tokens, free text and open lists shrink so the model can close the JSON.
             schema = fit_to_budget(schema, parsed.request.get("max_tokens"))  # its aliases folded by parse_options
-        fields = format_fields(wire, caps, endpoint, name, schema, _choices_of(schema))
+        fields = format_fields(wire, caps, endpoint, name, schema, _labels_of(schema))
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
     if parsed.extra.get("repair"):
@@ -145,7 +145,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
                   no_images=image_refusal(ref))
 
 
-def _choices_of(schema: dict) -> list[str] | None:
+def _labels_of(schema: dict) -> list[str] | None:
     """The labels of a choices format ({"label": enum}), else None."""
     props = schema.get("properties") or {}
     if list(props) == ["label"] and all(isinstance(c, str) for c in props["label"].get("enum") or [None]):
@@ -154,13 +154,14 @@ def _choices_of(schema: dict) -> list[str] | None:
 
 
 METHODS = ("auto", "generate", "score", "embedding")
+DEFAULT_EXAMPLES_PER_LABEL = 20  # demonstrations shown: a longer prompt is slower for every row
 
 
 def classify_text(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
-                  examples: Any = None, examples_per_label: int = 20, confidence_column: bool = True,
+                  examples: Any = None, examples_per_label: int | None = None, confidence_column: bool = True,
                   calibrate: bool | str = "auto",
                   label_descriptions: Any = None, nearest_examples: int = 0, cascade: Any = None,
-                  target_accuracy: float = 0.9, **options: Any) -> Expression:
+                  target_accuracy: float = 0.9, embed_model: str | None = None, **options: Any) -> Expression:
     """Put every row into exactly one of ``labels``; the column is a dictionary-encoded string.
 
     Parameters:
@@ -175,9 +176,10 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             "score" where the provider returns log-probabilities, else "generate".
         examples: labelled rows (a DataFrame, a list of (text, label) pairs, or a file), balanced per
             label and shown as demonstrations after the instructions and before the row.
-        examples_per_label: at most this many examples per label are shown (a seeded balanced sample).
+        examples_per_label: at most this many examples per label are shown (a seeded balanced sample;
+            default 20); with method="embedding", this many per label train the head (default: all).
         nearest_examples: instead, show each row the k examples of every label most similar to it
-            (packaged MiniLM embeddings, computed in this process; all of ``examples`` are candidates).
+            (embeddings by ``embed_model``, computed in this process; all of ``examples`` are candidates).
             The calibration then uses the fixed balanced sample as its context.
         confidence_column: add "<name>_confidence" (float64): the label's calibrated probability;
             null where the row failed, and with method="generate", which gives no probability.
@@ -194,6 +196,9 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             the rest on; thresholds are chosen on held-back ``examples`` to keep ``target_accuracy``
             (see ``inferframe.ai.cascade``).
         target_accuracy: with ``cascade``, the accuracy the thresholds keep on the held-back examples.
+        embed_model: the in-process embedding model of method="embedding", of a cascade's embedding
+            stages and of ``nearest_examples`` (default: the packaged all-MiniLM-L6-v2); ``model``
+            names the language model.
         **options: everything ``prompt()`` takes (provider, model, temperature, max_concurrency,
             on_error, ...); with on_error="raise" an answer outside the labels stops the job.
 
@@ -222,17 +227,17 @@ def classify_text(text: Any, labels: list[str], *, system_message: str | None = 
             text, labels, cascade, examples=examples, target_accuracy=target_accuracy,
             examples_per_label=examples_per_label, system_message=system_message, calibrate=calibrate,
             label_descriptions=label_descriptions, confidence_column=confidence_column, build_stage=classify_call,
-            **options))
+            embed_model=embed_model, **options))
     return ai_expression(classify_call(text, labels, system_message=system_message, method=method, examples=examples,
                                        examples_per_label=examples_per_label, confidence_column=confidence_column,
                                        calibrate=calibrate, label_descriptions=label_descriptions,
-                                       nearest_examples=nearest_examples, **options))
+                                       nearest_examples=nearest_examples, embed_model=embed_model, **options))
 
 
 def classify_call(text: Any, labels: list[str], *, system_message: str | None = None, method: str = "auto",
-                  examples: Any = None, examples_per_label: int = 20, confidence_column: bool = True,
+                  examples: Any = None, examples_per_label: int | None = None, confidence_column: bool = True,
                   calibrate: bool | str = "auto", label_descriptions: Any = None, nearest_examples: int = 0,
-                  **options: Any) -> AICall:
+                  embed_model: str | None = None, **options: Any) -> AICall:
     """The ``AICall`` of ``classify_text`` with one method (labels and method checked by the caller).
 
     Example:
@@ -246,13 +251,21 @@ def classify_call(text: Any, labels: list[str], *, system_message: str | None = 
     if nearest_examples and (examples is None or method == "embedding"):
         raise PlanError("classify_text(nearest_examples=k) picks each row's demonstrations from examples=...: pass "
                         "examples, with method 'score', 'generate' or 'auto'.")
+    examples_per_label = take("classify_text", options, "examples_per_label", examples_per_label)
     if method == "embedding":
         from inferframe.functions.classify_embedding import embedding_classify_call
 
+        # Here the embedding model answers: model= was its name, the one language models are named by.
+        embed_model = take("classify_text", options, "embed_model", embed_model, old=("model",))
         return embedding_classify_call(text, labels, examples=examples, label_descriptions=label_descriptions,
-                                       confidence_column=confidence_column, **options)
+                                       confidence_column=confidence_column, embed_model=embed_model,
+                                       examples_per_label=examples_per_label, **options)
     if label_descriptions is not None:
         raise PlanError("classify_text(): label_descriptions= is used by method='embedding' only.")
+    if embed_model is not None and not nearest_examples:
+        raise PlanError("classify_text(): embed_model= names the embedding model of method='embedding', of a "
+                        "cascade's embedding stages and of nearest_examples=k; model= names the language model.")
+    examples_per_label = DEFAULT_EXAMPLES_PER_LABEL if examples_per_label is None else examples_per_label
     if not isinstance(examples_per_label, int) or isinstance(examples_per_label, bool) or examples_per_label < 1:
         raise PlanError(f"classify_text(): examples_per_label={examples_per_label!r} must be a whole number >= 1.")
     if calibrate not in (True, False, "auto", "batch"):
@@ -262,7 +275,7 @@ def classify_call(text: Any, labels: list[str], *, system_message: str | None = 
         pairs = load_examples(examples, labels)
         if len(pairs) > examples_per_label * len(labels):
             # A long prompt is slower for every row and can outgrow a slot's context: a balanced sample.
-            pairs = load_examples(examples, labels, per_label=examples_per_label)
+            pairs = load_examples(examples, labels, examples_per_label=examples_per_label)
     if system_message is None:
         system_message = ("Classify the text into exactly one of these labels: " + ", ".join(labels)
                           + ". Answer with the label only.")
@@ -278,7 +291,8 @@ def classify_call(text: Any, labels: list[str], *, system_message: str | None = 
         from inferframe.functions.nearest_examples import nearest_demonstrations
 
         # The per-row demonstrations end with "Text: ": they take the fixed prefix's place before the row.
-        demos = nearest_demonstrations(Expression(parts[0]), load_examples(examples, labels), nearest_examples)
+        demos = nearest_demonstrations(Expression(parts[0]), load_examples(examples, labels), nearest_examples,
+                                       embed_model=embed_model)
         parts = [demos._node, *parts]
         calibration_prefix, prefix = prefix, ""
         if method == "generate":

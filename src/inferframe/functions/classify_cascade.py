@@ -25,14 +25,15 @@ from inferframe.ai.cascade import CascadeConfig, CascadeOperator, CascadeStage
 from inferframe.ai.options import CASCADE, take_options
 from inferframe.ai.thresholds import split_examples
 from inferframe.errors import PlanError
+from inferframe.functions._vocabulary import take
 from inferframe.expressions.expression import Expression
 from inferframe.expressions.nodes import Lit
 
 
 def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, target_accuracy: float = 0.9,
-                     examples_per_label: int = 20, system_message: str | None = None, calibrate: Any = "auto",
-                     label_descriptions: Any = None, confidence_column: bool = True, build_stage: Any,
-                     **options: Any) -> AICall:
+                     examples_per_label: int | None = None, system_message: str | None = None,
+                     calibrate: Any = "auto", label_descriptions: Any = None, confidence_column: bool = True,
+                     build_stage: Any, embed_model: str | None = None, **options: Any) -> AICall:
     """The ``AICall`` of a cascade of classification methods (``classify_text(cascade=...)``), built from its stages' calls.
 
     Parameters:
@@ -45,12 +46,13 @@ def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, t
         examples: labelled rows (as for ``classify_text``); needed: the thresholds are chosen on them.
         target_accuracy: the accuracy the thresholds must keep on the held-back examples (0 < t <= 1).
         examples_per_label: examples per label that teach the stages (demonstrations, the head's
-            training set); at most half of each label's examples, the rest choose the thresholds.
+            training set; default 20); at most half of each label's examples, the rest choose the thresholds.
         system_message, calibrate, label_descriptions: as for ``classify_text`` (label_descriptions
             go to "embedding" stages).
         confidence_column: add "<name>_confidence": the answering stage's confidence.
         build_stage: what builds a stage's ``AICall``: ``classify_call`` (which passes itself; this
             module sits below it).
+        embed_model: the embedding stages' model (a stage's own ``embed_model`` wins).
         **options: on_error, error_column and usage_column (``CASCADE``) apply to the cascade's column; every
             other option (provider, model, max_concurrency, ...) goes to the language-model
             stages; a stage's own dict overrides them.
@@ -69,12 +71,16 @@ def cascade_call(text: Any, labels: list[str], cascade: Any, *, examples: Any, t
     _check_arguments(text, target_accuracy, examples)
     own, options = take_options("classify_text", options, CASCADE, pass_through=True)
     on_error = own.get("on_error") or "null"
+    examples_per_label = take("classify_text", options, "examples_per_label", examples_per_label)
+    if examples_per_label is None:
+        examples_per_label = 20  # classify_text's default number of demonstrations
     teach, held = split_examples(examples, labels, examples_per_label)
 
     stages, calls = [], []
     for i, stage in enumerate(stages_in):
         call = _stage_call(stage, text, labels, teach, examples_per_label, options, build_stage,
-                           system_message=system_message, calibrate=calibrate, label_descriptions=label_descriptions)
+                           system_message=system_message, calibrate=calibrate, label_descriptions=label_descriptions,
+                           embed_model=embed_model)
         stages.append(_cascade_stage(call, stage.get("method", "auto"), i, len(stages_in), stages))
         calls.append(call)
     config = CascadeConfig(labels=tuple(labels), stages=tuple(stages), held=tuple(held),
@@ -101,19 +107,21 @@ def _check_arguments(text: Any, target_accuracy: Any, examples: Any) -> None:
 
 def _stage_call(stage: dict, text: Expression, labels: list[str], teach: Any, examples_per_label: int,
                 options: dict, build_stage: Any, *, system_message: Any, calibrate: Any,
-                label_descriptions: Any) -> AICall:
+                label_descriptions: Any, embed_model: Any) -> AICall:
     """One stage's ``AICall``: the cascade's language-model options go to every stage but an embedding one."""
     method = stage.get("method", "auto")
+    own = {k: v for k, v in stage.items() if k != "method"}  # a stage's own options win
     if method == "embedding":
-        opts = {k: v for k, v in stage.items() if k != "method"}
-        extra = {} if "label_descriptions" in opts else {"label_descriptions": label_descriptions}
+        # The head trains on every teaching example: the split already kept examples_per_label of each.
+        opts = {"label_descriptions": label_descriptions, **own}
+        if "model" not in own:  # the stage's embedding model by its old name wins over the cascade's
+            opts.setdefault("embed_model", embed_model)
     else:
-        opts = {**options, **{k: v for k, v in stage.items() if k != "method"}}
-        extra = {"system_message": system_message, "calibrate": calibrate}
+        opts = {**options, "examples_per_label": examples_per_label, "system_message": system_message,
+                "calibrate": calibrate, **own}
     # A stage's failed row goes on to the next stage: only the cascade's answer obeys on_error.
     opts.update(on_error="null", confidence_column=True)
-    return build_stage(text, labels, method=method, examples=teach, examples_per_label=examples_per_label,
-                       **extra, **opts)
+    return build_stage(text, labels, method=method, examples=teach, **opts)
 
 
 def _cascade_stage(call: AICall, method: str, i: int, n: int, earlier: list) -> CascadeStage:

@@ -36,7 +36,7 @@ _IN_PROCESS = ("sentence_transformers", "transformers")
 
 
 def embedding_classify(text: Any, labels: list[str], *, examples: Any = None, label_descriptions: Any = None,
-                       model: str | None = None, **options: Any) -> Expression:
+                       embed_model: str | None = None, **options: Any) -> Expression:
     """Classify every row by its embedding: a head trained on ``examples``, or similarity to label descriptions.
 
     The column expression of ``embedding_classify_call`` (see there for the parameters).
@@ -51,11 +51,12 @@ def embedding_classify(text: Any, labels: list[str], *, examples: Any = None, la
         ['positive', 'negative']
     """
     return ai_expression(embedding_classify_call(text, labels, examples=examples, label_descriptions=label_descriptions,
-                                                 model=model, **options))
+                                                 embed_model=embed_model, **options))
 
 
 def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = None, label_descriptions: Any = None,
-                            model: str | None = None, **options: Any) -> AICall:
+                            embed_model: str | None = None, examples_per_label: int | None = None,
+                            **options: Any) -> AICall:
     """Classify every row by its embedding: a head trained on ``examples``, or similarity to label descriptions.
 
     Parameters:
@@ -69,9 +70,10 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
             similarity, softmax at ``temperature``); without examples a label lacking one is
             compared with its own name; with examples, the head's probabilities are multiplied by
             the descriptions' and renormalised.
-        model: an in-process embedding model directory or name (default: the packaged all-MiniLM-L6-v2).
-        **options: provider ("sentence_transformers", default, or "transformers"); per_label and
-            seed (which examples, see ``load_examples``); C (fixed regularisation instead of
+        embed_model: an in-process embedding model directory or name (default: the packaged all-MiniLM-L6-v2).
+        examples_per_label: examples of each label the head trains on (default: as many as the smallest label has).
+        **options: provider ("sentence_transformers", default, or "transformers"); seed (which
+            examples, see ``load_examples``); C (fixed regularisation instead of
             cross-validation); temperature (zero-shot softmax temperature, default
             ``ZERO_SHOT_TEMPERATURE``); confidence_column (default True); batch_size, device,
             encode_batch_size, long_inputs, max_concurrency, use_process, gpus, on_error, error_column
@@ -99,25 +101,26 @@ def embedding_classify_call(text: Any, labels: list[str], *, examples: Any = Non
     if provider not in _IN_PROCESS:
         raise PlanError(f"{fn} runs an embedding model in this process: provider must be "
                         f"one of {list(_IN_PROCESS)}, not {provider!r}. Use method='score' or 'generate' for {provider!r}.")
-    run = parse_options(fn, options, REGISTRY.get(provider).capabilities, current(), model=model,
+    run = parse_options(fn, options, REGISTRY.get(provider).capabilities, current(), model=embed_model,
                         own={**TEXT_MODEL, **EMBEDDING_HEAD})
     options = run.extra
     descriptions = _descriptions(label_descriptions, labels)
     pairs: tuple = ()
     if examples is not None:
-        pairs = tuple(load_examples(examples, labels, per_label=options.get("per_label"), seed=options.get("seed", 0)))
+        pairs = tuple(load_examples(examples, labels, examples_per_label=examples_per_label, seed=options.get("seed", 0)))
         empty = [label for t, label in pairs if not t.strip()]
         if empty:
             raise PlanError(f"examples: an empty text (label {empty[0]!r}) has no embedding to learn from.")
-    elif options.get("per_label") is not None or options.get("seed") is not None:
-        raise PlanError("classify_text(method='embedding'): per_label= and seed= choose examples; pass examples=... too.")
+    elif examples_per_label is not None or options.get("seed") is not None:
+        raise PlanError("classify_text(method='embedding'): examples_per_label= and seed= choose examples; pass "
+                        "examples=... too.")
     temperature = float(options.get("temperature") or ZERO_SHOT_TEMPERATURE)
     c = options.get("C")
     require(provider)
     if pairs and importlib.util.find_spec("sklearn") is None:
         raise PlanError('classify_text(method="embedding", examples=...) trains a scikit-learn logistic regression, '
                         'and scikit-learn is not installed. Install it with: pip install "inferframe[embed]"')
-    ref = resolve_model(fn, provider, model, kind="text", options={})
+    ref = resolve_model(fn, provider, embed_model, kind="text", options={})
     confidence = bool(options.get("confidence_column", True))
     settings = {
         "labels": tuple(labels), "examples": pairs, "descriptions": descriptions, "embedder": ref.runner,

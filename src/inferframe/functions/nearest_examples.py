@@ -28,19 +28,19 @@ __all__ = ["nearest_demonstrations"]
 
 
 def nearest_demonstrations(text: Expression, pairs: list[tuple[str, str]], k: int, *,
-                           model: str | None = None) -> Expression:
+                           embed_model: str | None = None) -> Expression:
     """A string column: per row, the ``k`` examples of each label most similar to it, as demonstrations.
 
     Parameters:
         text: the row's text.
         pairs: the labelled examples to choose from.
         k: examples per label (at most the smallest label's count).
-        model: the in-process embedding model (default: the packaged all-MiniLM-L6-v2).
+        embed_model: the in-process embedding model (default: the packaged all-MiniLM-L6-v2).
 
     The text ends with "Text: ", ready for the row; the most similar example of each label comes
     last (nearest the row). A null or empty row gets no demonstrations.
     """
-    ref = resolve_model("classify_text", "sentence_transformers", model, kind="text", options={})
+    ref = resolve_model("classify_text", "sentence_transformers", embed_model, kind="text", options={})
     owner = ClassSpec(NearestDemos, (ref.path,), {"embedder": ref.runner, "examples": tuple(pairs), "k": int(k),
                                                   "label": f"nearest examples[{ref.model}]"})
     spec = UDFSpec(name="classify_text[nearest examples]", fn=NearestDemos.demos, return_dtype=pa.string(),

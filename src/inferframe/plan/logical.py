@@ -339,7 +339,7 @@ class Nearest(LogicalPlan):
         if dupes:
             raise PlanError(
                 f"nearest() would produce duplicate column names {dupes}. Pick other names with "
-                "score_column=, rank_column= or prefix=, or rename the columns first."
+                "column= (the score's; its rank is <column>_rank) or prefix=, or rename the columns first."
             )
         right = [pa.field(name, f.type) for name, f in zip(self.right_names(), self.right.schema)]
         score = [pa.field(self.score_column, pa.float32()), pa.field(self.rank_column, pa.int64())]

@@ -343,7 +343,7 @@ class Provider(BaseTransport):
         raise NotImplementedError(f"{cls.__name__} cannot continue a conversation")
 
     @classmethod
-    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, labels) -> dict:
         return {}
 
     @classmethod

@@ -111,7 +111,7 @@ class LocalProvider(LlamaCppProvider):
         return MAX_INPUT_TOKENS
 
     @classmethod
-    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, labels) -> dict:
         """A compact grammar of ``schema`` (its free-text strings bounded) and DRY sampling (``ANTI_REPETITION``).
 
         A request option of the same name (e.g. ``dry_multiplier=0``) replaces the field.
@@ -121,9 +121,9 @@ class LocalProvider(LlamaCppProvider):
             >>> print(f["grammar"].splitlines()[0], f["dry_multiplier"])
             root ::= "\\"" char{1,300} "\\"" 0.8
         """
-        if choices is not None:
+        if labels is not None:
             # A grammar of the bare labels makes the first token start a label.
-            return {"grammar": "root ::= " + " | ".join(_gbnf_literal(c) for c in choices)}
+            return {"grammar": "root ::= " + " | ".join(_gbnf_literal(c) for c in labels)}
         # llama.cpp's own schema grammar lets a base model pad with whitespace until max_tokens:
         # ours admits compact JSON only.
         return {"grammar": json_schema_to_gbnf(schema), **ANTI_REPETITION}

@@ -113,7 +113,7 @@ class OpenAIProvider(BaseTransport):
         return wire.follow_up_body(endpoint, body, answer, message)
 
     @classmethod
-    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, choices) -> dict:
+    def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict, labels) -> dict:
         from inferframe.structured import response_format_for
 
         if caps.structured_outputs == "none":

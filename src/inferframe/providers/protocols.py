@@ -60,8 +60,8 @@ class SchemaFormat(Protocol):
 
     @classmethod
     def format_fields(cls, caps: Capabilities, endpoint: str, name: str, schema: dict,
-                      choices: list[str] | None) -> dict:
-        """Body fields that ask the server to enforce ``schema`` ({} when it cannot)."""
+                      labels: list[str] | None) -> dict:
+        """Body fields that ask the server to enforce ``schema`` ({} when it cannot); ``labels``: a choice format's."""
 
 
 @runtime_checkable
@@ -236,9 +236,9 @@ def embedding_max_input_tokens(wire: Any, model: str) -> int | None:
 
 
 def format_fields(wire: Any, caps: Capabilities, endpoint: str, name: str, schema: dict,
-                  choices: list[str] | None) -> dict:
+                  labels: list[str] | None) -> dict:
     """The body fields that enforce ``schema`` (``SchemaFormat``); {}: the answer is only validated."""
-    return _ask(wire, "format_fields", {}, caps, endpoint, name, schema, choices)
+    return _ask(wire, "format_fields", {}, caps, endpoint, name, schema, labels)
 
 
 def default_max_tokens(wire: Any, schema: dict | None) -> int | None:

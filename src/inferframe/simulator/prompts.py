@@ -2,7 +2,7 @@
 
 Functions:
     chat_messages(messages) -> Extracted      (chat.completions ``messages``)
-    responses_input(input, instructions) -> Extracted   (responses ``input``)
+    responses_input(input, system) -> Extracted   (responses ``input`` and ``instructions``)
     prompt_parts(body) -> list   (the prompt in server order, for the prefix cache)
 
 ``Extracted`` has ``text`` (all text, for token counts and fail rules),
@@ -181,13 +181,13 @@ def _content_text(content: Any, param: str, acc: list[str]) -> tuple[str, int]:
     return "\n".join(parts), extra
 
 
-def responses_input(inp: Any, instructions: Any) -> Extracted:
-    """Validate a responses ``input`` (string or item list) and extract its text."""
+def responses_input(inp: Any, system: Any) -> Extracted:
+    """Validate a responses ``input`` (string or item list) and extract its text; ``system``: the body's ``instructions``."""
     texts: list[str] = []
-    if instructions is not None:
-        if not isinstance(instructions, str):
-            raise _bad_type("instructions", "a string", instructions)
-        texts.append(instructions)
+    if system is not None:
+        if not isinstance(system, str):
+            raise _bad_type("instructions", "a string", system)
+        texts.append(system)
     if inp is None:
         return Extracted("\n".join(texts), "", 0, 0)
     if isinstance(inp, str):

@@ -9,7 +9,7 @@ produce, under the same names.
 Example:
     >>> from typing import Literal
     >>> spec = build_spec(Literal["yes", "no"])
-    >>> spec.root.kind, spec.root.choices
+    >>> spec.root.kind, spec.root.labels
     ('enum', ('yes', 'no'))
 """
 
@@ -35,7 +35,7 @@ def build_spec(return_format: Any) -> Spec:
             subclass, a list/tuple of choices, or another annotation built from supported types.
 
     Example:
-        >>> build_spec(["a", "b"]).root.choices
+        >>> build_spec(["a", "b"]).root.labels
         ('a', 'b')
         >>> spec = build_spec(["a", "b"]); build_spec(spec) is spec   # parsed once: a Spec is taken as it is
         True
@@ -53,9 +53,9 @@ def build_spec(return_format: Any) -> Spec:
         name = safe_name(title or "response")
         py = None
     elif isinstance(return_format, (list, tuple)) and not is_annotation(return_format):
-        choices = check_choices(list(return_format), "choices", "choices")
-        root = Node("enum", choices=choices, value_kind=choice_value_kind(choices, "choices", "choices"))
-        name, label, py = "choice", "choices", typing.Literal[tuple(choices)]  # type: ignore[valid-type]
+        labels = check_choices(list(return_format), "choices", "choices")
+        root = Node("enum", labels=labels, value_kind=choice_value_kind(labels, "choices", "choices"))
+        name, label, py = "choice", "choices", typing.Literal[tuple(labels)]  # type: ignore[valid-type]
     else:
         if not (isinstance(return_format, type) or is_annotation(return_format)
                 or type(return_format).__name__ == "TypeAliasType"):

@@ -159,8 +159,8 @@ class PyWalker:
             values = list(args)
             nullable = None in values
             values = [v for v in values if v is not None]
-            choices = check_choices(values, path, type_text)
-            return Node("enum", choices=choices, value_kind=choice_value_kind(choices, path, type_text), nullable=nullable)
+            labels = check_choices(values, path, type_text)
+            return Node("enum", labels=labels, value_kind=choice_value_kind(labels, path, type_text), nullable=nullable)
         if tp is typing.Any:
             raise plan_error(path, type_text, "Any has no fixed shape",
                              "give the field a concrete type such as str, int, float or a nested model")
@@ -179,8 +179,8 @@ class PyWalker:
             raise plan_error(path, type_text, reason, fix)
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             members = list(tp)
-            choices = check_choices([m.value for m in members], path, type_text)
-            return Node("enum", choices=choices, value_kind=choice_value_kind(choices, path, type_text), description=_doc(tp))
+            labels = check_choices([m.value for m in members], path, type_text)
+            return Node("enum", labels=labels, value_kind=choice_value_kind(labels, path, type_text), description=_doc(tp))
         if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
             return self._model(tp, path)
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):

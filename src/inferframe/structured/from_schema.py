@@ -113,11 +113,11 @@ class SchemaWalker:
             if None in values:
                 nullable = True
                 values = [v for v in values if v is not None]
-            choices = check_choices(values, path, text)
-            kind = choice_value_kind(choices, path, text)
+            labels = check_choices(values, path, text)
+            kind = choice_value_kind(labels, path, text)
             if kind == "integer" and typ == "number":
                 kind = "integer"
-            return Node("enum", choices=choices, value_kind=kind, nullable=nullable)
+            return Node("enum", labels=labels, value_kind=kind, nullable=nullable)
         if typ is None:
             if "properties" in s:
                 typ = "object"

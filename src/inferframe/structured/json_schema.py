@@ -181,7 +181,7 @@ def _emit_body(node: Node, strict: bool, keep: frozenset) -> dict:
             },
         }
     if kind == "enum":
-        return {"type": _ENUM_JSON_TYPE[node.value_kind], "enum": list(node.choices)}
+        return {"type": _ENUM_JSON_TYPE[node.value_kind], "enum": list(node.labels)}
     if kind in _FORMATS:
         return {"type": "string", "format": _FORMATS[kind]}
     return {"type": kind, **_keywords(node, keep)}

@@ -4,7 +4,7 @@
 (``from_schema``); the Arrow type, the strict JSON schema and the validator are all read off it.
 
 Example:
-    >>> Node("enum", choices=("yes", "no")).choices
+    >>> Node("enum", labels=("yes", "no")).labels
     ('yes', 'no')
     >>> check_choices(["a", "b"], "choices", "choices")
     ('a', 'b')
@@ -66,7 +66,7 @@ class Node:
     fields: tuple = ()
     closed: bool = True
     item: "Node | None" = None
-    choices: tuple = ()
+    labels: tuple = ()
     value_kind: str = ""
     tz: str | None = None
     source: str = ""
@@ -130,10 +130,10 @@ def strip_annotated(tp: Any) -> Any:
     return tp
 
 
-def check_choices(choices: list, path: str, type_text: str) -> tuple:
-    if not choices:
+def check_choices(labels: list, path: str, type_text: str) -> tuple:
+    if not labels:
         raise plan_error(path, type_text, "there are no choices", "give at least one choice")
-    values = [c.value if isinstance(c, enum.Enum) else c for c in choices]
+    values = [c.value if isinstance(c, enum.Enum) else c for c in labels]
     if len(set(map(repr, values))) != len(values):
         raise plan_error(path, type_text, f"the choices {values!r} repeat a value", "list each choice once")
     return tuple(values)

@@ -59,12 +59,12 @@ def check_value(node: Node, value: Any, loc: tuple, errors: list) -> Any:
             return _fail(errors, loc, "Input should be an object")
         return {k: check_value(node.item, v, loc + (k,), errors) for k, v in value.items()}
     if kind == "enum":
-        found = value if _same_kind(node, value) and value in node.choices else _NO
+        found = value if _same_kind(node, value) and value in node.labels else _NO
         if found is _NO and node.value_kind == "string" and isinstance(value, str):
-            folded = [c for c in node.choices if c.casefold() == value.strip().casefold()]
+            folded = [c for c in node.labels if c.casefold() == value.strip().casefold()]
             found = folded[0] if len(folded) == 1 else _NO
         if found is _NO:
-            return _fail(errors, loc, f"Input should be {_or_list(node.choices)}")
+            return _fail(errors, loc, f"Input should be {_or_list(node.labels)}")
         return found
     if kind == "boolean":
         return value if isinstance(value, bool) else _fail(errors, loc, "Input should be a valid boolean")
@@ -166,14 +166,14 @@ def _same_kind(node: Node, value: Any) -> bool:
 
 def _expected(node: Node) -> str:
     if node.kind == "enum":
-        return _or_list(node.choices)
+        return _or_list(node.labels)
     return _EXPECT[node.kind]
 
 
-def _or_list(choices: tuple) -> str:
-    shown = [repr(c) for c in choices[:12]]
-    if len(choices) > 12:
-        shown.append(f"... ({len(choices)} in all)")
+def _or_list(labels: tuple) -> str:
+    shown = [repr(c) for c in labels[:12]]
+    if len(labels) > 12:
+        shown.append(f"... ({len(labels)} in all)")
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 

@@ -141,8 +141,8 @@ class Validator:
 
     def repair_message(self, text: str | None, error: str) -> str:
         """:func:`repair_message` that knows whether this format wants a label or JSON."""
-        choices = self.spec.root.choices if self.spec.is_label else None
-        return repair_message(text, error, choices=choices)
+        labels = self.spec.root.labels if self.spec.is_label else None
+        return repair_message(text, error, labels=labels)
 
     # --- choices ---------------------------------------------------------------------------------
     def _label(self, text: str) -> tuple[Any, str | None]:
@@ -163,7 +163,7 @@ class Validator:
             return None, None
         shown = _clean_label(str(tried))
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        return None, f"not one of the choices {_choices_text(root.choices)}: got {shown!r}"
+        return None, f"not one of the choices {_choices_text(root.labels)}: got {shown!r}"
 
     def _label_from_json(self, s: str) -> tuple[Any, Any]:
         """(choice or _NO, what was tried) for an answer that holds JSON."""
@@ -184,7 +184,7 @@ class Validator:
         return _match_choice(self.spec.root, data), data
 
 
-def repair_message(text: str | None, error: str, *, choices: tuple | list | None = None) -> str:
+def repair_message(text: str | None, error: str, *, labels: tuple | list | None = None) -> str:
     """The follow-up user message asking the model to fix an answer that failed validation.
 
     It quotes the error and (up to 4000 characters of) the previous answer, so it also works when
@@ -193,7 +193,7 @@ def repair_message(text: str | None, error: str, *, choices: tuple | list | None
     Parameters:
         text: the answer that failed.
         error: the message :meth:`Validator.validate` returned.
-        choices: the allowed labels, for choice formats; None for JSON formats.
+        labels: the allowed labels, for choice formats; None for JSON formats.
 
     Example:
         >>> print(repair_message('{"a": 1', "not valid JSON: Expecting ',' delimiter at char 7"))
@@ -210,9 +210,9 @@ def repair_message(text: str | None, error: str, *, choices: tuple | list | None
     parts = [f"Your previous answer could not be used: {error.rstrip('.')}."]
     if previous:
         parts.append(f"Previous answer:\n{previous}")
-    if choices:
+    if labels:
         parts.append(f"Reply again with exactly one of these labels and nothing else: "
-                     f"{', '.join(str(c) for c in choices)}.")
+                     f"{', '.join(str(c) for c in labels)}.")
     else:
         parts.append("Reply again with only the corrected JSON that matches the required schema: no explanation,\n"
                      "no Markdown code fences, no text before or after the JSON.")
@@ -285,14 +285,14 @@ def _clean_label(s: str) -> str:
 
 def _match_choice(node: Node, raw: Any) -> Any:
     """The choice ``raw`` names, or _NO."""
-    choices = node.choices
+    labels = node.labels
     if node.value_kind == "string":
         if not isinstance(raw, str):
             return _NO
         t = _clean_label(raw)
-        if t in choices:
+        if t in labels:
             return t
-        folded = [c for c in choices if c.casefold() == t.casefold()]
+        folded = [c for c in labels if c.casefold() == t.casefold()]
         return folded[0] if len(folded) == 1 else _NO
     if node.value_kind == "integer":
         if isinstance(raw, bool):
@@ -302,15 +302,15 @@ def _match_choice(node: Node, raw: Any) -> Any:
                 raw = int(_clean_label(raw))
             except ValueError:
                 return _NO
-        return raw if isinstance(raw, int) and raw in choices else _NO
+        return raw if isinstance(raw, int) and raw in labels else _NO
     if isinstance(raw, str):
         raw = {"true": True, "false": False}.get(_clean_label(raw).lower(), raw)
-    return raw if isinstance(raw, bool) and raw in choices else _NO
+    return raw if isinstance(raw, bool) and raw in labels else _NO
 
 
-def _choices_text(choices: tuple) -> str:
-    shown = ", ".join(repr(c) for c in choices[:12])
-    return shown + (f", ... ({len(choices)} in all)" if len(choices) > 12 else "")
+def _choices_text(labels: tuple) -> str:
+    shown = ", ".join(repr(c) for c in labels[:12])
+    return shown + (f", ... ({len(labels)} in all)" if len(labels) > 12 else "")
 
 
 # --- Pydantic path -----------------------------------------------------------------------------
@@ -339,8 +339,8 @@ def _prepare(node: Node, data: Any) -> Any:
         if isinstance(pairs, dict):
             return {k: _prepare(node.item, v) for k, v in pairs.items()}
         return data
-    if kind == "enum" and node.value_kind == "string" and isinstance(data, str) and data not in node.choices:
-        folded = [c for c in node.choices if c.casefold() == data.strip().casefold()]
+    if kind == "enum" and node.value_kind == "string" and isinstance(data, str) and data not in node.labels:
+        folded = [c for c in node.labels if c.casefold() == data.strip().casefold()]
         return folded[0] if len(folded) == 1 else data
     return data
 
