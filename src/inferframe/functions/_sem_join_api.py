@@ -45,7 +45,7 @@ from inferframe.errors import PlanError, warn_user
 from inferframe.expressions.expression import col
 from inferframe.expressions.nodes import column_not_found
 from inferframe.functions._input_types import check_input
-from inferframe.functions._vocabulary import take
+from inferframe.functions._vocabulary import embedding_options, take
 from inferframe.functions.embed import embed_text
 from inferframe.functions.sem_join import JoinSteps, batch_check, batch_parts, call_of, pair_check
 from inferframe.functions.templates import Field, Template, parse_template
@@ -132,7 +132,7 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
     max_tokens = _max_tokens(batch_check(template, CANDIDATES, asked, system_message=check_message, raw=True, **options))
     pairs_per_request = fit_pairs(asked, max_tokens)
     steps = JoinSteps(template, column_of, dict(options), check_message, {"system_message": system_message if
-                      given_property else None, "examples": examples}, _embed_options(embed_model, embed_options),
+                      given_property else None, "examples": examples}, embedding_options("sem_join", embed_model, embed_options),
                       pairs_per_request)
     spec = JoinSpec(predicate, on_property, None if property_values is None else tuple(property_values), relation,
                     plan, k, target_recall, sample_size, max_nested_pairs, prefix, seed, pairs_per_request, asked,
@@ -140,17 +140,6 @@ def sem_join(left: Any, right: Any, predicate: str, *, on_property: str | None =
                     tuple(template.columns("right")), tuple(right_names), detected, "detected", propose)
     return type(left)(SemJoin(left._plan, right._plan, spec, steps))
 
-
-
-def _embed_options(embed_model: str | None, embed_options: dict | None) -> dict:
-    """``embed_text``'s options for blocking: ``embed_options`` with ``embed_model`` as its model."""
-    opts = dict(embed_options or {})
-    if embed_model is not None:
-        if opts.get("model") not in (None, embed_model):
-            raise PlanError(f"sem_join(): pass the embedding model once: embed_model={embed_model!r} or "
-                            f"embed_options={{'model': {opts['model']!r}}}.")
-        opts["model"] = embed_model
-    return opts
 
 
 def _one_model(options: dict) -> dict:
