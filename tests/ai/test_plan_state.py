@@ -98,8 +98,9 @@ def test_errors_live_in_one_module_under_one_base():
     classes = [v for v in vars(errors).values() if isinstance(v, type) and issubclass(v, Exception)]
     assert len(classes) >= 13
     for cls in classes:
-        # Warnings (LowInformationWarning, SemanticFailuresWarning) are UserWarnings, filtered by class, not raised.
-        assert issubclass(cls, ifr.InferframeError) or issubclass(cls, UserWarning), cls
+        # Warnings (LowInformationWarning, SemanticFailuresWarning) are UserWarnings, filtered by class, not raised;
+        # a renamed option's (RenamedOptionWarning) is a DeprecationWarning, as Python's convention has it.
+        assert issubclass(cls, ifr.InferframeError) or issubclass(cls, (UserWarning, DeprecationWarning)), cls
         assert getattr(ifr, cls.__name__) is cls, f"{cls.__name__} is not exported"
     from inferframe.io.errors import SchemaMismatchError
     from inferframe.media import DownloadError, MediaError
