@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import DURATIONS, group_of  # noqa: E402
+from suite_order import DURATIONS, group_of  # noqa: E402
 
 
 def test_file(classname: str) -> str | None:

@@ -43,7 +43,7 @@ def test_the_longest_recorded_group_is_collected_first_whatever_its_test_count()
 
 def test_longest_first_keeps_a_groups_tests_together_in_their_order():
     sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import longest_first
+    from suite_order import longest_first
 
     class Item:
         def __init__(self, group, n):
