@@ -23,6 +23,15 @@ KEY = "sk-budget-test-secret-7"
 PRICE = (0.25, 2.0)  # dollars per million input / output tokens
 
 
+@pytest.fixture(autouse=True)
+def _session_restored(monkeypatch):
+    """The prices ``ask`` sets (gpt-5-mini's among them, without its cached rate) end with the test: the process's
+    session is put back, so a later test in the same process sees the published prices."""
+    from inferframe import session
+
+    monkeypatch.setattr(session, "_current", session.current())
+
+
 @pytest.fixture
 def sim():
     # 20 ms a request: many requests are in flight when the cap is reached, as against a real API.

@@ -237,9 +237,6 @@ def test_the_cli_estimate_prints_the_cached_tokens_and_the_saving(tmp_path):
     rules = tmp_path / "rules.txt"
     rules.write_text(RULES)
     args = ["estimate", str(data), "-c", "ticket", "--provider", "openai", "--model", "gpt-5-mini", "--max-tokens", "16"]
-    # The process's session is shared by the tests before this one in it (a full run saw no saving printed,
-    # while the file alone passes): the published price, cached rate included, is set here.
-    set_prices({"gpt-5-mini": GPT5_MINI})
     shared = CliRunner().invoke(app, args + ["--system-message", f"@{rules}"])
     assert shared.exit_code == 0, shared.output
     assert "a prompt cache could serve ~" in shared.stdout and "saving ~$" in shared.stdout
