@@ -139,3 +139,33 @@ def test_the_installed_build_selects_its_cpu_variant_at_run_time_and_has_no_amx(
     assert "%ymm" not in texts["x64"] and "%zmm" not in texts["x64"]  # the baseline runs on any x86-64
     assert "%ymm" in texts["haswell"] and "%zmm" not in texts["haswell"]
     assert "%zmm" in texts["skylakex"]  # AVX-512 machines still get AVX-512 kernels
+
+
+def test_doctor_starts_its_own_ray_cluster_beside_one_another_program_runs(tmp_path) -> None:
+    """Another program's cluster on the machine (ray.cluster_utils, as the node-loss tests run one, writes
+    ray_current_cluster): a plain ray.init() joined it and refused num_cpus, so the doctor failed."""
+    import tempfile
+
+    # Ray's socket paths must stay short: a temp dir of its own under /tmp, not pytest's long tmp_path.
+    ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp}
+    env.pop("RAY_ADDRESS", None)
+    env.pop("INFERFRAME_RAY_ADDRESS", None)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, ray.cluster_utils as u\n"
+         "c = u.Cluster(initialize_head=True, head_node_args={'num_cpus': 1, 'include_dashboard': False})\n"
+         "print('up', flush=True); sys.stdin.read(); c.shutdown()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        assert Path(ray_tmp, "ray", "ray_current_cluster").exists()
+        out = subprocess.run([sys.executable, "-c", "import json, dataclasses\n"
+                              "from inferframe.doctor.cluster import check_ray\n"
+                              "print(json.dumps(dataclasses.asdict(check_ray())))"],
+                             capture_output=True, text=True, env=env, timeout=240)
+        check = json.loads(out.stdout.strip().splitlines()[-1])
+        assert check["status"] == "ok", check
+        assert "a local cluster started and ran a task" in check["found"]
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=120)

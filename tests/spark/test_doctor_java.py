@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from inferframe.doctor import check_java
+from inferframe.doctor.cluster import check_java
 
 
 def _fake_java(tmp_path: Path, version: str) -> Path:

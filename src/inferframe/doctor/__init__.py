@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import json
 import os
 import platform
@@ -30,37 +29,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from inferframe.doctor.check import FAIL, INFO, OK, WARN, Check, exit_code, version_of as _version
+from inferframe.doctor.cluster import check_java, check_ray
+
 __all__ = ["Check", "check_all", "exit_code", "main"]
 
-OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 _SECRET_HINT = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.I)
 # Variables that change what inferframe or its parts do; their names (never values) are listed.
 _ENV_PREFIXES = ("INFERFRAME_", "OPENAI_", "LLAMA_ARG_", "RAY_", "HF_", "CMAKE_ARGS", "XDG_CACHE_HOME",
                  "OPENBLAS_", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
-
-
-@dataclasses.dataclass
-class Check:
-    """One line of the doctor's table."""
-
-    name: str
-    status: str
-    found: str
-    fix: str = ""
-    needed: bool = False  # the demo needs it: a failure makes the exit code 1
-    log_tail: str = ""
-
-
-def exit_code(checks: list[Check]) -> int:
-    """0 when every check the demo needs passed, else 1."""
-    return 1 if any(c.needed and c.status == FAIL for c in checks) else 0
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def check_python() -> Check:
@@ -314,85 +291,6 @@ def check_history() -> Check:
                      "set INFERFRAME_CACHE_DIR to a writable directory (the history lives beside the cache)")
 
 
-def check_ray(start: bool = True) -> Check:
-    version = _version("ray")
-    if version is None:
-        return Check("ray", WARN, "not installed", "pip install 'inferframe[ray]' (for set_runner_ray)")
-    if not start:
-        return Check("ray", OK, f"ray {version} importable (cluster start not tried: --quick)")
-    try:
-        import ray
-
-        started = time.perf_counter()
-        already = ray.is_initialized()
-        if not already:
-            ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-        try:
-            answer = ray.get(ray.remote(lambda: 42).remote(), timeout=120)
-        finally:
-            if not already:
-                ray.shutdown()
-        if answer != 42:
-            raise RuntimeError(f"a task returned {answer!r}")
-        return Check("ray", OK, f"ray {version}: a local cluster started and ran a task in "
-                                f"{time.perf_counter() - started:.1f} s")
-    except Exception as exc:
-        return Check("ray", FAIL, f"ray {version}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                     "check free memory and /tmp space; 'ray stop' ends a stale cluster")
-
-
-# pyspark 4 runs on Java 17 or newer; the fix names the package of the common distributions.
-SPARK_JAVA = 17
-JAVA_FIX = ("install Java 17 or newer (Debian/Ubuntu: apt-get install openjdk-17-jre-headless; "
-            "macOS: brew install openjdk@17) and put it on PATH or set JAVA_HOME")
-
-
-def _java_major(text: str) -> int | None:
-    """The major version in ``java -version``'s output ('1.8.0_392' is 8, '17.0.15' is 17).
-
-    Example:
-        >>> _java_major('openjdk version "17.0.15" 2025-04-15'), _java_major('java version "1.8.0_392"')
-        (17, 8)
-    """
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2) or 0) if major == 1 else major
-
-
-def check_java(env: dict | None = None) -> Check:
-    """Java for the Spark runner, checked only when pyspark is installed (``env``: the environment to search).
-
-    Example:
-        >>> check_java({"PATH": "/nonexistent"}).status in ("fail", "info")
-        True
-    """
-    version = _version("pyspark")
-    if version is None:
-        return Check("java (spark)", INFO, "pyspark not installed: Java not needed",
-                     "pip install 'inferframe[spark]' (for set_runner_spark)")
-    env = dict(os.environ if env is None else env)
-    home = env.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home and Path(home, "bin", "java").exists() else \
-        shutil.which("java", path=env.get("PATH", ""))
-    if java is None:
-        return Check("java (spark)", FAIL, f"pyspark {version} is installed but no java was found on PATH or in "
-                                          f"JAVA_HOME", JAVA_FIX)
-    import subprocess
-
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, env=env)
-        text = out.stderr + out.stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Check("java (spark)", FAIL, f"{java} does not run: {type(exc).__name__}", JAVA_FIX)
-    major = _java_major(text)
-    if major is None or major < SPARK_JAVA:
-        found = text.strip().splitlines()[0] if text.strip() else "no version"
-        return Check("java (spark)", FAIL, f"{java}: {found}; pyspark {version} needs Java {SPARK_JAVA}+", JAVA_FIX)
-    return Check("java (spark)", OK, f"Java {major} at {java} (pyspark {version})")
-
-
 def check_chromium() -> Check:
     for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
         path = shutil.which(name)
@@ -495,6 +393,3 @@ def main(argv: list[str] | None = None, *, runner: Callable[[bool], list[Check]]
         render(checks)
     return exit_code(checks)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

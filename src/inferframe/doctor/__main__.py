@@ -1,0 +1,7 @@
+"""``python -m inferframe.doctor``: the doctor's table (``--install-check``: the install's self-test)."""
+
+import sys
+
+from inferframe.doctor import main
+
+sys.exit(main())
