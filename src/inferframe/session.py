@@ -26,11 +26,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from inferframe.errors import PlanError
 from inferframe.providers import secrets
@@ -144,6 +145,26 @@ _current = Session()
 def current() -> Session:
     """This process's session."""
     return _current
+
+
+@contextlib.contextmanager
+def using(session: Session) -> Iterator[Session]:
+    """``session`` as this process's while an expression is built from another process's settings (a Spark SQL
+    function in an executor builds its call under the driver's settings at ``register``), then the old one.
+
+    Example:
+        >>> with using(Session(cache_dir="/tmp/x")):
+        ...     current().cache_dir
+        '/tmp/x'
+    """
+    global _current
+    with _lock:
+        before, _current = _current, session
+    try:
+        yield session
+    finally:
+        with _lock:
+            _current = before
 
 
 def _replace(**changes: Any) -> None:

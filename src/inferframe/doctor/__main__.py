@@ -2,6 +2,6 @@
 
 import sys
 
-from inferframe.doctor import main
+from inferframe.doctor.run import main
 
 sys.exit(main())

@@ -43,6 +43,19 @@ def last_run() -> list[dict]:
     return [dict(d) for d in _last]
 
 
+def publish_last(totals: list[dict]) -> None:
+    """Make ``totals`` (one dict per AI call, as ``last_run()`` gives them) the last run's: for jobs that end
+    outside a job of this process (a Spark action over AI columns, whose executors report as they go).
+
+    Example:
+        >>> publish_last([{"label": "prompt[m]", "requests": 2}])
+        >>> last_run()[0]["requests"]
+        2
+    """
+    global _last
+    _last = [dict(d) for d in totals]
+
+
 def guard_answers(runs: list[dict], warn: bool = True) -> None:
     """The quality guard at the end of a job: one LowInformationWarning if a call's answers were (nearly) all one label.
 

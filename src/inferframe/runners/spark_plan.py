@@ -159,7 +159,7 @@ class WorkerServices:
 
     _current: dict[str, Any] = {}
 
-    def __init__(self, link: Any) -> None:
+    def __init__(self, link: Any, tag: str = "") -> None:
         from inferframe.ai.run import RunServices
         from inferframe.observe.stats import RunCounters
         from inferframe.runners.spark_limits import SparkCoordinator
@@ -168,20 +168,22 @@ class WorkerServices:
             os.environ.setdefault(k, v)
         self.link = link
         self.services = RunServices(SparkCoordinator(link), RunCounters(), None)
-        self.source = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        # ``tag``: a prefix the driver groups this worker's reports by (a Spark SQL execution's id).
+        self.source = f"{tag}{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.stages: dict[str, Any] = {}
+        self.batches: dict[tuple, int] = {}  # (column, partition) -> batches counted (runners.spark_columns)
         self._stop = threading.Event()
         threading.Thread(target=self._report_loop, name="inferframe-spark-report", daemon=True).start()
 
     @classmethod
-    def for_job(cls, job: str, link: Any) -> "WorkerServices":
-        """This worker's services for ``job``; a new job closes the previous job's stages first."""
+    def for_job(cls, job: str, link: Any, tag: str = "") -> "WorkerServices":
+        """This worker's services for ``job`` (``tag``: its reports' prefix); a new job closes the previous job's stages first."""
         found = cls._current.get(job)
         if found is None:
             for old in list(cls._current.values()):
                 old.close()
             cls._current.clear()
-            found = cls._current[job] = cls(link)
+            found = cls._current[job] = cls(link, tag)
         return found
 
     def rows(self) -> dict[str, dict]:
@@ -241,7 +243,8 @@ class UDFPartitions:
         self.call, self.out_name, self.out_type = worker_call(op.call), op.out_name, op.out_type
         self.out = spark_arrow(op.schema)
 
-    def _built(self, worker: WorkerServices) -> _Stage:
+    def built(self, worker: WorkerServices) -> _Stage:
+        """The stage's operator in ``worker``, built at its first partition and kept for the job's next ones."""
         stage = worker.stages.get(self.stage)
         if stage is None:
             from inferframe.execution.context import ExecContext
@@ -255,7 +258,7 @@ class UDFPartitions:
         from pyspark import TaskContext
 
         worker = WorkerServices.for_job(self.job, self.link)
-        stage = self._built(worker)
+        stage = self.built(worker)
         before = worker.rows()
         for out in stage.op.run(batches):
             if out.num_rows:

@@ -217,6 +217,24 @@ def session_service(spark) -> JobService:
         return found
 
 
+def session_job(spark) -> tuple[str, Any]:
+    """The session's one job id and its service's link, for AI columns inside Spark's plans (``spark_columns``).
+
+    Every AI column and Spark SQL function of a SparkContext shares them: a Python worker keeps one set of
+    services (clients, the leased budget) for all of them. The service publishes each Spark SQL execution's
+    totals as ``last_run()`` while its tasks report.
+    """
+    from inferframe.observe.progress import publish_last
+    from inferframe.runners.spark_columns import SessionRuns
+
+    service = session_service(spark)
+    with _SESSION_LOCK:
+        if service.on_change is None:
+            service.on_change = SessionRuns(publish_last)
+            service.job_id = uuid.uuid4().hex[:12]
+    return service.job_id, service.link()
+
+
 class Job:
     """One job's state on the driver: the service for its tasks, and the merge of their counters into ``counters``."""
 

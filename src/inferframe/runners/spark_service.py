@@ -70,6 +70,9 @@ class JobService:
         self._conns: set = set()  # open connections: shut at close(), so their threads end with the service
         self._limits = None  # the job's LimitsActor and its event loop, made at the first lease
         self._budgets = None  # the job's budget grants (max_cost/max_tokens_budget), made at the first grant
+        # Called with (service, key) after each report or row count, on the connection's thread.
+        self.on_change: Callable[["JobService", str], None] | None = None
+        self.job_id: str | None = None  # a session service's job (runners.spark_runner.session_job)
         threading.Thread(target=self._accept, name=name, daemon=True).start()
 
     @property
@@ -87,10 +90,16 @@ class JobService:
     def report(self, source: str, snapshots: list[dict]) -> None:
         with self._lock:
             self._reports[source] = list(snapshots)
+        self._changed(source)
 
     def rows(self, key: str, delta: dict) -> None:
         with self._lock:
             self._rows[key] = delta  # a partition run again replaces its first count
+        self._changed(key)
+
+    def _changed(self, key: str) -> None:
+        if self.on_change is not None:
+            self.on_change(self, key)
 
     def lease(self, *args) -> dict:
         """``LimitsActor.lease`` on the service's event loop (one loop: the actor's state is one asyncio world)."""
@@ -117,15 +126,16 @@ class JobService:
     _METHODS = ("env", "report", "rows", "lease", "grant_budget")
 
     # --- what the driver reads ------------------------------------------------------------------
-    def counter_reports(self) -> dict[str, list[dict]]:
+    def counter_reports(self, prefix: str = "") -> dict[str, list[dict]]:
+        """The workers' latest spending, by source (``prefix``: only the sources that start with it)."""
         with self._lock:
-            return dict(self._reports)
+            return {k: v for k, v in self._reports.items() if k.startswith(prefix)}
 
-    def row_counts(self) -> list[dict]:
-        """Row counters per call label, summed over the finished partitions."""
+    def row_counts(self, prefix: str = "") -> list[dict]:
+        """Row counters per call label, summed over the finished partitions (whose keys start with ``prefix``)."""
         out: dict[str, dict] = {}
         with self._lock:
-            parts = list(self._rows.values())
+            parts = [v for k, v in self._rows.items() if k.startswith(prefix)]
         for part in parts:
             for label, fields in part.items():
                 total = out.setdefault(label, {"label": label})

@@ -1,4 +1,10 @@
-"""Stay in Spark: AI columns added to a Spark DataFrame, which stays a lazy Spark DataFrame.
+"""Stay in Spark: AI functions as Spark columns, in Spark SQL, and added to a lazy Spark DataFrame.
+
+- ``from inferframe.spark import functions as AF``: ``AF.prompt``, ``AF.classify_text``, ``AF.embed_text``,
+  ``AF.sem_predicate`` and ``AF.ai_error`` are pyspark Columns (``sdf.withColumn("label", AF.prompt("review"))``),
+  which Spark's optimizer plans around (a filter on other columns first; a dropped column never runs);
+- ``register(spark)``: ``ai_complete``, ``ai_classify``, ... in ``spark.sql`` (``inferframe.spark.sql``);
+- ``with_columns(sdf, label=prompt(col("body"), ...))``: any inferframe expressions, as below.
 
 For pipelines that never leave Spark. ``with_columns(sdf, label=prompt(col("body"), ...))`` plans the
 columns with inferframe's one physical planner and adds them as ``mapInArrow`` stages: the AI call's
@@ -15,18 +21,20 @@ Example:
     [4, 3]
 """
 
-from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
-from inferframe.dataframe.constructors import spark_with_columns
-from inferframe.errors import ArgumentTypeError
-from inferframe.expressions import Expression
+from inferframe.dataframe.constructors import spark_with_columns as _spark_with_columns
+from inferframe.errors import ArgumentTypeError as _ArgumentTypeError
+from inferframe.expressions import Expression as _Expression
 
-__all__ = ["with_columns"]
+from inferframe.spark import functions
+from inferframe.spark.sql import register
+
+__all__ = ["with_columns", "functions", "register"]
 
 
-def with_columns(sdf: Any, **columns: Any) -> Any:
+def with_columns(sdf: _Any, **columns: _Any) -> _Any:
     """``sdf`` (a ``pyspark.sql.DataFrame``) with one column per keyword, from inferframe expressions; lazy.
 
     Parameters:
@@ -40,9 +48,9 @@ def with_columns(sdf: Any, **columns: Any) -> Any:
         [Row(id=0, twice=0), Row(id=1, twice=2)]
     """
     if not columns:
-        raise ArgumentTypeError("with_columns() needs at least one column: with_columns(sdf, label=prompt(col('body'), ...)).")
+        raise _ArgumentTypeError("with_columns() needs at least one column: with_columns(sdf, label=prompt(col('body'), ...)).")
     for name, expr in columns.items():
-        if not isinstance(expr, Expression):
-            raise ArgumentTypeError(f"with_columns(): column {name!r} is a {type(expr).__name__}, not an inferframe "
+        if not isinstance(expr, _Expression):
+            raise _ArgumentTypeError(f"with_columns(): column {name!r} is a {type(expr).__name__}, not an inferframe "
                                     f"expression; pass e.g. {name}=prompt(col('body'), ...) or {name}=col('x') * 2.")
-    return spark_with_columns(sdf, columns)
+    return _spark_with_columns(sdf, columns)
