@@ -29,6 +29,7 @@ import collections
 import json
 import threading
 import uuid
+from types import MappingProxyType
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -68,11 +69,15 @@ def error_text(errors: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+# What each physical operator is to a column: the table it reads, a step per row, or neither (PhysicalOp).
+_ROLE = MappingProxyType({pp.ReadTable: "source", pp.UDFStage: "call", pp.Project: "map", pp.PhysicalOp: None})
+
+
 def column_chain(op: pp.PhysicalOp) -> list[pp.PhysicalOp]:
     """The operators over the plan's in-memory table, first to last; PlanError on any that is not per row."""
     chain = []
-    while not isinstance(op, pp.ReadTable):
-        if not isinstance(op, (pp.UDFStage, pp.Project)):
+    while (role := pp.dispatch(_ROLE, op)) != "source":
+        if role is None:
             raise PlanError(f"This AI function cannot run as a Spark column ({type(op).__name__} is not one answer "
                             "per row); use inferframe.spark.with_columns or the Spark runner for it.")
         chain.append(op)
@@ -98,9 +103,9 @@ class ColumnUDF:
         # An id the stages are kept under in the worker: made once on the driver, or ``label`` itself when the
         # call is built in each task (Spark SQL) and must find the operator an earlier task built.
         self.id = f"{job}-{label}" if stable_id else f"{job}-{label}-{uuid.uuid4().hex[:8]}"
-        self.stages = {i: sp.UDFPartitions(job, f"{self.id}-s{i}", op, link)
-                       for i, op in enumerate(chain) if isinstance(op, pp.UDFStage)}
-        self.maps = {i: sp.MapPartitions(op) for i, op in enumerate(chain) if not isinstance(op, pp.UDFStage)}
+        calls = {i for i, op in enumerate(chain) if pp.dispatch(_ROLE, op) == "call"}
+        self.stages = {i: sp.UDFPartitions(job, f"{self.id}-s{i}", op, link) for i, op in enumerate(chain) if i in calls}
+        self.maps = {i: sp.MapPartitions(op) for i, op in enumerate(chain) if i not in calls}
 
     def __call__(self, *arrays: pa.Array) -> pa.Array:
         from pyspark import TaskContext
