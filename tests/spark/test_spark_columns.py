@@ -3,6 +3,7 @@ Spark's optimizer plans around them, so a filter after the column and a dropped 
 Request counts at the project's simulator; the totals of each Spark action in ``ifr.last_run()``."""
 
 import sys
+import time
 import uuid
 
 import pytest
@@ -45,6 +46,13 @@ def test_a_filter_after_an_ai_column_sends_only_the_kept_rows(spark, sim):
     assert sim.stats()["total_requests"] == 20
     totals = ifr.last_run()
     assert [t["requests"] for t in totals] == [20] and totals[0]["rows_done"] == 20
+    # Once Spark runs no job, the action is a run in the history, as a job of the local runner is.
+    for _ in range(40):
+        stored = ifr.runs(limit=1).to_pylist()
+        if stored and stored[0]["requests"] == 20 and stored[0]["models"] == "gpt-5-mini":
+            break
+        time.sleep(0.25)
+    assert stored[0]["requests"] == 20 and stored[0]["status"] == "ok" and stored[0]["rows"] == 20, stored
 
 
 def test_a_select_that_drops_the_ai_column_sends_nothing(spark, sim):

@@ -44,7 +44,8 @@ def runs(limit: int | None = 100, *, directory: str | None = None):
 
     rows = _history(directory).runs(limit=limit)
     cols: dict[str, list] = {c: [r[c] for r in rows] for c in SCALARS}
-    cols["models"] = [", ".join(sorted({f"{c['provider']}:{c['model']}" for c in (r["calls"] or [])})) for r in rows]
+    cols["models"] = [", ".join(sorted({f"{c['provider']}:{c['model']}" if c.get("provider") else str(c.get("model"))
+                                         for c in (r["calls"] or [])})) for r in rows]
     for c in NESTED:
         cols[c] = [json.dumps(r[c]) if r[c] is not None else None for r in rows]
     types = {"started": pa.float64(), "ended": pa.float64(), "cost": pa.float64(), "cache_saved": pa.float64(),

@@ -26,8 +26,11 @@ Example:
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import threading
+import time
+import warnings
 import uuid
 from types import MappingProxyType
 from typing import Any, Callable
@@ -162,15 +165,27 @@ class ErrorOf:
 
 
 class SessionRuns:
-    """The driver's side: each Spark SQL execution's counters, published as ``last_run()`` as they arrive.
+    """The driver's side: each Spark SQL execution's counters, published as ``last_run()`` as they arrive, and
+    stored in the run history (``ifr.runs()``) once Spark has no job running.
 
     Set as the session service's ``on_change``: the latest execution with AI work is the last run.
+
+    Parameters:
+        publish: makes a list of totals the last run's (``observe.progress.publish_last``).
+        busy: whether Spark runs a job now (None: runs are not stored in the history).
+        record: stores one execution (its counters and start time) in the run history.
     """
 
-    def __init__(self, publish: Callable[[list[dict]], None]) -> None:
-        self.publish = publish
+    def __init__(self, publish: Callable[[list[dict]], None], busy: Callable[[], bool] | None = None,
+                 record: Callable[[Any, float], None] | None = None) -> None:
+        self.publish, self.record = publish, record
         self._lock = threading.Lock()
         self.latest = -1
+        self._counters: dict[str, Any] = {}  # execution tag -> its RunCounters
+        self._started: dict[str, float] = {}
+        self._stored: set[str] = set()
+        if busy is not None and record is not None:
+            threading.Thread(target=self._watch, args=(busy,), name="inferframe-spark-runs", daemon=True).start()
 
     def __call__(self, service: Any, key: str) -> None:
         from inferframe.observe.stats import RunCounters
@@ -180,14 +195,58 @@ class SessionRuns:
             return
         number = int(tag[1:]) if tag[1:].isdigit() else 0
         with self._lock:
-            if number < self.latest:
-                return  # a late report of an earlier execution: the last run stays the latest
-            self.latest = number
-            counters = RunCounters()
+            if tag in self._stored:
+                return  # a late report of a run already stored
+            counters = self._counters.setdefault(tag, RunCounters())
+            self._started.setdefault(tag, time.time())
             prefix = f"{tag}|"
             for source, snaps in service.counter_reports(prefix).items():
                 counters.merge(source, snaps)
             rows = service.row_counts(prefix)
             if rows:
                 counters.merge("spark:rows", [{**dict.fromkeys(sp.ROW_FIELDS, 0), **r} for r in rows])
-            self.publish([s.as_dict() for s in counters.runs()])
+            if number >= self.latest:  # a late report of an earlier execution leaves the last run as it is
+                self.latest = number
+                self.publish([s.as_dict() for s in counters.runs()])
+
+    def _watch(self, busy: Callable[[], bool]) -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                if busy():
+                    continue
+            except Exception:  # the SparkContext stopped: what it ran is stored below, then the watch ends
+                self._store_all()
+                return
+            self._store_all()
+
+    def _store_all(self) -> None:
+        with self._lock:
+            done = [(t, self._counters.pop(t), self._started.pop(t)) for t in list(self._counters)]
+            self._stored.update(t for t, _, _ in done)
+        for _, counters, started in done:
+            try:
+                self.record(counters, started)
+            except Exception as e:  # the history is a record of the work, never a reason to fail it
+                warnings.warn(f"inferframe could not store a Spark run in the run history: {type(e).__name__}: {e}",
+                              stacklevel=1)
+
+
+def record_run(counters: Any, started: float) -> None:
+    """Store one Spark SQL execution's AI work in the run history (``ifr.runs()``), as a job's run is stored."""
+    from inferframe.observe.recorder import RunRecorder
+    from inferframe.session import current, remember_run
+
+    session = current()
+    if not session.history.enabled:
+        return
+    labels = sorted({r.label for r in counters.runs()})
+    fingerprint = hashlib.sha256(json.dumps(["spark", labels]).encode()).hexdigest()[:16]
+    # A call's label is "operator[model]"; the provider is not in the counters a worker reports.
+    calls = [{"label": label, "provider": None, "model": label.partition("[")[2].rstrip("]") or label}
+             for label in labels]
+    job = {"fingerprint": fingerprint, "calls": calls,
+           "directory": session.history_dir()}
+    recorder = RunRecorder(job, [], sample=0.0, counters=counters, on_stored=remember_run)
+    recorder.started = started
+    recorder.finish()

@@ -225,12 +225,14 @@ def session_job(spark) -> tuple[str, Any]:
     totals as ``last_run()`` while its tasks report.
     """
     from inferframe.observe.progress import publish_last
-    from inferframe.runners.spark_columns import SessionRuns
+    from inferframe.runners.spark_columns import SessionRuns, record_run
 
     service = session_service(spark)
+    tracker = spark.sparkContext.statusTracker()
     with _SESSION_LOCK:
         if service.on_change is None:
-            service.on_change = SessionRuns(publish_last)
+            service.on_change = SessionRuns(publish_last, busy=lambda: bool(tracker.getActiveJobsIds()),
+                                            record=record_run)
             service.job_id = uuid.uuid4().hex[:12]
     return service.job_id, service.link()
 
