@@ -73,6 +73,9 @@ ALLOWED = {
     "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext: the one driver service of "
                                                           "a session's lazy Spark DataFrames, ended with the context"),
     "inferframe.runners.spark_runner:_SESSION_LOCK": "lock: one service per SparkContext",
+    "inferframe.runners.spark_python:_CHECKED": ("what each SparkContext's executors run, weakly keyed by the context: "
+                                                 "chosen and checked once (one task on a cluster), gone with it"),
+    "inferframe.runners.spark_python:_CHECK_LOCK": "lock: one check per SparkContext",
     "inferframe.simulator.embeddings:_cache": "bounded cache keyed by word: the simulator's deterministic vectors",
     "inferframe.simulator.tokens:_ENCODINGS": "cache keyed by encoding name: tiktoken encodings loaded once",
     "inferframe.simulator.tokens:_FAILED": "cache keyed by encoding name: encodings that failed to load (not retried)",

@@ -78,7 +78,7 @@ def test_all_is_pinned():
         "ArgumentTypeError", "BatchAPIError", "BudgetExceededError", "BudgetExceededWarning", "ColumnNotFoundError", "DataFrame", "DataType", "DownloadError", "DriftWarning", "PromptLayoutHint", "ErrorKind",
         "Evaluation", "evaluate",
         "ExecutionError", "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
-        "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RenamedOptionWarning", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError", "UnreadableFileError",
+        "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RenamedOptionWarning", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "SparkEnvironmentError", "UDFError", "UnreadableFileError",
         "LowInformationWarning", "SemanticFailuresWarning", "cls", "col", "last_run", "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions",
         "lit", "method", "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history",
         "set_prices", "set_provider", "set_runner_native", "set_runner_ray", "set_runner_spark",

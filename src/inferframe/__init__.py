@@ -21,7 +21,7 @@ from inferframe.datatype import DataType
 from inferframe.errors import (
     ArgumentTypeError, BatchAPIError, BudgetExceededError, BudgetExceededWarning, ColumnNotFoundError, DownloadError, ErrorKind, ExecutionError, ExpressionTypeError, InferframeError,
     LocalServerError, LowInformationWarning, MediaError, OutputExistsError, PathNotFoundError, PathNotWritableError, PlanError, RenamedOptionWarning, RowFailed, SchemaMismatchError,
-    SemanticFailuresWarning, ServiceError, UDFError, UnreadableFileError,
+    SemanticFailuresWarning, ServiceError, SparkEnvironmentError, UDFError, UnreadableFileError,
 )
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentTypeError", "BatchAPIError", "BudgetExceededError", "BudgetExceededWarning", "ColumnNotFoundError", "DataFrame", "DriftWarning", "PromptLayoutHint", "DataType", "Evaluation", "evaluate", "DownloadError", "ErrorKind", "ExecutionError",
     "Expression", "ExpressionTypeError", "File", "GroupedDataFrame", "InferframeError", "LocalServerError",
-    "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RenamedOptionWarning", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "UDFError", "UnreadableFileError",
+    "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RenamedOptionWarning", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "SparkEnvironmentError", "UDFError", "UnreadableFileError",
     "LowInformationWarning", "SemanticFailuresWarning", "cls", "last_run", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
     "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",

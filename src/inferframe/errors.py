@@ -16,7 +16,8 @@ The hierarchy::
     │   ├── RowFailed (RuntimeError)        a row failed and on_error="raise" was asked for
     │   ├── BatchAPIError (RuntimeError)    the Batch API refused a file or batch operation
     │   ├── BudgetExceededError (RuntimeError) the job's max_cost/max_tokens_budget was reached, on_error="raise"
-    │   └── LocalServerError (RuntimeError) the embedded llama.cpp server could not start
+    │   ├── LocalServerError (RuntimeError) the embedded llama.cpp server could not start
+    │   └── SparkEnvironmentError (RuntimeError) Spark's executors cannot run this inferframe (their Python)
     ├── SchemaMismatchError (ValueError)    files of one dataset disagree on their schema
     ├── UnreadableFileError (ValueError)    an input file is not data of the format read (a README.txt)
     ├── MediaError (ValueError)             an image or file of one row cannot be read or encoded
@@ -301,6 +302,30 @@ class BatchAPIError(ExecutionError, RuntimeError):
 
 class LocalServerError(ExecutionError, RuntimeError):
     """The embedded local model server could not be found, started or reached."""
+
+
+class SparkEnvironmentError(ExecutionError, RuntimeError):
+    """Spark's executors cannot run this inferframe: their Python does not start, lacks inferframe or has another version.
+
+    Raised by the first job on a SparkContext, before any request is sent; the message names the
+    interpreter tried, what went wrong and how to ship the environment (``spark.archives``).
+
+    Attributes:
+        found: what the executors run and what went wrong, in one sentence.
+        fix: how to give them this inferframe.
+
+    Example:
+        >>> e = SparkEnvironmentError("x. Fix: y.", found="x", fix="y")
+        >>> e.found, e.fix
+        ('x', 'y')
+    """
+
+    def __init__(self, message: str, found: str = "", fix: str = "") -> None:
+        super().__init__(message)
+        self.found, self.fix = found or message, fix
+
+    def __reduce__(self):
+        return (SparkEnvironmentError, (self.args[0] if self.args else "", self.found, self.fix))
 
 
 class SchemaMismatchError(InferframeError, ValueError):

@@ -1,13 +1,15 @@
 """One local Spark (``local[2,4]``: 2 cores, task retries) for the whole test session: one JVM, started at the first test that asks.
 
-Every test in tests/spark is marked ``spark``: ``pytest -m spark`` runs them alone. The Python workers
-run this venv's Python (``PYSPARK_PYTHON``), so they import the same inferframe.
+Every test in tests/spark is marked ``spark``: ``pytest -m spark`` runs them alone. Nothing tells the
+Python workers which interpreter to run: inferframe makes them run the driver's, as for a user who set
+nothing. ``standalone``: a real standalone cluster (a master and a worker, each its own JVM) for the
+tests that run scripts on it (tests/spark/spark_cluster.py).
 """
 
 import os
-import sys
 
 import pytest
+from spark_cluster import StandaloneCluster
 
 
 def pytest_collection_modifyitems(config, items):
@@ -29,8 +31,6 @@ def spark(tmp_path_factory, spark_log):
     ``local[2,4]``: two task slots, and a failed task is tried up to 4 times as on a cluster (plain
     ``local[2]`` never retries a task). The event log (what the Spark UI shows) is on, so a test can read it.
     """
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("INFERFRAME_PROGRESS", "0")
     from pyspark.sql import SparkSession
 

@@ -63,8 +63,7 @@ def test_batch_true_on_spark_polls_the_batches_a_killed_driver_submitted(spark, 
     data, cache_dir = _data(tmp_path / "in"), tmp_path / "cache"
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "INFERFRAME_PROGRESS": "0"}
+    env = {**os.environ, "INFERFRAME_PROGRESS": "0"}  # no PYSPARK_PYTHON: inferframe gives the workers this Python
     with Simulator(SimulatorConfig()) as sim:
         batch_controls(sim, process_s=3.0)  # the batches stay in progress well past the kill
         driver = subprocess.Popen([sys.executable, str(script), sim.base_url, str(cache_dir), data], env=env,

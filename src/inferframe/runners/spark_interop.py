@@ -24,6 +24,7 @@ from inferframe.errors import ArgumentTypeError
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
 from inferframe.runners import spark_plan as sp
+from inferframe.runners.spark_python import ensure_executor_python
 
 
 def _check_spark_frame(sdf: Any, what: str) -> None:
@@ -61,6 +62,7 @@ def plan_to_spark(plan: lp.LogicalPlan | None, result: pa.Table | None, spark: A
         from pyspark.sql import SparkSession
 
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    ensure_executor_python(spark)  # the DataFrame's later Python stages (the user's own UDFs) find inferframe's Python
     schema = result.schema
     return spark.createDataFrame(result.select(schema.names).cast(sp.spark_arrow(schema)),
                                  schema=sp.spark_schema(schema))
@@ -71,5 +73,6 @@ def spark_with_columns(sdf: Any, plan: lp.LogicalPlan) -> Any:
     from inferframe.runners.spark_runner import Builder, Job
 
     _check_spark_frame(sdf, "with_columns()")
+    ensure_executor_python(sdf.sparkSession)  # before its stages are made: each takes the executors' Python then
     op = pp.plan_physical(plan)
     return Builder(Job.lazy(sdf.sparkSession), source=sdf).build(op)

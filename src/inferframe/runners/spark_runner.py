@@ -58,6 +58,7 @@ from inferframe.plan import physical as pp
 from inferframe.providers import secrets
 from inferframe.runners import spark_plan as sp
 from inferframe.runners.base import Runner
+from inferframe.runners.spark_python import ensure_executor_python
 from inferframe.runners.spark_service import JobService
 from inferframe.runtime.coordinator import LocalCoordinator
 
@@ -97,11 +98,13 @@ class SparkRunner(Runner):
 
     @property
     def spark(self):
+        """The session, its executors' Python chosen and checked once (``spark_python``) before its first job."""
         if self._spark is None:
             _pyspark()
             from pyspark.sql import SparkSession
 
             self._spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        ensure_executor_python(self._spark)
         return self._spark
 
     def execute(self, op: pp.PhysicalOp, counters: RunCounters | None = None) -> Iterator[pa.RecordBatch]:
