@@ -5,6 +5,8 @@ found, and the fix when it is not ok. ``needed`` marks the checks the demo depen
 code is 0 exactly when every needed check passed. ``--install-check`` (run by
 ``scripts/install.sh``) runs only the embedded server's token and the embedding model, and prints
 what failed, the server's last log lines, and the command that rebuilds llama.cpp portably.
+``--spark MASTER_URL`` checks what Spark jobs on that master need (``doctor.spark``): Java, and that the
+executors run a Python that imports this inferframe.
 
 Example:
     >>> rows = [check_python(), check_environment()]
@@ -336,7 +338,7 @@ def check_all(quick: bool = False) -> list[Check]:
 _STYLE = {OK: "green", WARN: "yellow", FAIL: "bold red", INFO: "cyan"}
 
 
-def render(checks: list[Check]) -> None:
+def render(checks: list[Check], subject: str = "The demo") -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -352,8 +354,8 @@ def render(checks: list[Check]) -> None:
             console.print(f"[bold]{c.name}: the server's last log lines[/]")
             console.print(c.log_tail, markup=False, highlight=False)
     code = exit_code(checks)
-    console.print("The demo should work." if code == 0 else
-                  "The demo will not work until the failed checks above are fixed.")
+    console.print(f"{subject} should work." if code == 0 else
+                  f"{subject} will not work until the failed checks above are fixed.")
 
 
 def install_check() -> int:
@@ -380,15 +382,29 @@ def install_check() -> int:
     return 1
 
 
+def check_spark(master: str) -> list[Check]:
+    """What Spark jobs on ``master`` need: Python, Java, and executors that import this inferframe (``--spark``)."""
+    from inferframe.doctor.spark import check_spark_executors
+
+    return [check_python(), check_java(), check_spark_executors(master)]
+
+
 def main(argv: list[str] | None = None, *, runner: Callable[[bool], list[Check]] | None = None) -> int:
-    """``python -m inferframe.doctor [--quick] [--json] [--install-check]``; returns the exit code."""
+    """``python -m inferframe.doctor [--quick] [--json] [--install-check] [--spark MASTER_URL]``; the exit code.
+
+    ``--spark MASTER_URL`` runs only what Spark jobs on that master need (``check_spark``).
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if "--install-check" in args:
         return install_check()
-    checks = (runner or check_all)("--quick" in args)
+    master = args[args.index("--spark") + 1] if "--spark" in args[:-1] else None
+    if "--spark" in args and master is None:
+        print("inferframe doctor --spark needs a master URL: inferframe doctor --spark spark://host:7077", file=sys.stderr)
+        return 2
+    checks = check_spark(master) if master else (runner or check_all)("--quick" in args)
     if "--json" in args:
         print(json.dumps([dataclasses.asdict(c) for c in checks], indent=2))
     else:
-        render(checks)
+        render(checks, f"Spark jobs on {master}" if master else "The demo")
     return exit_code(checks)
 
