@@ -56,3 +56,10 @@ def spark(tmp_path_factory, spark_log):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory):
+    """A Spark standalone master and one worker (2 cores, 2 GiB), started once, stopped at the end of the session."""
+    with StandaloneCluster(tmp_path_factory.mktemp("standalone")) as cluster:
+        yield cluster

@@ -9,6 +9,7 @@ import time
 import uuid
 
 import pytest
+from spark_checks import check_shared_limit, inferframe_with_columns
 
 import inferframe as ifr
 from inferframe import col
@@ -46,23 +47,8 @@ def test_a_wrong_token_is_refused():
 
 
 def test_the_executors_share_the_servers_limit(spark):
-    # 600 RPM with a one-second bucket, learned from the headers (not told to the client); four
-    # partitions on two Python workers at once. Unshared budgets each learn 10/s and send twice that.
-    run = uuid.uuid4().hex
-    sdf = spark.createDataFrame([(i, f"q {i} {run}") for i in range(120)], "id long, body string").repartition(4)
-    with Simulator.spawn(SimulatorConfig(rpm=600, ratelimit_burst_s=1.0, latency_ms=50)) as sim:
-        out = inferframe_with_columns(sdf, sim)
-        rows = out.collect()
-        stats = sim.stats()
-    assert len(rows) == 120 and all(r.a is not None for r in rows)
-    assert stats["by_status"].get("429", 0) <= 3, stats["by_status"]
-
-
-def inferframe_with_columns(sdf, sim):
-    import inferframe.spark
-
-    return inferframe.spark.with_columns(sdf, a=prompt(col("body"), provider="openai", base_url=sim.base_url,
-                                                       api_key="k", model="gpt-5-mini", use_chat_completions=True))
+    # The same check runs on a standalone cluster too (tests/spark/test_spark_cluster.py).
+    check_shared_limit(spark)
 
 
 def _service_threads(prefix="inferframe-spark-"):

@@ -1,20 +1,17 @@
 """The same plan on the Spark runner and on the local runner: equal results, one cache, atomic writes.
 
-One local Spark (``local[2]``) per session (tests/spark/conftest.py); the OpenAI-compatible simulator
-stands in for the paid API.
+One local Spark (``local[2,4]``) per session (tests/spark/conftest.py); the OpenAI-compatible simulator
+stands in for the paid API. The first check (tests/spark/spark_checks.py) runs on a standalone cluster too.
 """
 
 import os
-import pathlib
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from spark_checks import both, check_a_plan_matches_local, scaled, write_data
 
 import inferframe as ifr
 from inferframe import col
 from inferframe.functions import prompt
-from inferframe.observe import last_run
 from inferframe.simulator import Simulator, SimulatorConfig
 
 
@@ -26,70 +23,15 @@ def on_spark(spark):
     ifr.set_runner_native()
 
 
-def both(df: ifr.DataFrame, spark) -> tuple[pa.Table, pa.Table]:
-    ifr.set_runner_native()
-    local = df.to_arrow()
-    ifr.set_runner_spark(spark)
-    return local, df.to_arrow()
-
-
 @pytest.fixture
 def data(tmp_path) -> str:
     """Two Parquet files, one of several row groups, with nulls."""
-    root = tmp_path / "in"
-    root.mkdir()
-    n = 3000
-    pq.write_table(pa.table({"id": list(range(n)), "g": [i % 7 for i in range(n)],
-                             "q": [f"question {i % 400}" if i % 11 else None for i in range(n)]}),
-                   root / "a.parquet", row_group_size=500)
-    pq.write_table(pa.table({"id": list(range(n, n + 500)), "g": [i % 3 for i in range(500)],
-                             "q": [f"question {i}" for i in range(500)]}), root / "b.parquet")
-    return str(root)
-
-
-@ifr.func(return_dtype=ifr.DataType.int64())
-def scaled(x):
-    return None if x is None else 3 * x + 1
+    return write_data(tmp_path / "in")
 
 
 def test_a_plan_with_read_filter_func_prompt_sort_groupby_join_and_write_gives_the_local_result(on_spark, data, tmp_path):
-    spark = on_spark
-    with Simulator(SimulatorConfig()) as sim:
-        df = (ifr.read_parquet(data)
-              .where(col("id") % 2 == 0)
-              .with_column("s", scaled(col("id")))
-              .with_column("a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="k",
-                                       model="gpt-5-mini", use_chat_completions=True)))
-        local, spark_ = both(df.sort("s", desc=True), spark)
-        assert spark_.num_rows == local.num_rows == 1750
-        assert spark_.equals(local)  # row for row, order included
-        run = last_run()[0]  # the Spark run's counters, merged on the driver from every Python worker
-        assert run["rows_done"] == 1750 and run["cache_hits"] == 1750 - spark_.column("q").null_count
-        assert spark_.column("a_error").null_count == spark_.num_rows
-        sent = sim.stats()["total_requests"]
-        assert sent <= 400 + 250  # distinct questions only: the Spark run found the local run's answers
-
-        grouped = df.groupby("g").agg(col("s").sum().alias("total"), col("a").count().alias("answered"),
-                                      col("id").mean().alias("mean_id"))
-        local_g, spark_g = both(grouped, spark)
-        assert spark_g.equals(local_g)  # groups in key order, as locally
-
-        names = ifr.from_pydict({"g": [0, 1, 2, 9], "name": ["zero", "one", "two", "nine"], "id": [5, 6, 7, 8]})
-        # Without a_error: the local runner's join of a struct column of nulls aborts in Acero (reported).
-        joined = df.select("id", "g", "q", "s", "a").join(names, on="g", how="inner")
-        local_j, spark_j = both(joined, spark)
-        keys = [(c, "ascending") for c in local_j.column_names]
-        assert spark_j.sort_by(keys).equals(local_j.sort_by(keys))
-        assert sim.stats()["total_requests"] == sent  # every answer came from the one cache
-
-        ifr.set_runner_spark(spark)
-        out = df.sort("id").write_parquet(str(tmp_path / "out"))
-        paths = out.to_pydict()["path"]
-        assert [pathlib.Path(p).name for p in paths] == [f"part-{i:05d}.parquet" for i in range(len(paths))]
-        written = ifr.read_parquet(str(tmp_path / "out")).to_arrow()
-        ifr.set_runner_native()
-        assert written.equals(df.sort("id").to_arrow())
-        assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".")]
+    # The same check runs on a standalone cluster too (tests/spark/test_spark_cluster.py).
+    check_a_plan_matches_local(on_spark, data, tmp_path)
 
 
 def test_relational_operators_match_the_local_runner(on_spark, data):
