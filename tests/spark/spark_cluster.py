@@ -62,10 +62,16 @@ def bare_python(where: Path) -> str:
     return str(where / "bin" / "python")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free now (each socket is held until all are chosen, so none is chosen twice)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def run_script(code: str, where: Path, *args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -96,12 +102,14 @@ class StandaloneCluster:
     def __init__(self, root: Path, cores: int = 2, memory: str = "2g") -> None:
         self.root, self.cores, self.memory = Path(root), cores, memory
         self.home = self.root / "home"
-        self.port, self.ui_port, self.worker_ui_port = free_port(), free_port(), free_port()
+        self.port, self.ui_port, self.worker_ui_port = free_ports(3)
         self.url = f"spark://127.0.0.1:{self.port}"
         self.processes: list[subprocess.Popen] = []
 
     def _daemon(self, name: str, *args: str) -> None:
-        env = {**user_env(self.home), "SPARK_HOME": str(SPARK_HOME)}  # spark-class needs Spark's place, as an operator sets it
+        env = {**user_env(self.home), "SPARK_HOME": str(SPARK_HOME),  # spark-class needs Spark's place, as an operator sets it
+               # No REST submission server: its fixed port 6066 would clash with another cluster on this machine.
+               "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
         log = open(self.root / f"{name}.log", "wb")
         self.processes.append(subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
                                                stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
@@ -130,9 +138,10 @@ class StandaloneCluster:
         """The master's own report (its web UI's /json): workers, cores, applications."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
-                return json.loads(r.read())
-        except OSError:
+                found = json.loads(r.read())
+        except (OSError, ValueError):  # not up yet (a starting UI may answer with an HTML page)
             return {}
+        return found if found.get("url") == self.url else {}
 
     def logs(self) -> str:
         return "".join(f"--- {p.name}\n{p.read_text(errors='replace')}" for p in sorted(self.root.glob("*.log")))
