@@ -230,6 +230,7 @@ def session_job(spark) -> tuple[str, Any]:
     from inferframe.observe.progress import publish_last
     from inferframe.runners.spark_columns import SessionRuns, record_run
 
+    ensure_executor_python(spark)  # before the UDFs are made: each takes the executors' Python then
     service = session_service(spark)
     tracker = spark.sparkContext.statusTracker()
     with _SESSION_LOCK:
