@@ -91,6 +91,7 @@ def test_lazy_spark_dataframes_share_one_service_per_session_and_jobs_leave_no_t
     deadline = time.monotonic() + 5
     while set(_service_threads()) - set(_service_threads("inferframe-spark-session")) and time.monotonic() < deadline:
         time.sleep(0.05)
+    # The session's: its service, the workers' open connections, and the watch that stores its Spark actions' runs.
     assert set(_service_threads()) <= {"inferframe-spark-session", "inferframe-spark-session-limits",
-                                       "inferframe-spark-session-conn"}  # the workers' open connections
+                                       "inferframe-spark-session-conn", "inferframe-spark-session-runs"}
     assert session_service(spark) is session_service(spark) and session_service(spark).open

@@ -185,7 +185,7 @@ class SessionRuns:
         self._started: dict[str, float] = {}
         self._stored: set[str] = set()
         if busy is not None and record is not None:
-            threading.Thread(target=self._watch, args=(busy,), name="inferframe-spark-runs", daemon=True).start()
+            threading.Thread(target=self._watch, args=(busy,), name="inferframe-spark-session-runs", daemon=True).start()
 
     def __call__(self, service: Any, key: str) -> None:
         from inferframe.observe.stats import RunCounters
