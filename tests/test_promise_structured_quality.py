@@ -241,25 +241,31 @@ class Rated(BaseModel):
 
 @pytest.mark.timeout(1200)  # the embedded model on a shared 2-core machine
 def test_promise_on_the_embedded_model_answers_that_carry_no_information_are_reported():
-    """The issue's run on the default model (no provider named): its uninformative fields are reported now.
+    """The issue's run on the default model (no provider named): what the guard reports is true of the answers.
 
-    The 270M base model's answers here (temperature 0) are a rating of 1 on most rows with a few far outside
-    1..5, and complaint False on nearly every row (row 1 is "arrived damaged"): before, nothing was said.
-    Which checks fire depends on the model's exact answers; each one that fires must be true of them.
+    The 270M base model's answers here (temperature 0) are a rating of 1 on most rows, sometimes a few far
+    outside 1..5, and complaint False on nearly every row (row 1 is "arrived damaged"). Its exact answers
+    differ by CPU build (one build's complaint was False on 12/12 rows, another's on 11/12, under the 95%
+    bar), so the test asks the guard for exactly the checks the answers call for: a field the same in 95% of
+    10 or more rows, and ratings outside 1..5. Each one it reports is true of them, and none is missed.
     """
     df = ifr.read_csv("examples/data/reviews.csv").limit(12)  # row 1: "The running shoes arrived damaged ..."
     out, seen = low_information(lambda: df.with_column("r", prompt(
         col("review"), Rated, system_message="Give the review's rating from 1 to 5 and whether it is a complaint.",
         temperature=0, cache="off")).to_pydict())
     answers = [r for r in out["r"] if r is not None]
-    fired = last_run()[0]["field_quality"]
-    assert fired, f"answers: {answers}"
+    assert len(answers) >= 10, out["r"]  # the schema-constrained answers parsed
+    fired = last_run()[0]["field_quality"] or []
+    expected = {(f, "constant_field") for f in ("rating", "complaint")
+                if max([r[f] for r in answers].count(v) for v in [r[f] for r in answers]) >= 0.95 * len(answers)}
+    if any(not 1 <= r["rating"] <= 5 for r in answers):
+        expected.add(("rating", "out_of_range"))
+    assert {(m["field"], m["check"]) for m in fired} == expected, f"answers: {answers}; fired: {fired}"
     for m in fired:
         values = [r[m["field"]] for r in answers]
-        if m["check"] == "constant_field":  # the field it names is (nearly) constant in the answers themselves
-            assert m["rows"] == len(values) >= 10 and max(values.count(v) for v in values) >= 0.95 * len(values)
-        else:  # out of range: as many answers outside 1..5 as it counts
-            assert m["check"] == "out_of_range" and m["field"] == "rating"
+        if m["check"] == "constant_field":
+            assert m["rows"] == len(values)
+        else:
             assert m["below"] + m["above"] == sum(not 1 <= v <= 5 for v in values) > 0
     assert len(seen) == len(fired)
     assert all("gemma-3-270m" in str(w.message) for w in seen)
