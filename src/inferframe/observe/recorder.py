@@ -134,10 +134,13 @@ class RunRecorder:
         counters: the job's counters (the same the runner's services carry); None: new ones, nothing counted.
         on_stored: called with (run_id, directory) once ``finish()`` has stored the run (the DataFrame
             makes it the session's ``last_recorded``, which ``evaluate()`` attaches to).
+        live: store the run as ``running`` from its start and every few seconds; False for a run recorded
+            once it has ended (a Spark action), which is stored only by ``finish()``.
     """
 
     def __init__(self, job: dict, ai_columns: list[str], sample: float = 0.01, max_sample: int = 1000,
-                 counters: RunCounters | None = None, on_stored: Callable[[str, str], None] | None = None) -> None:
+                 counters: RunCounters | None = None, on_stored: Callable[[str, str], None] | None = None,
+                 live: bool = True) -> None:
         self.job = job
         self.counters = counters if counters is not None else RunCounters()
         self.on_stored = on_stored
@@ -155,10 +158,12 @@ class RunRecorder:
         self._finished = False
         self._history = RunHistory(job["directory"])
         self._stored = 0  # rows of the review sample already stored
-        self._checkpoint()  # stored from its start: a run killed outright is not missing from the history
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, name="inferframe-history", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if live:
+            self._checkpoint()  # stored from its start: a run killed outright is not missing from the history
+            self._thread = threading.Thread(target=self._tick, name="inferframe-history", daemon=True)
+            self._thread.start()
 
     def _point(self) -> list[float]:
         runs = self.counters.runs()
@@ -232,7 +237,8 @@ class RunRecorder:
         """
         status = status or ("failed" if failed else "ok")
         self._stop.set()
-        self._thread.join(timeout=2)
+        if self._thread is not None:
+            self._thread.join(timeout=2)
         with self._lock:
             self._finished = True
             self.timeline.append(self._point())

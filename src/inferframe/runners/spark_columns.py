@@ -247,6 +247,7 @@ def record_run(counters: Any, started: float) -> None:
              for label in labels]
     job = {"fingerprint": fingerprint, "calls": calls,
            "directory": session.history_dir()}
-    recorder = RunRecorder(job, [], sample=0.0, counters=counters, on_stored=remember_run)
+    # Not live: the execution has ended, so a "running" row first would only be a state a reader can catch.
+    recorder = RunRecorder(job, [], sample=0.0, counters=counters, on_stored=remember_run, live=False)
     recorder.started = started
     recorder.finish()
