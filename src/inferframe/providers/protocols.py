@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from inferframe.errors import PlanError
 
@@ -46,8 +46,11 @@ class RequestFormat(Protocol):
 
     @classmethod
     def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
-                     format_fields: dict, media: Any = None) -> dict:
-        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
+                     format_fields: dict, media: Any = None, max_output_tokens: int | None = None) -> dict:
+        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages.
+
+        ``max_output_tokens`` is the call's answer cap (its config's one field; passed only when set):
+        the format spells it as its endpoint wants, ``options`` never hold it."""
 
     @classmethod
     def prompt_text(cls, endpoint: str, body: dict) -> str | None:
@@ -79,8 +82,10 @@ class OptionLimits(Protocol):
     PlanError when the call is built, before any request."""
 
     @classmethod
-    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
-        """Raise a PlanError naming the option, the limit and the fix; ``options`` as the user gave them."""
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict,
+                      cap: OutputCap | None) -> None:
+        """Raise a PlanError naming the option, the limit and the fix; ``options`` as the user gave them, and
+        ``cap`` the answer's token cap as the call's config step read it (None: not set)."""
 
 
 @runtime_checkable
@@ -246,37 +251,37 @@ def default_max_tokens(wire: Any, schema: dict | None) -> int | None:
     return _ask(wire, "default_max_tokens", None, schema)
 
 
-# The names the APIs give an answer's token cap (the call folds them into one, ``max_tokens``).
-OUTPUT_CAPS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
+class OutputCap(NamedTuple):
+    """The answer's token cap as the user set it: the name they gave it (for messages) and its tokens.
 
-
-def output_cap(options: dict) -> tuple[str, int] | None:
-    """(the name the user gave the answer's token cap, its value), or None when none was given.
+    Read from the user's options once, by the call's config step (``ai.options.answer_cap``).
 
     Example:
-        >>> output_cap({"temperature": 0, "max_output_tokens": 10}), output_cap({})
-        (('max_output_tokens', 10), None)
+        >>> OutputCap("max_output_tokens", 10).tokens
+        10
     """
-    return next(((k, options[k]) for k in OUTPUT_CAPS if options.get(k) is not None), None)
+
+    name: str
+    tokens: int
 
 
-def check_options(wire: Any, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+def check_options(wire: Any, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict,
+                  cap: OutputCap | None) -> None:
     """Refuse, before any request, options the server would refuse on every row (``OptionLimits``), and an answer
     cap that leaves no room for the prompt in the model's context (``context_size``).
 
     Example:
         >>> from inferframe.providers.interface import Capabilities
-        >>> check_options(object, "prompt", "chat", "m", Capabilities(context_tokens=4096), {"max_tokens": 5000})
+        >>> check_options(object, "prompt", "chat", "m", Capabilities(context_tokens=4096), {}, OutputCap("max_tokens", 5000))
         Traceback (most recent call last):
         ...
         inferframe.errors.PlanError: prompt(): max_tokens=5000 does not fit m's context of 4,096 tokens (prompt and answer together); use a smaller max_tokens.
     """
-    _ask(wire, "check_options", None, fn, endpoint, model, caps, options)
-    given = output_cap(options)
+    _ask(wire, "check_options", None, fn, endpoint, model, caps, options, cap)
     context = context_size(wire, model, caps)
-    if given is not None and context and given[1] >= context:
-        name, cap = given
-        raise PlanError(f"{fn}(): {name}={cap} does not fit {model or 'the model'}'s context of {context:,} tokens "
+    if cap is not None and context and cap.tokens >= context:
+        name = cap.name
+        raise PlanError(f"{fn}(): {name}={cap.tokens} does not fit {model or 'the model'}'s context of {context:,} tokens "
                         f"(prompt and answer together); use a smaller {name}.")
 
 
