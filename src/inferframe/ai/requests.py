@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from inferframe.ai.config import AICallConfig
 from inferframe.datatype import DataType
-from inferframe.providers.interface import Request
+from inferframe.providers.interface import Request, RequestFormat, supports
 from inferframe.providers.tokens import count_text
 from inferframe.runtime.prefix import shared_prefix_chars
 from inferframe.runtime.pricing import cache_saving, cacheable_tokens, cost_of
@@ -107,8 +107,7 @@ class BodyTemplate:
 
 def prompt_of(wire: Any, endpoint: str, body: dict) -> str | None:
     """The prompt of ``body`` as the server reads it (the wire format's ``prompt_text``): asked once per request, here."""
-    text = getattr(wire, "prompt_text", None)
-    return text(endpoint, body) if text is not None else None
+    return wire.prompt_text(endpoint, body) if supports(wire, RequestFormat) else None
 
 
 class EstimatedRequest(Request):

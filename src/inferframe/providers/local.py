@@ -78,6 +78,15 @@ class LocalProvider(LlamaCppProvider):
         return model.startswith(DEFAULT_MODEL)
 
     @classmethod
+    def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
+        # ModelCatalog is asked whole (``supports``): the embedded model's window is the declared one.
+        return caps.context_tokens
+
+    @classmethod
+    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:
+        return caps.vision
+
+    @classmethod
     def embedding_size(cls, model: str) -> int | None:
         return EMBEDDING_SIZE if model.startswith(DEFAULT_MODEL) else None
 

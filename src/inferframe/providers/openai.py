@@ -291,6 +291,9 @@ class HostedOpenAIProvider(OpenAIProvider):
     def embedding_max_input_tokens(cls, model: str) -> int | None:
         return EMBEDDING_MODELS.get(model, (None, None))[1]
 
+    async def prefix_lanes(self) -> int | None:
+        return None  # one cache, shared; PrefixRouting is asked whole, so it is said
+
     def routed(self, body: dict, lane: int | None, group: str) -> dict:
         # OpenAI routes requests with the same key and prefix to the same cache machine.
         return body if "prompt_cache_key" in body else {**body, "prompt_cache_key": group}
