@@ -2,7 +2,7 @@
 with a message that names the option, the bad value and what is accepted.
 
 Example:
-    >>> from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities, MediaOptions, OutputCap
+    >>> from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities, MediaOptions
     >>> from inferframe.session import Session
     >>> parsed = parse_options("prompt", {"max_concurrency": 8, "temperature": 0}, Capabilities(), Session(), model="m")
     >>> parsed.runtime.max_concurrency, parsed.request
