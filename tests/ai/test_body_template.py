@@ -12,14 +12,15 @@ from inferframe.runtime.cache import KeyTemplate
 from inferframe.runtime.config import RuntimeConfig
 
 
-@pytest.mark.parametrize("endpoint, system, options", [
-    ("chat", None, ()),
-    ("chat", "Be brief.", (("max_tokens", 5), ("temperature", 0.0))),
-    ("responses", "Answer in French.", (("max_tokens", 7),)),
-    ("chat", None, (("extra_body", {"metadata": {"k": "v"}}),)),
+@pytest.mark.parametrize("endpoint, system, options, cap", [
+    ("chat", None, (), None),
+    ("chat", "Be brief.", (("temperature", 0.0),), 5),
+    ("responses", "Answer in French.", (), 7),
+    ("chat", None, (("extra_body", {"metadata": {"k": "v"}}),), None),
 ])
-def test_a_template_body_is_the_body_built_for_the_row(endpoint, system, options):
-    c = AICallConfig(endpoint, ProviderSpec("openai"), "gpt-5-mini", system, options, RuntimeConfig(), 1, "p")
+def test_a_template_body_is_the_body_built_for_the_row(endpoint, system, options, cap):
+    c = AICallConfig(endpoint, ProviderSpec("openai"), "gpt-5-mini", system, options, RuntimeConfig(), 1, "p",
+                     max_output_tokens=cap)
     wire = provider_class(c.provider)
     template = BodyTemplate(build_body(c, [KeyTemplate.SLOT], ["text"], None, wire), KeyTemplate.SLOT)
     for text in ["Hi", "a longer row, with \"quotes\" and ünïcode", KeyTemplate.SLOT[1:]]:

@@ -208,7 +208,7 @@ def test_an_identical_request_in_another_batch_is_not_sent_twice(tmp_path, slow)
 def test_rows_answered_from_the_cache_are_never_estimated(tmp_path, monkeypatch):
     from inferframe.ai import requests as ai_requests
 
-    config = AICallConfig("chat", ProviderSpec("openai"), "m", None, (("max_tokens", 5),), RuntimeConfig(), 1, "p")
+    config = AICallConfig("chat", ProviderSpec("openai"), "m", None, (), RuntimeConfig(), 1, "p", max_output_tokens=5)
     reqs = [build_request(config, [f"q{i}"], cls=OpenAIProvider) for i in range(4)]
     counted = []
     real = ai_requests.count_text
@@ -277,16 +277,16 @@ class CountingWire(OpenAIProvider):
     shout = False
 
     @classmethod
-    def request_body(cls, endpoint, model, parts, *rest):
+    def request_body(cls, endpoint, model, parts, *rest, **kw):
         cls.bodies += 1
         if cls.shout:
             parts = [(str(v).upper(), k, n) for v, k, n in parts]
-        return super().request_body(endpoint, model, parts, *rest)
+        return super().request_body(endpoint, model, parts, *rest, **kw)
 
 
 def text_config(tmp_path, **runtime):
-    return AICallConfig("chat", ProviderSpec("lm_studio"), "m", "be brief", (("max_tokens", 5),),
-                        RuntimeConfig(cache_dir=str(tmp_path), **runtime), 2, "prompt[m]")
+    return AICallConfig("chat", ProviderSpec("lm_studio"), "m", "be brief", (),
+                        RuntimeConfig(cache_dir=str(tmp_path), **runtime), 2, "prompt[m]", max_output_tokens=5)
 
 
 def stored_answers(op: PromptOperator, rows: list[tuple]) -> None:

@@ -38,8 +38,9 @@ class EchoTransport(BaseTransport):
         self.name, self.service, self.cache_identity = spec.name, "the echo plugin", "echo"
 
     @classmethod
-    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None):
-        return {"model": model, "text": "".join(str(v) for v, _, _ in parts), "system": system, **options}
+    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None, max_output_tokens=None):
+        return {"model": model, "text": "".join(str(v) for v, _, _ in parts), "system": system, **options,
+                "max_tokens": max_output_tokens}
 
     @classmethod
     def prompt_text(cls, endpoint, body):
@@ -157,8 +158,9 @@ def _config(max_tokens=7, system="Shared rules. " * 30):
     from inferframe.providers.spec import ProviderSpec
     from inferframe.runtime.config import RuntimeConfig
 
-    return AICallConfig("chat", ProviderSpec("lm_studio"), "m", system, (("max_tokens", max_tokens),),
-                        RuntimeConfig(cache_policy="off", max_concurrency=2, price=(1.0, 2.0, 0.1)), 1, "p")
+    return AICallConfig("chat", ProviderSpec("lm_studio"), "m", system, (),
+                        RuntimeConfig(cache_policy="off", max_concurrency=2, price=(1.0, 2.0, 0.1)), 1, "p",
+                        max_output_tokens=max_tokens)
 
 
 def test_the_limiter_and_the_scheduler_read_the_fields_not_the_body(body_unread):

@@ -195,8 +195,8 @@ RULES = "You are a meticulous support-ticket triager. Read the ticket and answer
 
 
 def estimate(texts, system=RULES, price=GPT5_MINI, provider="openai"):
-    config = AICallConfig("chat", ProviderSpec(provider), "gpt-5-mini", system, (("max_tokens", 5),),
-                          RuntimeConfig(price=price), 1, "prompt[gpt-5-mini]")
+    config = AICallConfig("chat", ProviderSpec(provider), "gpt-5-mini", system, (),
+                          RuntimeConfig(price=price), 1, "prompt[gpt-5-mini]", max_output_tokens=5)
     return estimate_call(config, [(t,) for t in texts])
 
 

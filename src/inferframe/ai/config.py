@@ -28,7 +28,7 @@ class AICallConfig:
         provider: which provider and where (a key only as an opaque handle).
         model: the model name.
         system_message: instructions sent with every row.
-        options: request options passed into the body, as sorted pairs.
+        options: request options passed into the body, as sorted pairs (never the answer's cap).
         runtime: limits, retries, budget, cache and price, resolved from the session.
         n_parts: how many input expressions make one row's message.
         label: how the progress line and last_run() name this call.
@@ -36,6 +36,9 @@ class AICallConfig:
         return_format: a Pydantic model, JSON schema, Literal/Enum or choices; validated per row.
         format_request: request fields that ask the server to enforce the schema.
         repair: ask once more when an answer breaks return_format.
+        max_output_tokens: the answer's token cap every request carries: the user's (under any of its names,
+            read once by ``ai.options.answer_cap``) or the provider's default for the format; None: the
+            server's. The wire format spells it per endpoint; the budget, sem_join and the local provider read it.
     """
 
     endpoint: str
@@ -50,19 +53,20 @@ class AICallConfig:
     return_format: Any = None
     format_request: tuple = ()
     repair: bool = False
+    max_output_tokens: int | None = None
 
     @functools.cached_property
-    def max_output_tokens(self) -> int | None:
-        """The answer's token bound every request of this call carries (``max_tokens``, folded once by ``parse_options``).
-
-        ``n_predict`` is llama.cpp's own name for it, passed through as the user wrote it.
+    def output_bound(self) -> int | None:
+        """The most tokens an answer may take, for the budget and the estimate: ``max_output_tokens``, else
+        ``n_predict`` (llama.cpp's own name for a cap, passed through in the body as the user wrote it).
 
         Example:
-            >>> AICallConfig("chat", ProviderSpec("local"), "m", None, (("max_tokens", 7),), RuntimeConfig(), 1, "p").max_output_tokens
+            >>> AICallConfig("chat", ProviderSpec("local"), "m", None, (("n_predict", 7),), RuntimeConfig(), 1, "p").output_bound
             7
         """
-        options = dict(self.options)
-        bound = options.get("max_tokens", options.get("n_predict"))
+        if self.max_output_tokens is not None:
+            return self.max_output_tokens
+        bound = dict(self.options).get("n_predict")
         return bound if isinstance(bound, int) and bound > 0 else None
 
     @property
@@ -72,9 +76,15 @@ class AICallConfig:
         return f"{p.name}{'@' + p.base_url if p.base_url else ''}|{self.model}"
 
     def identity(self) -> list:
-        """What the run history's fingerprint covers: endpoint, provider and URL, model, instructions, options, format."""
+        """What the run history's fingerprint covers: endpoint, provider and URL, model, instructions, options, format.
+
+        The cap is listed among the options, as ``max_tokens``, as it was when it was one: a run's fingerprint
+        is the one its earlier runs in the history have.
+        """
         p = self.provider
-        return [self.endpoint, p.name, p.base_url, self.model, self.system_message, repr(self.options),
+        options = self.options if self.max_output_tokens is None else \
+            tuple(sorted({**dict(self.options), "max_tokens": self.max_output_tokens}.items()))
+        return [self.endpoint, p.name, p.base_url, self.model, self.system_message, repr(options),
                 repr(self.format_request), repr(self.return_format), self.n_parts]
 
     def summary(self) -> dict:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 from inferframe.ai.call import Instances, Sizing, sizing
 
 from inferframe.errors import PlanError
-from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities, MediaOptions
+from inferframe.providers.interface import OPENAI_BODY_OPTIONS, Capabilities, MediaOptions, OutputCap
 from inferframe.runtime.cache import CachePolicy, json_numbers
 from inferframe.runtime.config import DEFAULT_MAX_CONCURRENCY, RuntimeConfig
 from inferframe.runtime.retry import RetryPolicy
@@ -133,7 +133,8 @@ CASCADE = MappingProxyType({k: RUNTIME[k] for k in ("on_error", "error_column", 
 class ParsedOptions:
     """What one AI call's options mean: the runtime config, the result columns, and the rest.
 
-    ``request`` holds the options passed through into the request body (prompt only); ``extra``
+    ``request`` holds the options passed through into the request body (prompt only), less the
+    answer's token cap: ``output_cap`` holds it, under whichever name the user gave it; ``extra``
     the function's own options (repair, media, embedding limits; in process: every option given)
     after checking. A model run in this process has no ``runtime``: ``sizing`` and ``instances``
     say how it is fed and where it runs.
@@ -148,6 +149,7 @@ class ParsedOptions:
     on_error: str = "null"
     sizing: Sizing | None = None
     instances: Instances = Instances()
+    output_cap: OutputCap | None = None
 
     def media(self) -> MediaOptions:
         return MediaOptions(**{k: v for k, v in self.extra.items() if k in MEDIA})
@@ -224,7 +226,9 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
             check(fn, k, opts[k], rule)
     if pass_through:
         _check_body_options(fn, opts, caps, accepted={**RUNTIME, **(own or {})})
-    _one_max_tokens(fn, opts)
+    cap = answer_cap(fn, opts)
+    for name in MAX_TOKENS_ALIASES:  # the call's config holds the cap; the wire format spells it per endpoint
+        opts.pop(name, None)
     batch = bool(parsed.get("batch", False))
     if batch and not caps.batch_api:
         raise PlanError(f"{fn}(): this provider has no Batch API; use batch=False.")
@@ -249,44 +253,41 @@ def parse_options(fn: str, options: dict, caps: Capabilities, session: Session, 
     extra = {k: v for k, v in parsed.items() if k in (own or {})}
     # Whole floats as ints (``temperature=0.0`` is ``0``): one request, one cache key, from Python or the CLI.
     return ParsedOptions(runtime, parsed.get("timeout"), parsed.get("error_column", True),
-                         parsed.get("usage_column", False), json_numbers(opts), extra, on_error=runtime.on_error)
+                         parsed.get("usage_column", False), json_numbers(opts), extra, on_error=runtime.on_error,
+                         output_cap=cap)
 
 
-# The names the APIs give the output cap; the call keeps one, ``max_tokens``, and each wire format
-# names it as its endpoint wants (``max_output_tokens`` on /responses, ``max_completion_tokens`` on OpenAI's chat).
+# The names the APIs give the output cap; the call keeps one typed field (``AICallConfig.max_output_tokens``),
+# and each wire format names it as its endpoint wants (``max_output_tokens`` on /responses, ``max_tokens`` or
+# ``max_completion_tokens`` on chat). Only this module reads these names out of a user's options.
 MAX_TOKENS_ALIASES = ("max_tokens", "max_output_tokens", "max_completion_tokens")
 
 
-def _one_max_tokens(fn: str, opts: dict) -> None:
-    """Fold the output cap's aliases into ``max_tokens`` (in place); two different values are a PlanError.
+def answer_cap(fn: str, options: dict) -> OutputCap | None:
+    """The answer's token cap the user set, under any of its names (``MAX_TOKENS_ALIASES``); None: not set.
+
+    The one place a call's options become its cap: ``parse_options`` (every AI call), and ``sem_agg``,
+    which sizes its prompts before it builds its call. Two names with different values are a PlanError;
+    ``None`` is not set (the server's own cap).
+
+    Parameters:
+        fn: the function's name, for messages.
+        options: the options the user passed.
 
     Example:
-        >>> opts = {"max_output_tokens": 5}; _one_max_tokens("prompt", opts); opts
-        {'max_tokens': 5}
-        >>> _one_max_tokens("prompt", {"max_tokens": 5, "max_completion_tokens": 9})
+        >>> answer_cap("sem_agg", {"max_output_tokens": 64, "model": "m"})
+        OutputCap(name='max_output_tokens', tokens=64)
+        >>> answer_cap("prompt", {"max_tokens": 5, "max_completion_tokens": 9})
         Traceback (most recent call last):
         ...
         inferframe.errors.PlanError: prompt(): max_tokens=5 and max_completion_tokens=9 name one limit (the answer's tokens); pass one of them.
     """
-    given = [k for k in MAX_TOKENS_ALIASES if k in opts]
-    if len({opts[k] for k in given}) > 1:
-        raise PlanError(f"{_named(fn)}: " + " and ".join(f"{k}={opts[k]!r}" for k in given)
+    given = [k for k in MAX_TOKENS_ALIASES if k in options]
+    if len({options[k] for k in given}) > 1:
+        raise PlanError(f"{_named(fn)}: " + " and ".join(f"{k}={options[k]!r}" for k in given)
                         + " name one limit (the answer's tokens); pass one of them.")
-    if given:
-        value = [opts.pop(k) for k in given][0]
-        opts["max_tokens"] = value
-
-
-def output_cap(fn: str, options: dict) -> int | None:
-    """The answer's token cap the user set, under any of its names (``MAX_TOKENS_ALIASES``); None: not set.
-
-    Example:
-        >>> output_cap("sem_agg", {"max_output_tokens": 64, "model": "m"})
-        64
-    """
-    opts = {k: options[k] for k in MAX_TOKENS_ALIASES if k in options}
-    _one_max_tokens(fn, opts)
-    return opts.get("max_tokens")
+    name = next((k for k in given if options[k] is not None), None)
+    return None if name is None else OutputCap(name, json_numbers(options[name]))
 
 
 def _check_body_options(fn: str, opts: dict, caps: Capabilities, accepted: Any) -> None:

@@ -9,7 +9,8 @@ Example:
     >>> from inferframe.providers.spec import ProviderSpec
     >>> from inferframe.runtime.config import RuntimeConfig
     >>> from inferframe.ai.config import AICallConfig
-    >>> c = AICallConfig("chat", ProviderSpec("openai"), "gpt-5-mini", "Be brief.", (("max_tokens", 5),), RuntimeConfig(), 1, "p")
+    >>> c = AICallConfig("chat", ProviderSpec("openai"), "gpt-5-mini", "Be brief.", (), RuntimeConfig(), 1, "p",
+    ...                  max_output_tokens=5)
     >>> build_request(c, ["Hi"]).body["messages"][1]
     {'role': 'user', 'content': 'Hi'}
 """
@@ -22,7 +23,7 @@ import pyarrow as pa
 
 from inferframe.ai.config import AICallConfig
 from inferframe.datatype import DataType
-from inferframe.providers.interface import Request
+from inferframe.providers.interface import Request, RequestFormat, supports
 from inferframe.providers.tokens import count_text
 from inferframe.runtime.prefix import shared_prefix_chars
 from inferframe.runtime.pricing import cache_saving, cacheable_tokens, cost_of
@@ -52,8 +53,10 @@ def build_body(c: AICallConfig, values: list, kinds: list[str] | None = None, na
         parts = [(v, "text", None) for v in values]
     else:
         parts = list(zip(values, kinds, names or [None] * len(values)))
+    # The cap is passed only when set: a wire format of a plugin that takes none still builds every other body.
+    cap = {} if c.max_output_tokens is None else {"max_output_tokens": c.max_output_tokens}
     return (cls or c.provider.wire_format()).request_body(c.endpoint, c.model, parts, c.system_message,
-                                                            dict(c.options), dict(c.format_request), c.media)
+                                                            dict(c.options), dict(c.format_request), c.media, **cap)
 
 
 class BodyTemplate:
@@ -104,8 +107,7 @@ class BodyTemplate:
 
 def prompt_of(wire: Any, endpoint: str, body: dict) -> str | None:
     """The prompt of ``body`` as the server reads it (the wire format's ``prompt_text``): asked once per request, here."""
-    text = getattr(wire, "prompt_text", None)
-    return text(endpoint, body) if text is not None else None
+    return wire.prompt_text(endpoint, body) if supports(wire, RequestFormat) else None
 
 
 class EstimatedRequest(Request):
@@ -164,7 +166,8 @@ class TextRequests:
     Example:
         >>> from inferframe.providers.spec import ProviderSpec
         >>> from inferframe.runtime.config import RuntimeConfig
-        >>> c = AICallConfig("chat", ProviderSpec("lm_studio"), "m", "Be brief.", (("max_tokens", 5),), RuntimeConfig(), 1, "p")
+        >>> c = AICallConfig("chat", ProviderSpec("lm_studio"), "m", "Be brief.", (), RuntimeConfig(), 1, "p",
+        ...                  max_output_tokens=5)
         >>> t = TextRequests(c, c.provider.wire_format(), "{slot}")
         >>> r = t.request("Hi")
         >>> r.prompt == build_request(c, ["Hi"]).prompt, r.max_output_tokens, r.body["messages"][1]["content"]
@@ -176,7 +179,7 @@ class TextRequests:
         self.bodies = BodyTemplate(body, slot)
         prompt = prompt_of(wire, c.endpoint, body)
         self._around = prompt.split(slot) if prompt is not None and prompt.count(slot) == 1 else None
-        self._wire, self._endpoint, self._model, self._bound = wire, c.endpoint, c.model, c.max_output_tokens
+        self._wire, self._endpoint, self._model, self._bound = wire, c.endpoint, c.model, c.output_bound
 
     def fill(self, text: str) -> dict:
         """The body of a row of ``text``."""
@@ -200,7 +203,7 @@ def build_request(c: AICallConfig, values: list, kinds: list[str] | None = None,
     body = build_body(c, values, kinds, names, cls)
     if body is None:
         return None
-    return EstimatedRequest(c.endpoint, body, prompt_of(cls, c.endpoint, body), c.max_output_tokens, c.model)
+    return EstimatedRequest(c.endpoint, body, prompt_of(cls, c.endpoint, body), c.output_bound, c.model)
 
 
 def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
@@ -214,11 +217,12 @@ def estimate_call(config: AICallConfig, rows: list[tuple]) -> dict:
     Example:
         >>> from inferframe.providers.spec import ProviderSpec
         >>> from inferframe.runtime.config import RuntimeConfig
-        >>> c = AICallConfig("chat", ProviderSpec("openai"), "m", None, (("max_tokens", 10),), RuntimeConfig(price=(1.0, 2.0)), 1, "p")
+        >>> c = AICallConfig("chat", ProviderSpec("openai"), "m", None, (), RuntimeConfig(price=(1.0, 2.0)), 1, "p",
+        ...                  max_output_tokens=10)
         >>> estimate_call(c, [("x" * 40,)])["max_output_tokens"]
         10
-        >>> c = AICallConfig("chat", ProviderSpec("openai"), "m", "Rules: " + "be kind. " * 900, (("max_tokens", 10),),
-        ...                  RuntimeConfig(price=(1.0, 2.0, 0.1)), 1, "p")
+        >>> c = AICallConfig("chat", ProviderSpec("openai"), "m", "Rules: " + "be kind. " * 900, (),
+        ...                  RuntimeConfig(price=(1.0, 2.0, 0.1)), 1, "p", max_output_tokens=10)
         >>> est = estimate_call(c, [(f"question {i}",) for i in range(10)])
         >>> est["cached_tokens"], round(est["cache_saving_usd"], 6)
         (17280, 0.015552)

@@ -46,7 +46,7 @@ def context_budget(options: dict) -> tuple[int, str]:
         >>> context_budget({"model": "gemma-3-270m"})
         (4008, 'gemma-3-270m: context of 2,048 tokens less 512 for the answer and 200 for the prompt')
     """
-    from inferframe.ai.options import output_cap
+    from inferframe.ai.options import answer_cap
     from inferframe.models.registry import resolve_model
     from inferframe.providers.interface import context_size
 
@@ -55,7 +55,9 @@ def context_budget(options: dict) -> tuple[int, str]:
     ctx = context_size(ref.spec.wire_format(), ref.model, ref.caps) if ref.spec is not None else None
     if not ctx:
         return DEFAULT_MAX_CHARS, f"{ref.model}: context not known, {DEFAULT_MAX_CHARS:,} characters"
-    answer = output_cap("sem_agg", options) or DEFAULT_ANSWER_TOKENS  # max_output_tokens= too (issue 43)
+    # sem_agg sizes its prompts before it builds its call: it asks the config step for the cap its call will hold.
+    cap = answer_cap("sem_agg", options)
+    answer = cap.tokens if cap else DEFAULT_ANSWER_TOKENS
     tokens = ctx - answer - PROMPT_OVERHEAD_TOKENS
     if tokens < 20:
         raise PlanError(f"sem_agg(): {ref.model}'s context of {ctx:,} tokens leaves no room for rows after "

@@ -208,9 +208,7 @@ def _proposing(propose: bool | None, template: Template, options: dict) -> bool:
 
 def _max_tokens(expr) -> int | None:
     """The output cap an AI call's requests carry (the user's, or the provider's default for its schema)."""
-    options = dict(call_of(expr).config.options)
-    return next((options[k] for k in ("max_tokens", "max_output_tokens", "max_completion_tokens") if k in options),
-                None)
+    return call_of(expr).config.max_output_tokens
 
 
 def sem_sim_join(left: Any, right: Any, on: str, *, other_on: str | None = None, k: int = 5,

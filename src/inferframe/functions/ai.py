@@ -90,7 +90,7 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
     Example:
         >>> from inferframe import col
         >>> call = prompt_call(col("q"), None, None, None, "gemma-3-270m", None, {"max_tokens": 4})
-        >>> call.config.label, call.sizing.batch, dict(call.config.options)["max_tokens"]
+        >>> call.config.label, call.sizing.batch, call.config.max_output_tokens
         ('prompt[gemma-3-270m]', 128, 4)
     """
     parts = message_parts(messages, fn)
@@ -110,7 +110,8 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         endpoint = "chat" if use_chat_completions else "responses"
     value_type, format_request, schema = pa.string(), (), None
     wire = spec.wire_format()
-    check_options(wire, fn, endpoint, model, caps, options)  # limits the server documents: refused before any request
+    cap = parsed.output_cap.tokens if parsed.output_cap else None
+    check_options(wire, fn, endpoint, model, caps, options, parsed.output_cap)  # limits the server documents: refused before any request
     if return_format is not None:
         from inferframe.structured import arrow_type_for, build_spec, json_schema_for
 
@@ -120,22 +121,21 @@ def prompt_call(messages: Any, return_format: Any, system_message: str | None, p
         name, schema = json_schema_for(return_format, lengths=grammar)
         if grammar:
             # Under the user's max_tokens, free text and open lists shrink so the model can close the JSON.
-            schema = fit_to_budget(schema, parsed.request.get("max_tokens"))  # its aliases folded by parse_options
+            schema = fit_to_budget(schema, cap)
         fields = format_fields(wire, caps, endpoint, name, schema, _labels_of(schema))
         # An option the user set (e.g. dry_multiplier=0) wins over the provider's field of that name.
         format_request = tuple((k, v) for k, v in fields.items() if k not in parsed.request)
     if parsed.extra.get("repair"):
         require(wire, RepairFormat, spec.name, fn)
-    bound = default_max_tokens(wire, schema)
-    if bound is not None and "max_tokens" not in parsed.request:
-        parsed.request["max_tokens"] = bound
+    if cap is None:
+        cap = default_max_tokens(wire, schema)
     runtime = dataclasses.replace(parsed.runtime, prefix_order=parsed.extra.get("prefix_order", True),
                                   prefix_window=parsed.extra.get("prefix_window", DEFAULT_PREFIX_WINDOW))
     config = AICallConfig(
         endpoint=endpoint, provider=spec, model=model, system_message=system_message,
         options=tuple(sorted(parsed.request.items())), runtime=runtime, n_parts=len(parts),
         label=f"prompt[{model}]", media=parsed.media(), return_format=return_format, format_request=format_request,
-        repair=bool(parsed.extra.get("repair", False)),
+        repair=bool(parsed.extra.get("repair", False)), max_output_tokens=cap,
     )
     warn_layout(parts, system_message)  # a note only: the prompt is sent as written
     size = sizing(runtime.max_concurrency, batch_api=runtime.batch,

@@ -34,18 +34,18 @@ from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 from inferframe.errors import ErrorKind
 # The capability protocols and how a call asks for them, re-exported: the interface is one import.
 from inferframe.providers.protocols import (
-    AnswerBudget, BatchAPI, EmbeddingCatalog, LabelScoring, ModelCatalog, OptionLimits, PrefixRouting, RepairFormat,
-    RequestFormat, SchemaFormat, SpecCapabilities, Tokenizer, capabilities_for, check_options, context_size,
-    default_max_tokens, embedding_max_input_tokens, embedding_size, format_fields, knows_model, output_cap,
+    AnswerBudget, BatchAPI, EmbeddingCatalog, LabelScoring, ModelCatalog, OptionLimits, OutputCap, PrefixRouting,
+    RepairFormat, RequestFormat, SchemaFormat, SpecCapabilities, Tokenizer, capabilities_for, check_options, context_size,
+    default_max_tokens, embedding_max_input_tokens, embedding_size, format_fields, knows_model,
     prefix_lanes, reads_images, require, routed, supports,
 )
 
 __all__ = ["AnswerBudget", "BaseTransport", "BatchAPI", "BatchState", "Capabilities", "EmbeddingCatalog",
     "LLAMA_CPP_BODY_OPTIONS", "LabelScoring", "LimitHints", "MediaOptions", "MockProvider", "ModelCatalog",
-    "OPENAI_BODY_OPTIONS", "OptionLimits", "Outcome", "PrefixRouting", "Provider", "RepairFormat", "Request",
+    "OPENAI_BODY_OPTIONS", "OptionLimits", "Outcome", "OutputCap", "PrefixRouting", "Provider", "RepairFormat", "Request",
     "RequestFormat", "SchemaFormat", "SpecCapabilities", "Tokenizer", "Transport", "Usage",
     "VLLM_BODY_OPTIONS", "capabilities_for", "check_options", "context_size", "default_max_tokens",
-    "embedding_max_input_tokens", "embedding_size", "format_fields", "knows_model", "output_cap", "prefix_lanes",
+    "embedding_max_input_tokens", "embedding_size", "format_fields", "knows_model", "prefix_lanes",
     "reads_images", "require", "routed", "supports"]
 
 
@@ -335,7 +335,7 @@ class Provider(BaseTransport):
 
     @classmethod
     def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
-                     format_fields: dict, media: Any = None) -> dict:
+                     format_fields: dict, media: Any = None, max_output_tokens: int | None = None) -> dict:
         raise NotImplementedError(f"{cls.__name__} builds no request bodies")
 
     @classmethod

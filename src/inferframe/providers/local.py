@@ -14,13 +14,14 @@ from types import MappingProxyType
 from inferframe.errors import PlanError
 from inferframe.providers.gbnf import json_schema_to_gbnf
 from inferframe.structured.answer_budget import answer_token_bound
-from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities, Outcome, Request, output_cap
+from inferframe.providers.interface import LLAMA_CPP_BODY_OPTIONS, Capabilities, Outcome, OutputCap, Request
 from inferframe.providers.local_server import DEFAULT_CTX_PER_SLOT, DEFAULT_N_PARALLEL
 from inferframe.providers.openai import LlamaCppProvider
 from inferframe.providers.spec import ProviderSpec
 
 DEFAULT_MODEL = "gemma-3-270m"
-_CAPS = frozenset({"max_tokens", "max_output_tokens", "max_completion_tokens", "n_predict"})
+# The names of a cap a body may carry from extra_body= (the call's own cap is the request's max_output_tokens).
+_BODY_CAPS = frozenset({"max_tokens", "max_output_tokens", "max_completion_tokens", "n_predict"})
 EMBEDDING_SIZE = 640  # Gemma 3 270M's hidden size: its mean-pooled vectors
 # llama.cpp embeds an input in one physical batch (--ubatch-size, 512 by default), BOS included;
 # measured: 537 text tokens give HTTP 500 "input (538 tokens) is too large to process".
@@ -77,11 +78,21 @@ class LocalProvider(LlamaCppProvider):
         return model.startswith(DEFAULT_MODEL)
 
     @classmethod
+    def context_size(cls, model: str | None, caps: Capabilities) -> int | None:
+        # ModelCatalog is asked whole (``supports``): the embedded model's window is the declared one.
+        return caps.context_tokens
+
+    @classmethod
+    def reads_images(cls, model: str | None, caps: Capabilities) -> bool | None:
+        return caps.vision
+
+    @classmethod
     def embedding_size(cls, model: str) -> int | None:
         return EMBEDDING_SIZE if model.startswith(DEFAULT_MODEL) else None
 
     @classmethod
-    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict,
+                      cap: OutputCap | None) -> None:
         """Refuse an answer cap that one slot of the embedded server cannot hold (its ``--ctx-size`` / ``--parallel``).
 
         Known without starting the server: it gets ``DEFAULT_CTX_PER_SLOT`` tokens per slot, one cache
@@ -90,18 +101,18 @@ class LocalProvider(LlamaCppProvider):
         until the cache is full, minutes a row on a CPU, and the cap never applies.
 
         Example:
-            >>> LocalProvider.check_options("prompt", "chat", None, LocalProvider.capabilities, {"max_tokens": 10**6})
+            >>> LocalProvider.check_options("prompt", "chat", None, LocalProvider.capabilities, {},
+            ...                            OutputCap("max_tokens", 10**6))
             Traceback (most recent call last):
             ...
             inferframe.errors.PlanError: prompt(): max_tokens=1000000 does not fit the embedded model: its llama.cpp server shares 16,384 tokens of context among its 8 slots, 2,048 tokens a slot for each request in flight, prompt and answer together. Use max_tokens below 2,048 less the prompt's tokens, e.g. max_tokens=512 (a short answer needs far fewer).
         """
-        given = output_cap(options)
         slot = caps.context_tokens or DEFAULT_CTX_PER_SLOT
-        if given is None or given[1] < slot:
+        if cap is None or cap.tokens < slot:
             return
-        name, cap = given
+        name, tokens = cap
         slots = caps.default_concurrency  # one request in flight per slot (``register``)
-        raise PlanError(f"{fn}(): {name}={cap} does not fit the embedded model: its llama.cpp server shares "
+        raise PlanError(f"{fn}(): {name}={tokens} does not fit the embedded model: its llama.cpp server shares "
                         f"{slots * slot:,} tokens of context among its {slots} slots, {slot:,} tokens a slot for each "
                         f"request in flight, prompt and answer together. Use {name} below {slot:,} less the prompt's "
                         "tokens, e.g. max_tokens=512 (a short answer needs far fewer).")
@@ -150,7 +161,7 @@ class LocalProvider(LlamaCppProvider):
         given in ``extra_body=``.
         """
         if (request.max_output_tokens is None and request.endpoint in ("chat", "responses")
-                and not _CAPS & request.body.keys()):
+                and not _BODY_CAPS & request.body.keys()):
             prompt = request.prompt if request.prompt is not None else self.prompt_text(request.endpoint, request.body)
             cap = free_text_cap(len(prompt or ""))
             request = Request(request.endpoint, {**request.body, "max_tokens": cap}, request.est_tokens,

@@ -25,7 +25,7 @@ from inferframe.errors import BatchAPIError, ErrorKind, PlanError
 from inferframe.providers import openai_format as wire
 from inferframe.providers import http
 from inferframe.providers.interface import (
-    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, Request, output_cap,
+    LLAMA_CPP_BODY_OPTIONS, VLLM_BODY_OPTIONS, BaseTransport, BatchState, Capabilities, Outcome, OutputCap, Request,
 )
 from inferframe.providers.spec import ProviderSpec
 
@@ -105,8 +105,9 @@ class OpenAIProvider(BaseTransport):
         return declared
 
     @classmethod
-    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None) -> dict:
-        return wire.request_body(endpoint, model, parts, system, options, format_fields, media)
+    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None,
+                     max_output_tokens=None) -> dict:
+        return wire.request_body(endpoint, model, parts, system, options, format_fields, media, max_output_tokens)
 
     @classmethod
     def follow_up_body(cls, endpoint: str, body: dict, answer: str, message: str) -> dict:
@@ -238,30 +239,33 @@ class HostedOpenAIProvider(OpenAIProvider):
         return model.startswith(_OPENAI_PREFIXES)
 
     @classmethod
-    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None) -> dict:
+    def request_body(cls, endpoint, model, parts, system, options, format_fields, media=None,
+                     max_output_tokens=None) -> dict:
         """As every OpenAI-compatible server's, but the chat cap is ``max_completion_tokens``: OpenAI's reasoning models refuse ``max_tokens``."""
-        body = wire.request_body(endpoint, model, parts, system, options, format_fields, media)
-        if endpoint == "chat" and "max_tokens" in body:
-            body["max_completion_tokens"] = body.pop("max_tokens")
+        chat = endpoint == "chat"
+        body = wire.request_body(endpoint, model, parts, system, options, format_fields, media,
+                                 None if chat else max_output_tokens)
+        if chat and max_output_tokens is not None:
+            body["max_completion_tokens"] = max_output_tokens
         return body
 
     @classmethod
-    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict,
+                      cap: OutputCap | None) -> None:
         """Refuse an answer cap below what OpenAI's /responses takes (``RESPONSES_MIN_OUTPUT_TOKENS``).
 
         Example:
-            >>> HostedOpenAIProvider.check_options("prompt", "responses", "gpt-5-mini", None, {"max_tokens": 10})
+            >>> HostedOpenAIProvider.check_options("prompt", "responses", "gpt-5-mini", None, {}, OutputCap("max_tokens", 10))
             Traceback (most recent call last):
             ...
             inferframe.errors.PlanError: prompt(): max_tokens=10 is below what OpenAI's /responses takes: max_output_tokens must be >= 16, and the server refuses every request with a smaller one. Use max_tokens=16 or more (ask for a short answer in the instructions), or use_chat_completions=True, whose cap may be smaller.
-            >>> HostedOpenAIProvider.check_options("prompt", "chat", "gpt-5-mini", None, {"max_tokens": 10})
+            >>> HostedOpenAIProvider.check_options("prompt", "chat", "gpt-5-mini", None, {}, OutputCap("max_tokens", 10))
         """
-        given = output_cap(options)
-        if endpoint != "responses" or given is None or given[1] >= RESPONSES_MIN_OUTPUT_TOKENS:
+        if endpoint != "responses" or cap is None or cap.tokens >= RESPONSES_MIN_OUTPUT_TOKENS:
             return
-        name, cap = given
+        name, tokens = cap
         least = RESPONSES_MIN_OUTPUT_TOKENS
-        raise PlanError(f"{fn}(): {name}={cap} is below what OpenAI's /responses takes: max_output_tokens must be "
+        raise PlanError(f"{fn}(): {name}={tokens} is below what OpenAI's /responses takes: max_output_tokens must be "
                         f">= {least}, and the server refuses every request with a smaller one. Use max_tokens={least} "
                         "or more (ask for a short answer in the instructions), or use_chat_completions=True, whose "
                         "cap may be smaller.")
@@ -286,6 +290,9 @@ class HostedOpenAIProvider(OpenAIProvider):
     @classmethod
     def embedding_max_input_tokens(cls, model: str) -> int | None:
         return EMBEDDING_MODELS.get(model, (None, None))[1]
+
+    async def prefix_lanes(self) -> int | None:
+        return None  # one cache, shared; PrefixRouting is asked whole, so it is said
 
     def routed(self, body: dict, lane: int | None, group: str) -> dict:
         # OpenAI routes requests with the same key and prefix to the same cache machine.

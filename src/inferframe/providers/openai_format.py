@@ -4,7 +4,7 @@ errors, rate-limit headers and Batch API lines.
 Only providers import this module; the runtime sees the neutral records it produces.
 
 Example:
-    >>> body = request_body("chat", "m", [("Hi", "text", None)], "Be brief.", {"max_output_tokens": 5}, {})
+    >>> body = request_body("chat", "m", [("Hi", "text", None)], "Be brief.", {}, {}, max_output_tokens=5)
     >>> body["messages"][0]["role"], body["max_tokens"]
     ('system', 5)
     >>> limit_hints({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "599"}).requests_remaining
@@ -37,8 +37,16 @@ PATHS = MappingProxyType({"chat": "/chat/completions", "responses": "/responses"
 
 
 def request_body(endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
-                 format_fields: dict, media: MediaOptions | None = None) -> dict:
-    """The JSON body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
+                 format_fields: dict, media: MediaOptions | None = None, max_output_tokens: int | None = None) -> dict:
+    """The JSON body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages.
+
+    ``max_output_tokens`` (the call's cap, from its config) is spelled as the endpoint wants: ``max_tokens``
+    on chat (among the sorted options), ``max_output_tokens`` on /responses (after them).
+
+    Example:
+        >>> request_body("responses", "m", [("Hi", "text", None)], None, {"temperature": 0}, {}, max_output_tokens=16)
+        {'model': 'm', 'input': 'Hi', 'temperature': 0, 'max_output_tokens': 16}
+    """
     opts = dict(options)
     extra = opts.pop("extra_body", None) or {}
     if endpoint == "embeddings":
@@ -50,13 +58,13 @@ def request_body(endpoint: str, model: str | None, parts: list, system: str | No
     else:
         messages = [{"role": "user", "content": content_parts(parts, endpoint, media or MediaOptions())}]
     if endpoint == "chat":
-        if "max_output_tokens" in opts:
-            opts["max_tokens"] = opts.pop("max_output_tokens")
+        if max_output_tokens is not None:
+            opts = dict(sorted({**opts, "max_tokens": max_output_tokens}.items()))
         sys_msg = [{"role": "system", "content": system}] if system else []
         body = {"model": model, "messages": sys_msg + messages, **opts}
     else:
-        if "max_tokens" in opts:
-            opts["max_output_tokens"] = opts.pop("max_tokens")
+        if max_output_tokens is not None:
+            opts["max_output_tokens"] = max_output_tokens
         simple = len(messages) == 1 and isinstance(messages[0]["content"], str)
         body = {"model": model, "input": messages[0]["content"] if simple else messages, **opts}
         if system:

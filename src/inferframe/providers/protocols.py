@@ -10,6 +10,8 @@ built into the call's ``ProviderSpec``): :class:`RequestFormat` (needed to send 
 A call that needs a capability the provider lacks gets a PlanError before any request
 (``require``); an optional question gets the neutral answer (``context_size``, ``format_fields``,
 ...), and capabilities declared without their protocol are not offered (``capabilities_for``).
+Every question is asked through ``supports``: a provider that implements only part of a protocol
+is not asked it (no method is probed on its own).
 ``inferframe.providers.interface`` re-exports every name here.
 
 Example:
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from inferframe.errors import PlanError
 
@@ -46,8 +48,11 @@ class RequestFormat(Protocol):
 
     @classmethod
     def request_body(cls, endpoint: str, model: str | None, parts: list, system: str | None, options: dict,
-                     format_fields: dict, media: Any = None) -> dict:
-        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages."""
+                     format_fields: dict, media: Any = None, max_output_tokens: int | None = None) -> dict:
+        """The wire body of one request; ``parts`` are (value, kind, name) with kind text, image, file or messages.
+
+        ``max_output_tokens`` is the call's answer cap (its config's one field; passed only when set):
+        the format spells it as its endpoint wants, ``options`` never hold it."""
 
     @classmethod
     def prompt_text(cls, endpoint: str, body: dict) -> str | None:
@@ -79,8 +84,10 @@ class OptionLimits(Protocol):
     PlanError when the call is built, before any request."""
 
     @classmethod
-    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
-        """Raise a PlanError naming the option, the limit and the fix; ``options`` as the user gave them."""
+    def check_options(cls, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict,
+                      cap: OutputCap | None) -> None:
+        """Raise a PlanError naming the option, the limit and the fix; ``options`` as the user gave them, and
+        ``cap`` the answer's token cap as the call's config step read it (None: not set)."""
 
 
 @runtime_checkable
@@ -205,78 +212,74 @@ def require(provider: Any, protocol: type, name: str, fn: str) -> Any:
                     f"no {protocol.__name__} ({methods}). Use a provider that does, or leave the option out.")
 
 
-def _ask(wire: Any, method: str, default: Any, *args: Any) -> Any:
-    fn = getattr(wire, method, None)
-    return default if fn is None else fn(*args)
-
-
 def knows_model(wire: Any, model: str | None) -> bool:
     """The provider serves ``model`` by name (``ModelCatalog``); False when it keeps no catalog."""
-    return bool(model) and bool(_ask(wire, "knows_model", False, model))
+    return bool(model) and supports(wire, ModelCatalog) and bool(wire.knows_model(model))
 
 
 def context_size(wire: Any, model: str | None, caps: Capabilities) -> int | None:
     """The tokens one request to ``model`` may hold (``ModelCatalog``), else the declared ``context_tokens``."""
-    return _ask(wire, "context_size", caps.context_tokens, model, caps)
+    return wire.context_size(model, caps) if supports(wire, ModelCatalog) else caps.context_tokens
 
 
 def reads_images(wire: Any, model: str | None, caps: Capabilities) -> bool | None:
     """Whether ``model`` reads images (``ModelCatalog``), else the declared ``vision`` (None: the server decides)."""
-    return _ask(wire, "reads_images", caps.vision, model, caps)
+    return wire.reads_images(model, caps) if supports(wire, ModelCatalog) else caps.vision
 
 
 def embedding_size(wire: Any, model: str) -> int | None:
     """The vector size of an embedding model (``EmbeddingCatalog``); None: probed."""
-    return _ask(wire, "embedding_size", None, model)
+    return wire.embedding_size(model) if supports(wire, EmbeddingCatalog) else None
 
 
 def embedding_max_input_tokens(wire: Any, model: str) -> int | None:
     """The most tokens one embedding input may have (``EmbeddingCatalog``); None: not known."""
-    return _ask(wire, "embedding_max_input_tokens", None, model)
+    return wire.embedding_max_input_tokens(model) if supports(wire, EmbeddingCatalog) else None
 
 
 def format_fields(wire: Any, caps: Capabilities, endpoint: str, name: str, schema: dict,
                   labels: list[str] | None) -> dict:
     """The body fields that enforce ``schema`` (``SchemaFormat``); {}: the answer is only validated."""
-    return _ask(wire, "format_fields", {}, caps, endpoint, name, schema, labels)
+    return wire.format_fields(caps, endpoint, name, schema, labels) if supports(wire, SchemaFormat) else {}
 
 
 def default_max_tokens(wire: Any, schema: dict | None) -> int | None:
     """An answer's bound when the user sets none (``AnswerBudget``); None: the server's."""
-    return _ask(wire, "default_max_tokens", None, schema)
+    return wire.default_max_tokens(schema) if supports(wire, AnswerBudget) else None
 
 
-# The names the APIs give an answer's token cap (the call folds them into one, ``max_tokens``).
-OUTPUT_CAPS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
+class OutputCap(NamedTuple):
+    """The answer's token cap as the user set it: the name they gave it (for messages) and its tokens.
 
-
-def output_cap(options: dict) -> tuple[str, int] | None:
-    """(the name the user gave the answer's token cap, its value), or None when none was given.
+    Read from the user's options once, by the call's config step (``ai.options.answer_cap``).
 
     Example:
-        >>> output_cap({"temperature": 0, "max_output_tokens": 10}), output_cap({})
-        (('max_output_tokens', 10), None)
+        >>> OutputCap("max_output_tokens", 10).tokens
+        10
     """
-    return next(((k, options[k]) for k in OUTPUT_CAPS if options.get(k) is not None), None)
+
+    name: str
+    tokens: int
 
 
-def check_options(wire: Any, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict) -> None:
+def check_options(wire: Any, fn: str, endpoint: str, model: str | None, caps: Capabilities, options: dict,
+                  cap: OutputCap | None) -> None:
     """Refuse, before any request, options the server would refuse on every row (``OptionLimits``), and an answer
     cap that leaves no room for the prompt in the model's context (``context_size``).
 
     Example:
         >>> from inferframe.providers.interface import Capabilities
-        >>> check_options(object, "prompt", "chat", "m", Capabilities(context_tokens=4096), {"max_tokens": 5000})
+        >>> check_options(object, "prompt", "chat", "m", Capabilities(context_tokens=4096), {}, OutputCap("max_tokens", 5000))
         Traceback (most recent call last):
         ...
         inferframe.errors.PlanError: prompt(): max_tokens=5000 does not fit m's context of 4,096 tokens (prompt and answer together); use a smaller max_tokens.
     """
-    _ask(wire, "check_options", None, fn, endpoint, model, caps, options)
-    given = output_cap(options)
+    if supports(wire, OptionLimits):
+        wire.check_options(fn, endpoint, model, caps, options, cap)
     context = context_size(wire, model, caps)
-    if given is not None and context and given[1] >= context:
-        name, cap = given
-        raise PlanError(f"{fn}(): {name}={cap} does not fit {model or 'the model'}'s context of {context:,} tokens "
+    if cap is not None and context and cap.tokens >= context:
+        name = cap.name
+        raise PlanError(f"{fn}(): {name}={cap.tokens} does not fit {model or 'the model'}'s context of {context:,} tokens "
                         f"(prompt and answer together); use a smaller {name}.")
 
 
@@ -291,7 +294,7 @@ def capabilities_for(wire: Any, spec: Any, declared: Capabilities) -> Capabiliti
         >>> capabilities_for(object, None, Capabilities(batch_api=True, logprobs="top")).batch_api
         False
     """
-    caps = _ask(wire, "capabilities_for", declared, spec, declared)
+    caps = wire.capabilities_for(spec, declared) if supports(wire, SpecCapabilities) else declared
     lacks = {}
     if caps.batch_api and not supports(wire, BatchAPI):
         lacks["batch_api"] = False
@@ -304,11 +307,9 @@ def capabilities_for(wire: Any, spec: Any, declared: Capabilities) -> Capabiliti
 
 async def prefix_lanes(provider: Any) -> int | None:
     """The provider's prefix lanes (``PrefixRouting``); None: one shared cache, or none."""
-    fn = getattr(provider, "prefix_lanes", None)
-    return None if fn is None else await fn()
+    return await provider.prefix_lanes() if supports(provider, PrefixRouting) else None
 
 
 def routed(provider: Any, body: dict, lane: int | None, group: str) -> dict:
     """The body with the provider's prompt-cache hints (``PrefixRouting``); as is without them."""
-    fn = getattr(provider, "routed", None)
-    return body if fn is None else fn(body, lane, group)
+    return provider.routed(body, lane, group) if supports(provider, PrefixRouting) else body
