@@ -11,12 +11,16 @@ is started as the README says; the OpenAI-compatible simulator counts the reques
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 from connect_server import ConnectServer
 from spark_cluster import run_script, user_env
 
 from inferframe.simulator import FailRule, Simulator, SimulatorConfig
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 PREAMBLE = """
 import json, sys, time, uuid
@@ -174,3 +178,24 @@ def test_a_connect_server_without_inferframe_in_its_python_stops_before_any_requ
     assert "ModuleNotFoundError: No module named" in line and "No request was sent." in line
     assert f"PYSPARK_PYTHON={sys.executable} $SPARK_HOME/sbin/start-connect-server.sh" in line
     assert sent == 0
+
+
+def readme_connect_block() -> str:
+    """The Python block (```py: README tests run ```python blocks without a server) of README's "### Spark Connect"."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### Spark Connect"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.search(r"^```py\n(.*?)^```", section, re.S | re.M).group(1)
+
+
+def test_the_readme_connect_example_runs_as_written_on_a_connect_server(connect_server, tmp_path):
+    code = readme_connect_block()
+    assert 'remote("sc://127.0.0.1:15002")' in code
+    code = code.replace("sc://127.0.0.1:15002", connect_server.url)
+    with Simulator(SimulatorConfig()) as sim:
+        env = {**user_env(connect_server.home), "OPENAI_API_KEY": "sk-reader", "OPENAI_BASE_URL": sim.base_url}
+        ran = run_script(code, tmp_path, env=env, timeout=300)
+        sent = sim.stats()["total_requests"]
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.split() == ["2", "2", "2"], ran.stdout
+    assert 2 <= sent <= 4  # 2 kept rows by the column; the same 2 texts again in SQL unless the cache answered
