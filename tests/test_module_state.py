@@ -70,11 +70,13 @@ ALLOWED = {
                                         "interpreter still runs (reqwest's thread aborts a finalizing interpreter)"),
     "inferframe.runners.ray_limits.coordinator:_ACTOR_CLASS": "cache: the Ray actor class, made once per process",
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",
-    "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext: the one driver service of "
-                                                          "a session's lazy Spark DataFrames, ended with the context"),
+    "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext (by the session over Spark "
+                                                          "Connect): the one driver service of a session's lazy Spark "
+                                                          "DataFrames and AI columns, ended with the context"),
     "inferframe.runners.spark_runner:_SESSION_LOCK": "lock: one service per SparkContext",
-    "inferframe.runners.spark_python:_CHECKED": ("what each SparkContext's executors run, weakly keyed by the context: "
-                                                 "chosen and checked once (one task on a cluster), gone with it"),
+    "inferframe.runners.spark_python:_CHECKED": ("what each SparkContext's executors run, weakly keyed by the context "
+                                                 "(by the session over Spark Connect): chosen and checked once (one "
+                                                 "task on a cluster or a Connect server), gone with it"),
     "inferframe.runners.spark_python:_CHECK_LOCK": "lock: one check per SparkContext",
     "inferframe.simulator.embeddings:_cache": "bounded cache keyed by word: the simulator's deterministic vectors",
     "inferframe.simulator.tokens:_ENCODINGS": "cache keyed by encoding name: tiktoken encodings loaded once",

@@ -63,3 +63,14 @@ def standalone(tmp_path_factory):
     """A Spark standalone master and one worker (2 cores, 2 GiB), started once, stopped at the end of the session."""
     with StandaloneCluster(tmp_path_factory.mktemp("standalone")) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A local Spark Connect server (``local[2]``) whose executors run this venv's Python, as the README starts one."""
+    import sys
+
+    from connect_server import ConnectServer
+
+    with ConnectServer(tmp_path_factory.mktemp("connect"), python=sys.executable) as server:
+        yield server

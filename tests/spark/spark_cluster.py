@@ -83,7 +83,7 @@ def run_script(code: str, where: Path, *args: str, env: dict | None = None, time
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # A test process killed before its fixtures end (a timeout, a crash) must not leave two JVMs running:
     # the kernel sends each daemon SIGTERM when its parent dies (PR_SET_PDEATHSIG; spark-class execs java).
     import ctypes
@@ -113,7 +113,7 @@ class StandaloneCluster:
         log = open(self.root / f"{name}.log", "wb")
         self.processes.append(subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
                                                stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
-                                               preexec_fn=_die_with_parent))
+                                               preexec_fn=die_with_parent))
         log.close()
 
     def start(self) -> "StandaloneCluster":

@@ -24,6 +24,7 @@ from inferframe.errors import ArgumentTypeError
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
 from inferframe.runners import spark_plan as sp
+from inferframe.runners.spark_connect import require_classic
 from inferframe.runners.spark_python import ensure_executor_python
 
 
@@ -73,6 +74,7 @@ def spark_with_columns(sdf: Any, plan: lp.LogicalPlan) -> Any:
     from inferframe.runners.spark_runner import Builder, Job
 
     _check_spark_frame(sdf, "with_columns()")
+    require_classic(sdf, "inferframe.spark.with_columns()")
     ensure_executor_python(sdf.sparkSession)  # before its stages are made: each takes the executors' Python then
     op = pp.plan_physical(plan)
     return Builder(Job.lazy(sdf.sparkSession), source=sdf).build(op)

@@ -8,6 +8,8 @@ without inferframe, and each task of the job failed with 20 lines ending in ``Mo
 
 - the interpreter: ``spark.pyspark.python`` when set (as spark-submit, it wins), else ``PYSPARK_PYTHON``
   as the context read it, else the driver's own ``sys.executable``;
+- over Spark Connect (no SparkContext), the server's ``PYSPARK_PYTHON``, set when it was started: one tiny
+  UDF checks it, as below (``spark_connect``);
 - on a local master running the driver's own interpreter, nothing more: the tasks run on this machine;
 - else one tiny task reports its ``sys.executable`` and ``inferframe.__version__``; a Python that does not
   start, lacks inferframe or has another version raises :class:`~inferframe.errors.SparkEnvironmentError`
@@ -34,6 +36,7 @@ import weakref
 from typing import Any
 
 from inferframe.errors import SparkEnvironmentError
+from inferframe.runners.spark_connect import connect_host, is_connect, server_endpoint
 
 CONF = "spark.pyspark.python"
 CHECK_TIMEOUT_S = 120.0  # a cluster with no free executor never runs the task: an error, not a hang
@@ -103,6 +106,8 @@ def executor_python(spark: Any, timeout_s: float = CHECK_TIMEOUT_S) -> ExecutorP
         >>> executor_python(spark).python   # doctest: +SKIP
         '/home/me/project/.venv/bin/python'
     """
+    if is_connect(spark):
+        return _connect_python(spark, timeout_s)
     sc = getattr(spark, "sparkContext", spark)
     with _CHECK_LOCK:
         chosen = _CHECKED.get(sc)
@@ -111,6 +116,64 @@ def executor_python(spark: Any, timeout_s: float = CHECK_TIMEOUT_S) -> ExecutorP
         if not chosen.checked:  # a failed check is run again at the next job (the cluster may have changed)
             chosen = _CHECKED[sc] = _check(sc, chosen, timeout_s)
         return chosen
+
+
+CONNECT_CHOOSER = "the Connect server's PYSPARK_PYTHON"
+
+
+def _connect_python(spark: Any, timeout_s: float) -> ExecutorPython:
+    """What a Connect server's Python workers run, as one tiny UDF found it; the error, before any request, if not this inferframe."""
+    connect_host(spark)  # a server elsewhere is an error of its own, before a check that would wait on it
+    with _CHECK_LOCK:
+        chosen = _CHECKED.get(spark)
+        if chosen is not None and chosen.checked:
+            return chosen
+        executable, version, problem = _run_connect_probe(spark, timeout_s)
+        if problem is None and version != driver_version():
+            problem = f"imports inferframe {version}, not this client's {driver_version()}"
+        if problem is not None:
+            python = executable or "its PYSPARK_PYTHON (python3 when unset)"
+            remedy = (f"start the Connect server with a Python that has inferframe {driver_version()} (this one: "
+                      f"{sys.executable}): PYSPARK_PYTHON={sys.executable} $SPARK_HOME/sbin/start-connect-server.sh "
+                      f"--master 'local[*]'. Spark Connect starts the workers with the server's PYSPARK_PYTHON, not "
+                      f"with spark.pyspark.python nor with anything this client sets")
+            found = (f"Spark's executors cannot run inferframe: the Spark Connect server at sc://{server_endpoint(spark)} "
+                     f"starts {python!r} ({CONNECT_CHOOSER}), which {problem}")
+            raise SparkEnvironmentError(f"{found}. No request was sent. Fix: {remedy}.", found=found, fix=remedy)
+        chosen = _CHECKED[spark] = ExecutorPython(executable, CONNECT_CHOOSER, executable, version)
+        return chosen
+
+
+def _as_list(probe: Any) -> Any:
+    # A lambda made here is shipped by value with the probe it calls: a UDF's result is a list, not a tuple.
+    return lambda _: list(probe(_))
+
+
+def _run_connect_probe(spark: Any, timeout_s: float) -> tuple[str | None, str | None, str | None]:
+    """``_run_probe`` over Spark Connect: a UDF over one row (no ``parallelize``), cancelled by its tag."""
+    from pyspark.sql import functions as F
+
+    tag = f"inferframe-python-check-{uuid.uuid4().hex[:8]}"
+    out: dict[str, Any] = {}
+
+    def job() -> None:
+        try:
+            spark.addTag(tag)  # this thread's actions only: interruptTag below cancels just the check
+            found = spark.range(1).select(F.udf(_as_list(_probe_task()), "array<string>")("id").alias("p")).first()
+            out["found"] = tuple(found.p)
+        except Exception as e:  # Spark's error of a task that could not run: its one telling line
+            out["problem"] = f"fails: {one_line(e)}"
+
+    thread = threading.Thread(target=job, name="inferframe-spark-python-check", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        spark.interruptTag(tag)
+        thread.join(10)
+        return None, None, f"ran no task within {timeout_s:.0f} s: the Connect server's executors took none"
+    if "problem" in out:
+        return None, None, out["problem"]
+    return out["found"]
 
 
 def _choose(sc: Any) -> ExecutorPython:

@@ -58,6 +58,7 @@ from inferframe.plan import physical as pp
 from inferframe.providers import secrets
 from inferframe.runners import spark_plan as sp
 from inferframe.runners.base import Runner
+from inferframe.runners.spark_connect import ConnectActivity, connect_host, is_connect, require_classic, stopped
 from inferframe.runners.spark_python import ensure_executor_python
 from inferframe.runners.spark_service import JobService
 from inferframe.runtime.coordinator import LocalCoordinator
@@ -94,6 +95,7 @@ class SparkRunner(Runner):
     writes_in_workers = True
 
     def __init__(self, spark: Any = None) -> None:
+        require_classic(spark, "The Spark runner (ifr.set_runner_spark(spark))")
         self._spark = spark
 
     @property
@@ -104,6 +106,7 @@ class SparkRunner(Runner):
             from pyspark.sql import SparkSession
 
             self._spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+            require_classic(self._spark, "The Spark runner (ifr.set_runner_spark(), INFERFRAME_RUNNER=spark)")
         ensure_executor_python(self._spark)
         return self._spark
 
@@ -207,36 +210,46 @@ def session_service(spark) -> JobService:
     """The one service of ``spark``'s lazy DataFrames (``to_spark``, ``inferframe.spark.with_columns``).
 
     Such a DataFrame may run any time later, and again: its service cannot end with a job. One per
-    SparkContext serves them all (one budget per endpoint and model for all of them), hands workers the
-    keys registered at the time they ask, and ends by itself once the SparkContext is stopped.
+    SparkContext (per session over Spark Connect, which has no SparkContext: ``spark_connect``) serves
+    them all (one budget per endpoint and model for all of them), hands workers the keys registered at
+    the time they ask, and ends by itself once the SparkContext (the Connect session) is stopped.
     """
-    context = spark.sparkContext
+    connect = is_connect(spark)
+    owner = spark if connect else spark.sparkContext
     with _SESSION_LOCK:
-        found = _SESSION_SERVICES.get(context)
+        found = _SESSION_SERVICES.get(owner)
         if found is None or not found.open:
-            found = _SESSION_SERVICES[context] = JobService(
-                secrets.worker_env, host=_driver_host(spark), alive=functools.partial(_running, weakref.ref(context)),
-                name="inferframe-spark-session")
+            host = connect_host(spark) if connect else _driver_host(spark)
+            ended = functools.partial(stopped, weakref.ref(owner)) if connect else None
+            alive = (lambda: not ended()) if connect else functools.partial(_running, weakref.ref(owner))
+            found = _SESSION_SERVICES[owner] = JobService(secrets.worker_env, host=host, alive=alive,
+                                                          name="inferframe-spark-session")
         return found
 
 
 def session_job(spark) -> tuple[str, Any]:
     """The session's one job id and its service's link, for AI columns inside Spark's plans (``spark_columns``).
 
-    Every AI column and Spark SQL function of a SparkContext shares them: a Python worker keeps one set of
-    services (clients, the leased budget) for all of them. The service publishes each Spark SQL execution's
-    totals as ``last_run()`` while its tasks report.
+    Every AI column and Spark SQL function of a SparkContext (a Connect session) shares them: a Python
+    worker keeps one set of services (clients, the leased budget) for all of them. The service publishes
+    each Spark SQL execution's totals as ``last_run()`` while its tasks report, and stores it in the run
+    history once Spark runs no job (a classic session's status tracker; a Connect client's progress handler).
     """
     from inferframe.observe.progress import publish_last
     from inferframe.runners.spark_columns import SessionRuns, record_run
 
     ensure_executor_python(spark)  # before the UDFs are made: each takes the executors' Python then
     service = session_service(spark)
-    tracker = spark.sparkContext.statusTracker()
     with _SESSION_LOCK:
         if service.on_change is None:
-            service.on_change = SessionRuns(publish_last, busy=lambda: bool(tracker.getActiveJobsIds()),
-                                            record=record_run)
+            if is_connect(spark):
+                activity = ConnectActivity(spark)
+                spark.registerProgressHandler(activity)
+                service.on_change = activity.watching(SessionRuns(publish_last, busy=activity.busy, record=record_run))
+            else:
+                tracker = spark.sparkContext.statusTracker()
+                service.on_change = SessionRuns(publish_last, busy=lambda: bool(tracker.getActiveJobsIds()),
+                                                record=record_run)
             service.job_id = uuid.uuid4().hex[:12]
     return service.job_id, service.link()
 

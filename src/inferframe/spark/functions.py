@@ -93,12 +93,13 @@ def ai_column(build: Callable[[list[Expression]], Expression], args: list[Any], 
     from inferframe.runners.spark_runner import session_job
 
     spark = _spark()
+    # First: over Spark Connect, a server this process's service cannot serve is an error before any call to it.
+    job, link = session_job(spark)
     names, columns = _inputs(args)
     frame = in_memory(pa.schema([(n, pa.string()) for n in dict.fromkeys(names)]).empty_table())
     frame = frame.with_column(sc.VALUE, build([col(n) for n in names]))
     chain = sc.column_chain(pp.plan_physical(frame._runnable()))
     out = pa.schema([pa.field(sc.VALUE, plain(chain[-1].schema.field(sc.VALUE).type))])
-    job, link = session_job(spark)
     fn = sc.ColumnUDF(job, link, chain, names, spark_arrow(out).field(sc.VALUE).type, label=label)
     return scalar_udf(fn, spark_schema(out)[0].dataType)(*columns)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from types import MappingProxyType
 from typing import Any
 
@@ -63,9 +64,11 @@ class SqlFunction:
             are handles in it, never values.
     """
 
-    def __init__(self, name: str, job: str, link: Any, session: Any, defaults: dict | None = None) -> None:
+    def __init__(self, name: str, job: str, link: Any, session: Any, defaults: dict | None = None,
+                 environment: tuple[dict, dict] = ({}, {})) -> None:
         self.fn, self.job, self.link, self.session = FUNCTIONS[name], job, link, session
         self.defaults = dict(defaults or {})
+        self.keys, self.urls = environment  # provider_environment(): key handles and base URLs by variable
         self._calls: dict[str, sc.ColumnUDF] = {}
 
     def __call__(self, *arrays: pa.Array, **named: pa.Array) -> pa.Array:
@@ -98,6 +101,7 @@ class SqlFunction:
         from inferframe.plan import physical as pp
         from inferframe.session import using
 
+        self._environment()
         with using(self.session):
             frame = in_memory(pa.schema([(t, pa.string()) for t in texts]).empty_table())
             for suffix, expr in expressions(self.fn, inputs, options):
@@ -109,6 +113,45 @@ class SqlFunction:
         returns = RETURNS[self.fn.name]
         return sc.ColumnUDF(self.job, self.link, chain, texts, _ARROW[returns], label=f"{self.fn.name}-{digest}",
                             as_json=self.fn.name == "ai_extract", stable_id=True)
+
+
+    def _environment(self) -> None:
+        """The driver's provider settings in this worker's environment, before a call is built from them.
+
+        A Connect server's or a cluster's executors do not share the client's environment: the keys reach
+        them as handles through the session's service (the secret channel), the base URLs as they are. A
+        variable the worker already has stays.
+        """
+        from inferframe.providers import secrets
+
+        for name, value in self.link.call("env").items():  # the handles' keys, as a task's services set them
+            os.environ.setdefault(name, value)
+        for name, ref in self.keys.items():
+            key = secrets.get(ref)
+            if key:
+                os.environ.setdefault(name, key)
+        for name, url in self.urls.items():
+            os.environ.setdefault(name, url)
+
+
+def provider_environment() -> tuple[dict, dict]:
+    """This process's provider keys (as handles, never values) and base URLs from the environment, by variable.
+
+    Example:
+        >>> keys, urls = provider_environment()
+        >>> all(ref.startswith("k") for ref in keys.values())
+        True
+    """
+    from inferframe.providers import secrets
+    from inferframe.providers.registry import REGISTRY
+
+    keys, urls = {}, {}
+    for info in REGISTRY.infos():
+        if info.key_env and os.environ.get(info.key_env):
+            keys[info.key_env] = secrets.put(os.environ[info.key_env])
+        if info.base_url_env and os.environ.get(info.base_url_env):
+            urls[info.base_url_env] = os.environ[info.base_url_env]
+    return keys, urls
 
 
 def _check_defaults(defaults: dict) -> None:
@@ -166,12 +209,14 @@ def register(spark: Any, **defaults: Any) -> list[str]:
     _check_defaults(defaults)
     job, link = session_job(spark)
     session = dataclasses.replace(current(), runner=None, last_recorded=None)
+    environment = provider_environment()  # the executors build the calls, away from this process's environment
     names = []
     for name, fn in FUNCTIONS.items():
         if fn.aggregate:
             spark.udf.register(name, _aggregate(NotAnAggregate(name)))
         else:
-            spark.udf.register(name, scalar_udf(SqlFunction(name, job, link, session, defaults), RETURNS[name]))
+            spark.udf.register(name, scalar_udf(SqlFunction(name, job, link, session, defaults, environment),
+                                                   RETURNS[name]))
         names.append(name)
     spark.udf.register("ai_error", scalar_udf(sc.ErrorOf(), "string"))
     return names + ["ai_error"]
