@@ -84,7 +84,7 @@ def _tree(root: Path) -> Path:
     (root / "common").mkdir()
     (root / "tools" / "CMakeLists.txt").write_text(TOOLS)
     (root / "tools" / "mtmd" / "CMakeLists.txt").write_text(MTMD)
-    (root / "common" / "CMakeLists.txt").write_text("llama_add_compile_flags()\n")
+    (root / "common" / "CMakeLists.txt").write_text("llama_add_compile_flags()\ninclude(parsers/sources.cmake)\n")
     (root / "vendor" / "cpp-httplib").mkdir(parents=True)
     (root / "vendor" / "cpp-httplib" / "CMakeLists.txt").write_text("add_library(cpp-httplib STATIC httplib.cpp)\n")
     (root / "src").mkdir()
@@ -153,6 +153,9 @@ def test_the_patched_sources_configure_with_light_flags_off_the_kernels(tmp_path
     assert all(level(f) == "-O3" for f in commands if f.startswith("ggml/src/ggml-cpu/"))
     batches = [f for f in commands if "mtmd.dir/Unity/" in f]
     assert batches and not any(f.startswith("tools/mtmd/models/") for f in commands)
+    # the chat parsers in one unity batch, the rest of llama-common alone
+    assert [f for f in commands if "llama-common.dir/Unity/" in f] and not any(f.startswith("common/parsers/") for f in commands)
+    assert "common/chat.cpp" in commands and "common/arg.cpp" in commands
     assert not any("mtmd-cli" in f or "mtmd-debug" in f for f in commands)
 
 def test_the_patch_refuses_sources_that_changed(tmp_path):

