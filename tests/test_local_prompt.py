@@ -122,7 +122,7 @@ def test_a_nested_list_model_gives_a_valid_struct_for_every_short_review(reviews
 @LOCAL_TIMEOUT
 def test_structured_output_without_max_tokens_is_bounded_by_the_schema(reviews):
     expr = prompt(format("Review: {}\nJSON:", col("review")), TaggedReview, temperature=0, usage_column=True)
-    budget = dict(expr._node.child.args[0].udf.owner.args[0].options)["max_tokens"]
+    budget = expr._node.child.args[0].udf.owner.args[0].max_output_tokens  # the call config's one cap
     assert 64 <= budget <= 2048
     out = reviews.limit(1).with_column("r", expr).to_pydict()  # one row: 2 took 76-99 s on a 2-core machine
     assert all(u["output_tokens"] <= budget for u in out["r_usage"])
