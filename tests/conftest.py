@@ -78,8 +78,9 @@ def pytest_itemcollected(item):
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `pytest -p no:xdist` has no such hook
 def pytest_xdist_make_scheduler(config, log):
     """`pytest -n 2 --dist loadgroup` (the README's command): a file's tests run in one process (its module
-    fixtures are made once), and all of tests/ray, all of tests/spark, in one process each, so a run starts
-    one Ray cluster and one Spark session (two clusters on two cores starved each other).
+    fixtures are made once), and all of tests/ray, all of tests/spark (but the files that start JVMs of their
+    own, ``suite_order.OWN_JVMS``), in one process each, so a run starts one Ray cluster and one Spark session
+    (two clusters on two cores starved each other).
 
     Why our own scheduler: xdist 3.8 marks a group by appending "@group" to ``item._nodeid``, which pytest 9.2
     no longer reads (``nodeid`` comes from ``_id``), so ``--dist loadgroup`` silently became ``--dist load``:

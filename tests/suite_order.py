@@ -40,12 +40,22 @@ def longest_first(items: list, durations: dict[str, float]) -> list:
     return [item for group in sorted(by_group, key=weight, reverse=True) for item in by_group[group]]
 
 
+# Files of tests/spark that never use the test process's own SparkSession: each starts its own JVMs (a standalone
+# master and worker, a Connect server) in a session fixture only it uses, and runs the product in scripts. As groups
+# of their own they run beside the "spark" group in the other process (together they were the longest group).
+OWN_JVMS = ("tests/spark/test_spark_cluster.py", "tests/spark/test_spark_connect.py")
+
+
 def group_of(where: str) -> str:
     """The process group of a test file (a path from the repository root): "ray" for tests/ray, "spark" for
-    tests/spark, else the file itself.
+    tests/spark but the files of ``OWN_JVMS``, else the file itself.
 
     Example:
         >>> group_of("tests/ray/test_ray_runner.py"), group_of("tests/test_cli.py")
         ('ray', 'tests/test_cli.py')
+        >>> group_of("tests/spark/test_spark_columns.py"), group_of("tests/spark/test_spark_connect.py")
+        ('spark', 'tests/spark/test_spark_connect.py')
     """
-    return "ray" if where.startswith("tests/ray/") else "spark" if where.startswith("tests/spark/") else where
+    if where.startswith("tests/ray/"):
+        return "ray"
+    return "spark" if where.startswith("tests/spark/") and where not in OWN_JVMS else where
