@@ -179,7 +179,9 @@ class StageTrace:
         self.links: tuple = ()
         self.tracer, self.meters, self.capture = job.tracer, job.meters, job.capture
         if self.tracer is not None:
-            from opentelemetry.trace import Link
+            from opentelemetry.trace import Link, SpanKind
+
+            self.kind = SpanKind.CLIENT  # read once: answered() runs per request
 
             self.span = self.tracer.start_span(f"inferframe.stage {label}", context=job.context,
                                                attributes={**self.base, "inferframe.stage": label})
@@ -200,10 +202,8 @@ class StageTrace:
         tracer = self.tracer
         if tracer is None:
             return
-        from opentelemetry.trace import SpanKind
-
         end = time.time_ns()
-        span = tracer.start_span(self.name, context=self.root, kind=SpanKind.CLIENT, attributes=self.base,
+        span = tracer.start_span(self.name, context=self.root, kind=self.kind, attributes=self.base,
                                  links=self.links, start_time=end - int(seconds * 1e9))
         if span.is_recording():  # the attributes are built only for a span the sampler kept
             span.set_attributes(request_attributes(request.body, outcome, attempt, self.capture))
