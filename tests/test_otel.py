@@ -82,8 +82,8 @@ def test_span_tree_and_genai_attributes(sim, otel, chat):
     assert stage.attributes["inferframe.rows"] == 6 and stage.attributes["inferframe.requests"] == 6
     for r in requests:
         a = r.attributes
-        assert r.name == "chat gpt-5-mini" and r.parent is None  # a root of its own...
-        assert r.links[0].context.span_id == stage.context.span_id  # ...linked to its stage
+        assert r.name == "chat gpt-5-mini" and r.parent.span_id == stage.context.span_id
+        assert r.context.trace_id == job.context.trace_id
         assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.provider.name"] == "openai"
         assert a["gen_ai.request.model"] == "gpt-5-mini" and a["gen_ai.request.max_tokens"] == 40
         assert a["gen_ai.request.temperature"] == 0.2
@@ -196,3 +196,54 @@ def test_set_tracing_false_records_nothing(sim, otel):
     rows(2).with_column("a", ask(sim)).to_pydict()
     assert exporter.get_finished_spans() == ()
     assert reader.get_metrics_data() is None or not reader.get_metrics_data().resource_metrics
+
+
+def test_a_batch_api_run_is_a_span_under_its_stage(sim, otel, tmp_path):
+    exporter, _ = otel
+    call = prompt(col("q"), provider="openai", base_url=sim.base_url, api_key=KEY, model="gpt-5-mini",
+                  cache_dir=str(tmp_path), batch=True, batch_poll_interval=0.05)
+    out = rows(5).with_column("a", call).to_pydict()
+    assert out["a_error"] == [None] * 5
+    spans = exporter.get_finished_spans()
+    _, stages, requests = by_kind(spans)
+    batches = [s for s in spans if s.name == "inferframe.batch gpt-5-mini"]
+    assert len(batches) == 1 and requests == []  # nothing sent one by one
+    assert batches[0].parent.span_id == stages[0].context.span_id
+    assert batches[0].attributes["inferframe.batch.requests"] == 5 and batches[0].attributes["inferframe.errors"] == 0
+    assert batches[0].attributes["gen_ai.usage.input_tokens"] == ifr.last_run()[0]["input_tokens"] > 0
+
+
+def test_a_low_information_stage_has_the_verdict_as_an_event(otel):
+    import warnings
+
+    from inferframe.functions import classify_text
+
+    exporter, _ = otel
+    df = ifr.from_pydict({"r": [f"review {i}" for i in range(20)]})
+    with Simulator(SimulatorConfig(responder=lambda body: json.dumps({"label": "positive"}))) as s:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ifr.LowInformationWarning)  # the guard's own warning, tested elsewhere
+            df.with_column("s", classify_text(col("r"), ["positive", "negative"], provider="openai",
+                                              base_url=s.base_url, api_key=KEY, model="gpt-5-mini",
+                                              use_chat_completions=True, cache="off")).to_pydict()
+    _, stages, _ = by_kind(exporter.get_finished_spans())
+    events = [e for e in stages[0].events if e.name == "inferframe.low_information"]
+    assert len(events) == 1 and "20/20 positive" in events[0].attributes["inferframe.quality.summary"]
+
+
+def test_a_ratio_sampler_set_in_code_keeps_its_share_of_requests_and_every_stage(sim):
+    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1)))
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    ifr.set_tracing(tracer_provider=tp)
+    try:
+        rows(400).with_column("a", ask(sim, cache="off")).to_pydict()
+    finally:
+        ifr.set_tracing()
+    jobs, stages, requests = by_kind(exporter.get_finished_spans())
+    assert len(jobs) == 1 and len(stages) == 1
+    # 400 requests at 10%: 40 expected, sd 6; outside 12..80 far less than once in a billion runs.
+    assert 12 <= len(requests) <= 80, len(requests)
+    assert all(r.parent.span_id == stages[0].context.span_id for r in requests)

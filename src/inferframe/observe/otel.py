@@ -13,10 +13,10 @@ The span tree:
   cache hits, requests, retries, 429s, waits on the limits and their seconds, tokens and cost; a
   low-information verdict is a span event.
 * ``inferframe.batch {model}``, a child of its stage: one Batch API run (its requests).
-* ``"{gen_ai.operation.name} {gen_ai.request.model}"``: one per attempt sent (a retry is one more span,
-  ``inferframe.attempt`` counts), each the root of a trace of its own with a link to its stage span, so the
-  configured sampler decides each request alone: ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` with
-  ``OTEL_TRACES_SAMPLER_ARG=0.01`` keeps 1% of the requests and every job and stage span.
+* ``"{gen_ai.operation.name} {gen_ai.request.model}"``, a child of its stage: one per attempt sent (a retry is
+  one more span, ``inferframe.attempt`` counts), each kept alone at the configured sampler's ratio
+  (``request_ratio``): ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` with ``OTEL_TRACES_SAMPLER_ARG=0.01``
+  keeps 1% of the requests and every job and stage span.
 
 Example:
     >>> providers(False) is None
@@ -25,6 +25,9 @@ Example:
 
 from __future__ import annotations
 
+import os
+import random
+import re
 import sys
 import threading
 import time
@@ -70,11 +73,9 @@ def start_job_span(tracer: Any, attributes: dict) -> Any:
     A ratio sampler (``traceidratio``, ``parentbased_traceidratio``) keeps a root span when its random trace
     id falls under the ratio. The job span is started again, each time with a new trace id, until the
     sampler keeps one (``JOB_TRIES`` at most): every job, and every stage under it, is recorded at any
-    ratio, while each request span, a root of its own, is kept at the ratio. A span the sampler drops is
+    ratio, while each request span is kept at the ratio (``request_ratio``). A span the sampler drops is
     never exported. Under a parent span of the user's, or a sampler that keeps nothing, the first decision stands.
     """
-    import os
-
     from opentelemetry import context, trace
 
     parent = context.get_current()
@@ -86,6 +87,34 @@ def start_job_span(tracer: Any, attributes: dict) -> Any:
             return span
         span.end()
     return span
+
+
+def request_ratio(tracer_provider: Any) -> float:
+    """The share of request spans to keep: the configured sampler's ratio, 1.0 when it has none.
+
+    A request span is a child of its stage span, which a parent-based sampler always keeps (and a plain
+    ``traceidratio`` one too: it shares the job's trace id), so the ratio is applied here, one draw per request,
+    and a request not drawn costs no span at all. The ratio is the SDK sampler's own (its ``get_description()``,
+    ``TraceIdRatioBased{0.01}`` whether set in code or by ``OTEL_TRACES_SAMPLER``), else the standard variables.
+
+    Example:
+        >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+        >>> request_ratio(TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.01)))), request_ratio(TracerProvider())
+        (0.01, 1.0)
+    """
+    sampler = getattr(tracer_provider, "sampler", None)
+    describe = getattr(sampler, "get_description", None)
+    if describe is not None:
+        found = re.search(r"TraceIdRatioBased\{([^}]*)\}", describe())
+        return min(1.0, max(0.0, float(found.group(1)))) if found else 1.0
+    name = os.environ.get("OTEL_TRACES_SAMPLER", "").strip().lower()
+    if name in ("traceidratio", "parentbased_traceidratio"):
+        try:
+            return min(1.0, max(0.0, float(os.environ.get("OTEL_TRACES_SAMPLER_ARG", "1"))))
+        except ValueError:
+            return 1.0  # the SDK's own fallback for an unreadable ratio
+    return 1.0
 
 
 class JobTrace:
@@ -116,6 +145,8 @@ class JobTrace:
         self.capture = capture_content()
         self.span = start_job_span(self.tracer, attributes) if self.tracer is not None else None
         self.context = trace.set_span_in_context(self.span) if self.span is not None else None
+        # Request spans kept per request: none when the job span was dropped (a sampler that keeps nothing).
+        self.ratio = request_ratio(tp) if self.span is not None and self.span.is_recording() else 0.0
         self.rows = 0
         self._stages: dict[str, StageTrace] = {}
         self._lock = threading.Lock()  # operators of one job start on the runner's threads
@@ -166,7 +197,7 @@ class JobTrace:
 
 
 class StageTrace:
-    """One AI stage's span, its requests' spans (each a root linked to it) and its metrics."""
+    """One AI stage's span, its requests' spans (its children, kept at the sampler's ratio) and its metrics."""
 
     def __init__(self, job: JobTrace, label: str, endpoint: str, provider: Any, model: str | None) -> None:
         self.job, self.label = job, label
@@ -176,19 +207,16 @@ class StageTrace:
         self.metric_attrs = RequestMetricAttrs({**self.base, "inferframe.stage": label})
         self.runtimes: list = []
         self.span = None
-        self.links: tuple = ()
-        self.tracer, self.meters, self.capture = job.tracer, job.meters, job.capture
+        self.tracer, self.meters, self.capture, self.ratio = job.tracer, job.meters, job.capture, job.ratio
         if self.tracer is not None:
-            from opentelemetry.trace import Link, SpanKind
+            from opentelemetry import trace
 
-            self.kind = SpanKind.CLIENT  # read once: answered() runs per request
-
+            self.kind = trace.SpanKind.CLIENT  # read once: answered() runs per request
             self.span = self.tracer.start_span(f"inferframe.stage {label}", context=job.context,
                                                attributes={**self.base, "inferframe.stage": label})
-            self.links = (Link(self.span.get_span_context(), {"inferframe.stage": label}),)
-            from opentelemetry import context
-
-            self.root = context.Context()  # no parent: the configured sampler decides each request alone
+            self.context = trace.set_span_in_context(self.span)  # the parent of its request spans
+        if self.ratio <= 0.0:
+            self.tracer = None  # no request span: only the stage's totals and the metrics
 
     def watch(self, runtime: Any) -> None:
         """Count ``runtime``'s waits on the limits into this stage, and hand it every answered attempt."""
@@ -200,11 +228,11 @@ class StageTrace:
         if self.meters is not None:
             self.meters.request(self.metric_attrs, outcome, seconds)
         tracer = self.tracer
-        if tracer is None:
-            return
+        if tracer is None or (self.ratio < 1.0 and random.random() >= self.ratio):
+            return  # a request not drawn costs one random number: no span is made
         end = time.time_ns()
-        span = tracer.start_span(self.name, context=self.root, kind=self.kind, attributes=self.base,
-                                 links=self.links, start_time=end - int(seconds * 1e9))
+        span = tracer.start_span(self.name, context=self.context, kind=self.kind, attributes=self.base,
+                                 start_time=end - int(seconds * 1e9))
         if span.is_recording():  # the attributes are built only for a span the sampler kept
             span.set_attributes(request_attributes(request.body, outcome, attempt, self.capture))
             if outcome.error_kind is not None:
@@ -215,13 +243,25 @@ class StageTrace:
 
     def batch(self, endpoint: str, requests: int) -> Any:
         """A span for one Batch API run of ``requests`` lines (the caller ends it); None without a tracer."""
-        if self.tracer is None:
+        if self.span is None:
             return None
-        from opentelemetry import trace
+        return self.job.tracer.start_span(f"inferframe.batch {self.base.get('gen_ai.request.model', '')}".rstrip(),
+                                          context=self.context,
+                                          attributes={**self.base, "inferframe.batch.requests": requests})
 
-        return self.tracer.start_span(f"inferframe.batch {self.base.get('gen_ai.request.model', '')}".rstrip(),
-                                      context=trace.set_span_in_context(self.span),
-                                      attributes={**self.base, "inferframe.batch.requests": requests})
+    def batch_ended(self, span: Any, outcomes: dict | None) -> None:
+        """End a Batch API run's span with its lines' tokens and failures (``outcomes`` None: it raised)."""
+        if outcomes is None:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_status(Status(StatusCode.ERROR))
+        else:
+            done = list(outcomes.values())
+            span.set_attributes({
+                "inferframe.errors": sum(not o.ok for o in done),
+                "gen_ai.usage.input_tokens": sum(o.usage.input_tokens for o in done if o.usage is not None),
+                "gen_ai.usage.output_tokens": sum(o.usage.output_tokens for o in done if o.usage is not None)})
+        span.end()
 
     def finish(self, stats: Any) -> None:
         """The stage's totals on its span and counters; a low-information verdict as a span event."""

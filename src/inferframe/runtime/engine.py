@@ -436,12 +436,13 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
                              rounds=self.config.retry.max_attempts, store_answers=policy.writes, clock=self.clock)
         self.stats.in_flight += len(todo)
         span = self.tracing.batch(endpoint, len(todo)) if self.tracing is not None else None
+        outcomes = None
         try:
             outcomes = await runner.run(endpoint, [(k, requests[idx[0]].body) for k, idx in todo.items()])
         finally:
             self.stats.in_flight -= len(todo)
             if span is not None:
-                span.end()
+                self.tracing.batch_ended(span, outcomes)
             if self._budgeted:
                 self._budget.release_batch([requests[idx[0]] for idx in todo.values()], BATCH_DISCOUNT)
         self.stats.requests += len(todo)
