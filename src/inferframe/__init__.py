@@ -26,7 +26,7 @@ from inferframe.errors import (
 from inferframe.expressions import Expression, col, lit
 from inferframe.file import File
 from inferframe.runners import set_runner_native, set_runner_ray, set_runner_spark
-from inferframe.session import set_cache, set_history, set_prices, set_provider
+from inferframe.session import set_cache, set_history, set_prices, set_provider, set_tracing
 from inferframe.series import Series
 from inferframe.udf import cls, func, method
 
@@ -38,7 +38,7 @@ __all__ = [
     "MediaError", "OutputExistsError", "PathNotFoundError", "PathNotWritableError", "PlanError", "RenamedOptionWarning", "RowFailed", "Schema", "SchemaMismatchError", "Series", "ServiceError", "SparkEnvironmentError", "UDFError", "UnreadableFileError",
     "LowInformationWarning", "SemanticFailuresWarning", "cls", "last_run", "col", "from_arrow",
     "from_glob_path", "from_pandas", "from_pydict", "from_pylist", "from_ray_dataset", "func", "functions", "lit", "method",
-    "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native",
+    "read_csv", "read_json", "read_parquet", "report", "run_sample", "runs", "set_cache", "set_history", "set_prices", "set_provider", "set_runner_native", "set_tracing",
     "set_runner_ray", "set_runner_spark",
     "from_duckdb", "from_huggingface", "from_polars", "read_lance", "sql", "from_spark",
 ]

@@ -82,6 +82,8 @@ class Session:
         progress: show the progress line (``set_progress``): True, False, or None (on terminals and notebooks).
         runner: the ``inferframe.runners.Runner`` that runs DataFrames (None: chosen from ``INFERFRAME_RUNNER``
             by ``get_runner`` at the first job).
+        tracing: OpenTelemetry (``set_tracing``): None records into the global providers when set; a
+            ``TracingSetting`` turns it off or names providers.
         last_recorded: (run_id, history directory) of the newest run this process stored (None: none yet),
             which ``evaluate()`` attaches to; not a setting: ``remember_run`` writes it as a recorded job ends.
     """
@@ -95,6 +97,7 @@ class Session:
     progress: bool | None = None
     runner: Any = None
     last_recorded: tuple[str, str] | None = None
+    tracing: "TracingSetting | None" = None
 
     def price_of(self, model: str | None) -> Price | None:
         """The model's price, (input, output) or (input, output, cached_input): this session's, else the built-in table."""
@@ -309,6 +312,47 @@ def set_progress(enabled: bool | None) -> None:
         >>> set_progress(None)
     """
     _replace(progress=enabled)
+
+
+@dataclasses.dataclass(frozen=True)
+class TracingSetting:
+    """``set_tracing``'s choice: off, or the tracer and meter providers jobs record into (None: the global ones).
+
+    The providers stay in this process: a pickled session (a Spark executor's) carries only ``enabled``.
+    """
+
+    enabled: bool = True
+    providers: tuple | None = None
+
+    def __reduce__(self):
+        return (TracingSetting, (self.enabled, None))
+
+
+def set_tracing(enabled: bool | None = None, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    """Turn OpenTelemetry traces and metrics of jobs off, back to automatic, or into providers of your own.
+
+    Not needed for tracing: a job records spans and metrics whenever a tracer or meter provider is set the
+    standard way (``trace.set_tracer_provider(...)`` in code, or ``opentelemetry-instrument`` with the
+    ``OTEL_*`` variables), and pays only a dictionary lookup otherwise.
+
+    Parameters:
+        enabled: False: no job records anything, whatever providers are set; None (default) or True:
+            automatic (the global providers, or the ones given here).
+        tracer_provider / meter_provider: an ``opentelemetry`` TracerProvider / MeterProvider to record into
+            instead of the global ones (a test's, or a second pipeline's).
+
+    Example:
+        >>> set_tracing(False); current().tracing.enabled
+        False
+        >>> set_tracing(); current().tracing is None
+        True
+    """
+    if enabled is False:
+        _replace(tracing=TracingSetting(False))
+    elif tracer_provider is not None or meter_provider is not None:
+        _replace(tracing=TracingSetting(True, (tracer_provider, meter_provider)))
+    else:
+        _replace(tracing=None)
 
 
 def set_runner(runner: Any) -> None:

@@ -42,6 +42,9 @@ class AIOperator:
                                              config.provider.key_fingerprint())
         self.runtime = InferenceRuntime(self.provider, config.runtime, model=config.model, stats=self.stats,
                                         limits=limits, store_url=cache_url_of(config.runtime.cache_store))
+        job_trace = services.counters.trace  # None unless the job records OpenTelemetry (observe.otel)
+        if job_trace is not None:
+            job_trace.stage(config.label, config.endpoint, self.provider, config.model).watch(self.runtime)
 
     @classmethod
     def for_run(cls, services: RunServices | None, config: AICallConfig) -> "AIOperator":

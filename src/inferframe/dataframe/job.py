@@ -36,9 +36,11 @@ class Job:
     recorder: Any = None
 
     def observe(self, batch: pa.RecordBatch) -> None:
-        """Count one output batch into the run's distributions and review sample."""
+        """Count one output batch into the run's distributions and review sample (and its trace's rows)."""
         if self.recorder is not None:
             self.recorder.observe(batch)
+        if self.counters is not None and self.counters.trace is not None:
+            self.counters.trace.rows += batch.num_rows
 
 
 @contextlib.contextmanager
@@ -68,7 +70,9 @@ def _job(plan: lp.LogicalPlan, progress: bool | None, report: str | None) -> Ite
     show = current().progress if progress is None else progress
     total = _total(plan) if show is not False else None
     try:
-        with job_progress(total, show, counters) as live, recording(plan, live) as recorder:
+        with traced(plan, counters), job_progress(total, show, counters) as live, recording(plan, live) as recorder:
+            if counters.trace is not None and recorder is not None:
+                counters.trace.set_run_id(recorder.run_id)
             yield (running := Job(plan, counters, recorder))
     except KeyboardInterrupt as e:
         if e.args:
@@ -81,6 +85,45 @@ def _job(plan: lp.LogicalPlan, progress: bool | None, report: str | None) -> Ite
         from inferframe.dataframe.report import report as write_report
 
         write_report(running.recorder.run_id, report, directory=running.recorder.job["directory"])
+
+
+@contextlib.contextmanager
+def traced(plan: lp.LogicalPlan, counters: RunCounters) -> Iterator[None]:
+    """Record the job's OpenTelemetry spans and metrics (``observe.otel``) when a provider is configured.
+
+    Off, it costs a ``sys.modules`` lookup: ``opentelemetry`` is imported only by a process that configured it.
+    The job's recorder goes on ``counters.trace``, where its AI operators find it.
+    """
+    import sys
+
+    from inferframe.session import current
+
+    setting = current().tracing
+    if setting is None and "opentelemetry" not in sys.modules:
+        yield
+        return
+    from inferframe.observe.otel import JobTrace, providers
+
+    chosen = providers(setting)
+    if chosen is None:
+        yield
+        return
+    from inferframe.dataframe.recording import job_info
+    from inferframe.runners import get_runner
+
+    counters.trace = tracing = JobTrace(chosen, {"inferframe.plan.fingerprint": job_info(plan)["fingerprint"],
+                                                 "inferframe.runner": type(get_runner()).__name__})
+    status, error = None, None
+    try:
+        yield
+    except (KeyboardInterrupt, GeneratorExit, SystemExit) as e:  # stopped from outside, as the history says it
+        status, error = "interrupted", e
+        raise
+    except BaseException as e:
+        error = e
+        raise
+    finally:
+        tracing.finish(counters.runs(), error, status)
 
 
 def run_batches(plan: lp.LogicalPlan, progress: bool | None = None, report: str | None = None) -> Iterator[pa.RecordBatch]:

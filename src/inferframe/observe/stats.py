@@ -173,6 +173,9 @@ class RunCounters:
         self._lock = threading.Lock()
         self._local: list[RunStats] = []
         self._remote: dict[str, list[dict]] = {}  # source -> its latest snapshots (cumulative)
+        # The job's OpenTelemetry recorder (``observe.otel.JobTrace``; None: nothing recorded): its AI operators
+        # find their stage span here, as they find these counters on the run's services.
+        self.trace = None
 
     def add(self, stats: RunStats) -> None:
         with self._lock:

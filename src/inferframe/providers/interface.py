@@ -135,6 +135,9 @@ class Outcome:
     limits: LimitHints | None = None
     raw: str | None = None
     finish_reason: str | None = None  # why generation stopped: "stop", "length" (cut at max_tokens), ...
+    # The answer's own id and model as the server named them (traces: gen_ai.response.id / .model).
+    response_id: str | None = None
+    response_model: str | None = None
 
     def __post_init__(self) -> None:
         if self.error_kind is not None and not isinstance(self.error_kind, ErrorKind):

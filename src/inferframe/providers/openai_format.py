@@ -445,6 +445,8 @@ def parse_answer(endpoint: str, status: int, body: Any, headers: Mapping[str, st
         return Outcome(status=status, error_kind=ErrorKind.MALFORMED, limits=limit_hints(headers),
                        message=f"The server's answer lacks {e} for a {endpoint} response")
     out.limits = limit_hints(headers)
+    # Two lookups per answer, read by traces only (gen_ai.response.id / .model): cheaper than keeping the body.
+    out.response_id, out.response_model = body.get("id"), body.get("model")
     return out
 
 

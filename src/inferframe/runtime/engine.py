@@ -105,6 +105,12 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
         # A batch's rows were handed to the scheduler in this pass of the loop (``batch_turn``).
         self._fresh = False
         self._started: asyncio.Event | None = None
+        # The AI stage's OpenTelemetry recorder (``observe.otel.StageTrace``; None: the job records nothing):
+        # every answered attempt is handed to it.
+        self.tracing = None
+        # Requests that waited for the rate limiter (or a 429's pause) before they went, and the seconds they waited.
+        self.limit_waits = 0
+        self.limit_wait_s = 0.0
 
     async def run_one(self, request: Request) -> Result:
         """Run one row to a final result (value or error); raises only when the job must stop.
@@ -303,7 +309,9 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
         ticket = self._admit_now(est) if self._admit_now is not None else None
         waited = ticket is None
         if waited:
+            began = clock.monotonic()
             ticket = await limiter.acquire(est)
+            self._waited(began)
             self._check_breaker()
         attempt += 1
         slots = self.slots
@@ -318,7 +326,9 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
             # A pause that began while this row waited for its slot holds it too: rows admitted before
             # a spent budget was seen would otherwise all go out into it (with no known rate, every row is).
             if waited and limiter.paused_until > clock.monotonic():
+                began = clock.monotonic()
                 await self._sit_out_pause()
+                self._waited(began)
                 if self.breaker.tripped:
                     limiter.release(est, None, ticket)  # its ticket was never used
                     self._check_breaker()
@@ -338,7 +348,12 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
             outcome = await self.provider.send(request)
         finally:
             self._sent(hold, request)
-        return self._answered(outcome, key, rows, attempt, est, ticket, started, request.max_output_tokens)
+        return self._answered(outcome, key, rows, attempt, est, ticket, started, request)
+
+    def _waited(self, began: float) -> None:
+        """A request waited for the limits since ``began`` (only rows that could not go at once come here)."""
+        self.limit_waits += 1
+        self.limit_wait_s += self.clock.monotonic() - began
 
     def _go_now(self, request: Request, hold: "LaneHold | None") -> tuple[int, Any, float] | None:
         """A first attempt's admission when nothing has to wait: (tokens, ticket, start) with its place held and
@@ -420,10 +435,14 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
         runner = BatchRunner(self.provider, ledger, poll_interval=self.config.batch_poll_interval,
                              rounds=self.config.retry.max_attempts, store_answers=policy.writes, clock=self.clock)
         self.stats.in_flight += len(todo)
+        span = self.tracing.batch(endpoint, len(todo)) if self.tracing is not None else None
+        outcomes = None
         try:
             outcomes = await runner.run(endpoint, [(k, requests[idx[0]].body) for k, idx in todo.items()])
         finally:
             self.stats.in_flight -= len(todo)
+            if span is not None:
+                self.tracing.batch_ended(span, outcomes)
             if self._budgeted:
                 self._budget.release_batch([requests[idx[0]] for idx in todo.values()], BATCH_DISCOUNT)
         self.stats.requests += len(todo)

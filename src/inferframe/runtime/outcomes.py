@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from inferframe.errors import BudgetExceededError, ErrorKind, RowFailed, ServiceError
-from inferframe.providers.interface import Outcome, Usage
+from inferframe.providers.interface import Outcome, Request, Usage
 from inferframe.runtime.breaker import refused
 from inferframe.runtime.budget import cap_text
 from inferframe.runtime.pricing import cost_of
@@ -28,13 +28,16 @@ class AttemptOutcomes:
             raise ServiceError((reason if service in reason else f"{service}: {reason}") + kept)
 
     def _answered(self, outcome: Outcome, key: str | None, rows: bool, attempt: int, est: int, ticket: Any,
-                  started: float, cap: int | None = None) -> tuple[Result | None, int, float]:
+                  started: float, request: Request) -> tuple[Result | None, int, float]:
         """What one answered attempt teaches the limits, and the row's result (None: retry after the delay).
 
-        ``cap``: the request's answer cap as the call set it (the breaker's advice on timeouts names it).
+        ``request``: what was sent (its answer cap, which the breaker's advice on timeouts names; its span).
         """
         limiter = self.limiter
         latency = self.clock.monotonic() - started
+        if self.tracing is not None:  # None unless a job records OpenTelemetry traces or metrics (observe.otel)
+            self.tracing.answered(request, outcome, attempt, latency)
+        cap = request.max_output_tokens
         self.stats.add_latency(latency)
         # A refusal before any success keeps the limiter probing one request at a time: if it recurs, the
         # job stops after a few requests instead of a whole in-flight bound of them (``Breaker``).

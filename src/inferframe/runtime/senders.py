@@ -242,7 +242,7 @@ class SenderPool:
                             finally:
                                 self._sent(hold, request)
                             result, row.attempts, delay = self._answered(outcome, row.key, True, 1, est, ticket,
-                                                                         started, request.max_output_tokens)
+                                                                         started, request)
                             if self._growing:
                                 self._paced(started)
                     except asyncio.CancelledError:  # the runtime is closing: whoever waits for the row is cancelled
