@@ -234,7 +234,8 @@ class StageTrace:
         span = tracer.start_span(self.name, context=self.context, kind=self.kind, attributes=self.base,
                                  start_time=end - int(seconds * 1e9))
         if span.is_recording():  # the attributes are built only for a span the sampler kept
-            span.set_attributes(request_attributes(request.body, outcome, attempt, self.capture))
+            span.set_attributes(request_attributes(request.body, outcome, attempt, self.capture,
+                                                   request.max_output_tokens))
             if outcome.error_kind is not None:
                 from opentelemetry.trace import Status, StatusCode
 

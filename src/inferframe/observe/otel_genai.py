@@ -83,23 +83,25 @@ def base_attributes(endpoint: str, provider: str, model: str | None, base_url: s
     return attrs
 
 
-def request_attributes(body: dict, outcome: Any, attempt: int, capture: bool) -> dict:
+def request_attributes(body: dict, outcome: Any, attempt: int, capture: bool, max_tokens: int | None = None) -> dict:
     """What one answered attempt adds to its span: the options sent, the response, usage and error.
 
-    ``outcome`` is the provider's ``Outcome``. No header, key or URL is read: the body and the answer only,
-    and their text only when ``capture`` (the user's opt-in).
+    ``outcome`` is the provider's ``Outcome``; ``max_tokens`` the request's answer cap (its call config's one
+    field, ``Request.max_output_tokens``). No header, key or URL is read: the body and the answer only, and their
+    text only when ``capture`` (the user's opt-in).
 
     Example:
         >>> from inferframe.providers.interface import Outcome, Usage
         >>> o = Outcome(value="yes", usage=Usage(12, 1), finish_reason="stop", response_id="c1", response_model="m")
-        >>> a = request_attributes({"max_tokens": 5, "temperature": 0.0, "messages": []}, o, 1, capture=False)
+        >>> a = request_attributes({"temperature": 0.0, "messages": []}, o, 1, capture=False, max_tokens=5)
         >>> a["gen_ai.usage.input_tokens"], a["gen_ai.response.finish_reasons"], "gen_ai.output.messages" in a
         (12, ('stop',), False)
+        >>> a["gen_ai.request.max_tokens"]
+        5
     """
     attrs: dict[str, Any] = {"inferframe.attempt": attempt}
-    cap = body.get("max_tokens") or body.get("max_completion_tokens") or body.get("max_output_tokens")
-    if isinstance(cap, int):
-        attrs["gen_ai.request.max_tokens"] = cap
+    if max_tokens is not None:
+        attrs["gen_ai.request.max_tokens"] = max_tokens
     temperature = body.get("temperature")
     if isinstance(temperature, (int, float)):
         attrs["gen_ai.request.temperature"] = float(temperature)
