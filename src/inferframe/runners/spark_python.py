@@ -154,26 +154,13 @@ def _run_connect_probe(spark: Any, timeout_s: float) -> tuple[str | None, str | 
     from pyspark.sql import functions as F
 
     tag = f"inferframe-python-check-{uuid.uuid4().hex[:8]}"
-    out: dict[str, Any] = {}
 
-    def job() -> None:
-        try:
-            spark.addTag(tag)  # this thread's actions only: interruptTag below cancels just the check
-            found = spark.range(1).select(F.udf(_as_list(_probe_task()), "array<string>")("id").alias("p")).first()
-            out["found"] = tuple(found.p)
-        except Exception as e:  # Spark's error of a task that could not run: its one telling line
-            out["problem"] = f"fails: {one_line(e)}"
+    def task() -> tuple:
+        spark.addTag(tag)  # this thread's actions only: interruptTag cancels just the check
+        return tuple(spark.range(1).select(F.udf(_as_list(_probe_task()), "array<string>")("id").alias("p")).first().p)
 
-    thread = threading.Thread(target=job, name="inferframe-spark-python-check", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        spark.interruptTag(tag)
-        thread.join(10)
-        return None, None, f"ran no task within {timeout_s:.0f} s: the Connect server's executors took none"
-    if "problem" in out:
-        return None, None, out["problem"]
-    return out["found"]
+    return _on_thread(task, lambda: spark.interruptTag(tag), timeout_s,
+                      "the Connect server's executors took none")
 
 
 def _choose(sc: Any) -> ExecutorPython:
@@ -237,24 +224,34 @@ def _probe_task():
 def _run_probe(sc: Any, timeout_s: float) -> tuple[str | None, str | None, str | None]:
     """(the task's sys.executable, its inferframe version, what went wrong or None), within ``timeout_s``."""
     group = f"inferframe-python-check-{uuid.uuid4().hex[:8]}"
+
+    def task() -> tuple:
+        sc.setJobGroup(group, "inferframe: do the executors import inferframe?", interruptOnCancel=True)
+        return sc.parallelize([0], 1).map(_probe_task()).collect()[0]
+
+    return _on_thread(task, lambda: sc.cancelJobGroup(group), timeout_s,
+                      "no executor took it (the cluster has no free cores or memory for this application, or its "
+                      "workers cannot reach the driver)")
+
+
+def _on_thread(task: Any, cancel: Any, timeout_s: float, idle: str) -> tuple[str | None, str | None, str | None]:
+    """``task()``'s (executable, version, None), or (None, None, what went wrong); on a thread, so that a cluster
+    that never runs the task is cancelled (``cancel()``) after ``timeout_s``, not waited on forever."""
     out: dict[str, Any] = {}
 
     def job() -> None:
         try:
-            sc.setJobGroup(group, "inferframe: do the executors import inferframe?", interruptOnCancel=True)
-            out["found"] = sc.parallelize([0], 1).map(_probe_task()).collect()[0]
+            out["found"] = task()
         except Exception as e:  # Spark's error of a task that could not run: its one telling line
             out["problem"] = f"fails: {one_line(e)}"
 
-    # On a thread, so that a cluster that never runs the task is cancelled, not waited on forever.
     thread = threading.Thread(target=job, name="inferframe-spark-python-check", daemon=True)
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-        sc.cancelJobGroup(group)
+        cancel()
         thread.join(10)
-        return None, None, (f"ran no task within {timeout_s:.0f} s: no executor took it (the cluster has no free "
-                            f"cores or memory for this application, or its workers cannot reach the driver)")
+        return None, None, f"ran no task within {timeout_s:.0f} s: {idle}"
     if "problem" in out:
         return None, None, out["problem"]
     return out["found"]
