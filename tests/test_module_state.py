@@ -69,6 +69,9 @@ ALLOWED = {
     "inferframe.providers.http_reqwest:_live": ("weak set of HTTP clients a job did not close: dropped at exit while the "
                                         "interpreter still runs (reqwest's thread aborts a finalizing interpreter)"),
     "inferframe.runners.ray_limits.coordinator:_ACTOR_CLASS": "cache: the Ray actor class, made once per process",
+    "inferframe.runners.ray_limits.host:_HOSTS": ("cache: the driver's host actors by Ray session and role, each job's "
+                                                  "state an instance in them, dropped at the job's end"),
+    "inferframe.runners.ray_limits.host:_HOSTS_LOCK": "lock: one host per role and Ray session",
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",
     "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext (by the session over Spark "
                                                           "Connect): the one driver service of a session's lazy Spark "

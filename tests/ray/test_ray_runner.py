@@ -330,7 +330,7 @@ def test_a_dead_job_state_actor_stops_the_job_with_one_message(on_ray, monkeypat
 
     def start_then_kill(self):  # the job's actors start with its first UDF stage
         services = real_start(self)
-        ray.kill(self.state, no_restart=True)
+        ray.kill(self.state.handle, no_restart=True)  # the driver's state host: the next job starts another
         return services
 
     monkeypatch.setattr(ray_runner._Job, "_start", start_then_kill)

@@ -1,8 +1,9 @@
 """The Ray runner: the same plan on a Ray cluster, through Ray Data.
 
 ``set_runner_ray()`` (or ``INFERFRAME_RUNNER=ray``) makes every DataFrame run here instead of in
-this process; pipeline code does not change. Each job gets one coordinator actor (shared rate
-limits, breaker, and the workers' counters, see ``runners.ray_limits``); the plan becomes a Ray
+this process; pipeline code does not change. Each job gets its coordinator (shared rate limits,
+breaker, and the workers' counters, see ``runners.ray_limits``) and its state (key handles, rows) as
+instances in two actors the driver starts once and keeps for its next jobs (``ray_limits.host``); the plan becomes a Ray
 Data pipeline from the one physical plan (``plan.physical``, run by ``runners.ray_plan``); the driver streams the result blocks in order and shows
 the whole cluster's counters in the progress line and ``last_run()``.
 
@@ -35,6 +36,7 @@ from inferframe.plan import physical as pp
 from inferframe.providers import secrets
 from inferframe.runners import ray_plan as rp
 from inferframe.runners.base import Runner
+from inferframe.runners.ray_job_state import ROW_FIELDS, JobState, JobStateLink
 
 
 def _ray():
@@ -45,26 +47,9 @@ def _ray():
     return ray
 
 
-# Counters of rows are counted per batch, keyed by the batch's content: a batch that Ray runs again
-# (after a worker died, or to rebuild a lost block) counts its rows once. The others (requests,
-# tokens, cost, retries, 429s) are money spent: reported as they grow, every REPORT_SECONDS, so a
-# worker that dies has its spending counted up to then.
-ROW_FIELDS = ("rows_done", "errors", "not_run", "cache_hits", "deduped", "truncated", "returned")
+# Spending counters (requests, tokens, cost, retries, 429s) are reported as they grow, every REPORT_SECONDS, so
+# a worker that dies has its spending counted up to then (rows are counted per batch: ``ray_job_state``).
 REPORT_SECONDS = 0.25
-
-
-STATE_TIMEOUT_S = 30.0
-
-
-def _state_call(ref):
-    """The answer of a call to the job's state actor, or one clear error: never a hang."""
-    ray = _ray()
-    try:
-        return ray.get(ref, timeout=STATE_TIMEOUT_S)
-    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as e:
-        raise ServiceError(f"The job's state actor (key handles and row counts) is gone or does not answer "
-                           f"({type(e).__name__}); the job stops. Run it again: answers already paid for are in "
-                           f"the cache.") from None
 
 
 class RayRunServices(RunServices):
@@ -87,7 +72,7 @@ class RayRunServices(RunServices):
         zero = dict.fromkeys(ROW_FIELDS, 0)
         delta = {label: {k: v - self._before.get(label, zero)[k] for k, v in rows.items()}
                  for label, rows in self._rows().items()}
-        _state_call(self.job_state.batch_rows.remote(key, delta))  # one call per batch, before it is handed on
+        self.job_state.batch_rows(key, delta)  # one call per batch, before it is handed on
         self.report()
 
     def report(self) -> None:
@@ -122,7 +107,7 @@ class WorkerServices:
     def __call__(self) -> RayRunServices:
         ray = _ray()
         # Keys come from the job's secrets actor into this process's environment, never through the plan.
-        for k, v in _state_call(self.job_state.env.remote()).items():
+        for k, v in self.job_state.env().items():
             os.environ.setdefault(k, v)
         from inferframe.runners.ray_node_server import use_node_server
 
@@ -131,34 +116,6 @@ class WorkerServices:
         services.start_reporting(f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}",
                                  self.job_state)
         return services
-
-
-class _JobState:
-    """A job's actor for its workers: the key handles (in memory only) and the rows of each delivered batch."""
-
-    def __init__(self) -> None:
-        self._env: dict = {}
-        self._batches: dict[str, dict] = {}
-
-    def set_env(self, env: dict) -> None:
-        # A call, not a constructor argument: Ray keeps an actor's constructor arguments to restart it.
-        self._env = dict(env)
-
-    def env(self) -> dict:
-        return dict(self._env)
-
-    def batch_rows(self, key: str, rows: dict) -> None:
-        self._batches[key] = rows  # a batch run again replaces its first count
-
-    def rows(self) -> list[dict]:
-        """Row counters per call label, summed over the delivered batches."""
-        out: dict[str, dict] = {}
-        for batch in self._batches.values():
-            for label, fields in batch.items():
-                total = out.setdefault(label, {"label": label, **dict.fromkeys(ROW_FIELDS, 0)})
-                for k, v in fields.items():
-                    total[k] += v
-        return list(out.values())
 
 
 class _Idle:
@@ -328,8 +285,8 @@ def _conform_block(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 class _Job:
-    """One job's cluster state: the coordinator actor and the secrets actor; merges the workers' counters
-    into the job's (``counters``; None: new ones)."""
+    """One job's cluster state: its coordinator and its state (secrets, rows) in the driver's host actors;
+    merges the workers' counters into the job's (``counters``; None: new ones)."""
 
     def __init__(self, ray, counters: RunCounters | None = None, poll: bool = True) -> None:
         self.ray = ray
@@ -344,8 +301,9 @@ class _Job:
 
     @property
     def services(self) -> "WorkerServices":
-        """The workers' services: the job's actors start on the first UDF stage that needs them, so a job
-        of reads, maps, sorts and joins alone starts none (two worker processes, seconds on a small node)."""
+        """The workers' services: the job's state is made on the first UDF stage that needs it, so a job
+        of reads, maps, sorts and joins alone asks nothing of the hosts (whose first start is two worker
+        processes, seconds on a small node)."""
         if self._services is None:
             self._services = self._start()
             if self.poll:
@@ -354,33 +312,36 @@ class _Job:
         return self._services
 
     def _start(self) -> "WorkerServices":
-        from inferframe.runners.ray_limits import start_coordinator
+        from inferframe.runners.ray_limits import driver_coordinator, driver_host, forget_host
 
         ray = self.ray
-        # Both actors start at once: each spawns a worker process (1.4 s apiece on a 2-core machine),
-        # and one after the other they were 3 s of every Ray job.
-        self.coordinator = start_coordinator(f"inferframe-job-{uuid.uuid4().hex[:12]}", wait=False)
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         # The job's state lives as long as the driver, on its node: a worker node that leaves mid-job
         # (scaled down, lost) must not take it along and stop the job. Hard: Ray places an actor of
         # no resources anywhere under a soft affinity (seen with Ray 2.60).
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        self.state = ray.remote(num_cpus=0, scheduling_strategy=here)(_JobState).remote()
-        env_set = self.state.set_env.remote(secrets.worker_env())
-        try:
-            self.coordinator.started()
-            ray.get(env_set)
-        except BaseException:
-            self.coordinator.close()
-            ray.kill(self.state)
-            raise
+        job = uuid.uuid4().hex[:12]
+        for attempt in (1, 2):  # the driver's hosts serve its jobs; one found dead is replaced once
+            self.coordinator = driver_coordinator(job)
+            self.state = JobStateLink(driver_host("state", JobState, scheduling_strategy=here)[0], job)
+            try:
+                self.coordinator.started()
+                self.state.set_env(secrets.worker_env())
+                break
+            except Exception:  # ServiceError: dead or not answering; Ray's own error where it cannot submit at all
+                self.coordinator.close()
+                self.state.end()
+                if attempt == 2:
+                    raise
+                forget_host("limits")
+                forget_host("state")
         return WorkerServices(self.coordinator, self.state)
 
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():
             self.counters.merge(source, snaps)  # spending, per worker
-        self.counters.merge("ray:rows", _state_call(self.state.rows.remote()))  # rows, per delivered batch
+        self.counters.merge("ray:rows", self.state.rows())  # rows, per delivered batch
 
     def _poll(self) -> None:
         while not self._stop.wait(0.5):
@@ -402,7 +363,7 @@ class _Job:
                 raise  # a failed job keeps its own error; the counters are best effort then
         finally:
             self.coordinator.close()
-            self.ray.kill(self.state)
+            self.state.end()
 
 
 class _Builder:

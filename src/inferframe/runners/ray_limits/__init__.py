@@ -60,11 +60,13 @@ Example (the actor's logic runs in-process here; in a job it is a Ray actor):
 """
 
 from inferframe.runners.ray_limits.actor import LimitsActor
-from inferframe.runners.ray_limits.coordinator import RayCoordinator, start_coordinator
+from inferframe.runners.ray_limits.coordinator import RayCoordinator, driver_coordinator, start_coordinator
+from inferframe.runners.ray_limits.host import JobScopes, driver_host, forget_host
 from inferframe.runners.ray_limits.limits import LeasedLimiter, SharedBreaker, SharedSlots, shared_breaker, shared_slots
 from inferframe.runners.ray_limits.tuning import (CALL_TIMEOUT_S, CHUNK_SECONDS, IDLE_S, LEASE_WAIT_S, MAX_CALLS_IN_FLIGHT,
                                                   PROBE_TIMEOUT_S)
 
-__all__ = ["CALL_TIMEOUT_S", "CHUNK_SECONDS", "IDLE_S", "LEASE_WAIT_S", "LimitsActor", "LeasedLimiter",
+__all__ = ["CALL_TIMEOUT_S", "CHUNK_SECONDS", "IDLE_S", "LEASE_WAIT_S", "JobScopes", "LimitsActor", "LeasedLimiter",
            "MAX_CALLS_IN_FLIGHT", "PROBE_TIMEOUT_S", "RayCoordinator", "SharedBreaker", "SharedSlots",
-           "shared_breaker", "shared_slots", "start_coordinator"]
+           "driver_coordinator", "driver_host", "forget_host", "shared_breaker", "shared_slots",
+           "start_coordinator"]

@@ -9,6 +9,7 @@ from typing import Any
 from inferframe.observe.stats import RunCounters
 from inferframe.runners.ray_limits.actor import LimitsActor
 from inferframe.runners.ray_limits.budget_grants import BudgetGrants
+from inferframe.runners.ray_limits.host import driver_host
 from inferframe.runners.ray_limits.limits import LeasedLimiter, shared_breaker, shared_slots
 from inferframe.runners.ray_limits.relay import CounterRelay
 from inferframe.runners.ray_limits.transport import ActorLink, ray_module
@@ -29,6 +30,8 @@ class RayCoordinator:
         name / namespace: the coordinator actor's name and Ray namespace.
         call_timeout_s: the bound on every actor call; past it, ServiceError.
         handle: the actor's handle (the driver's, which keeps the actor alive).
+        job: the actor is the driver's ``JobScopes`` host of ``LimitsActor`` (``driver_coordinator``) and this is
+            the job's id in it; None: the actor is the job's own ``LimitsActor``.
 
     Example (needs a running Ray cluster):
         >>> coord = start_coordinator()  # doctest: +SKIP
@@ -37,19 +40,19 @@ class RayCoordinator:
     """
 
     def __init__(self, name: str, namespace: str | None, *, call_timeout_s: float = CALL_TIMEOUT_S,
-                 handle: Any = None) -> None:
-        self.name, self.namespace, self.call_timeout_s = name, namespace, call_timeout_s
+                 handle: Any = None, job: str | None = None) -> None:
+        self.name, self.namespace, self.call_timeout_s, self.job = name, namespace, call_timeout_s, job
         self._owner = handle is not None
-        self._link = ActorLink(name, namespace, call_timeout_s, handle)
+        self._link = ActorLink(name, namespace, call_timeout_s, handle, job)
         self._relay = CounterRelay(self._link)
         self._limits: dict[str, SharedLimits] = {}
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
-        return {"name": self.name, "namespace": self.namespace, "call_timeout_s": self.call_timeout_s}
+        return {"name": self.name, "namespace": self.namespace, "call_timeout_s": self.call_timeout_s, "job": self.job}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["name"], state["namespace"], call_timeout_s=state["call_timeout_s"])
+        self.__init__(state["name"], state["namespace"], call_timeout_s=state["call_timeout_s"], job=state["job"])
 
     @property
     def handle(self) -> Any:
@@ -94,8 +97,15 @@ class RayCoordinator:
         self._link.get("ping", timeout=max(self.call_timeout_s, START_TIMEOUT_S))
 
     def close(self) -> None:
-        """End the coordinator actor (the driver, when the job ends); a worker's copy does nothing."""
-        if self._owner and self._link.handle is not None:
+        """End the job's coordinator (the driver, when the job ends): its state in the driver's host, or its own
+        actor; a worker's copy does nothing."""
+        if self._owner and self._link.handle is not None and self.job is not None:
+            try:
+                self._link.handle.end.remote(self.job)  # the host stays for the driver's next job
+            except Exception:  # the host is gone: so is the job's state
+                pass
+            self._link.handle = None
+        elif self._owner and self._link.handle is not None:
             try:
                 ray_module().kill(self._link.handle, no_restart=True)
             except Exception:  # already gone
@@ -146,3 +156,12 @@ def start_coordinator(name: str | None = None, *, call_timeout_s: float = CALL_T
         coordinator.started()
     return coordinator
 
+
+def driver_coordinator(job: str, *, call_timeout_s: float = CALL_TIMEOUT_S) -> RayCoordinator:
+    """The coordinator of the driver's job ``job``: its own ``LimitsActor`` in the driver's host (``host``),
+    which its first job starts and the next ones reuse (no worker process to spawn per job). Not waited for:
+    the caller calls ``started()``, which also tells a dead host (``forget_host("limits")`` then)."""
+    handle, name = driver_host("limits", LimitsActor, max_restarts=-1, max_task_retries=-1,
+                               max_concurrency=MAX_CALLS_IN_FLIGHT)
+    return RayCoordinator(name, ray_module().get_runtime_context().namespace, call_timeout_s=call_timeout_s,
+                          handle=handle, job=job)

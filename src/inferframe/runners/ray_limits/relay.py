@@ -54,7 +54,7 @@ class CounterRelay:
 
     def send(self, source: str, snapshots: list[dict], seq: int | None = None) -> Any:
         """Send ``source``'s snapshots (its ``seq``-th report); returns at once (an awaitable ObjectRef)."""
-        return self.link.handle_now().report_counters.remote(source, snapshots, seq)
+        return self.link.send("report_counters", source, snapshots, seq)
 
     def collect(self) -> dict[str, list[dict]]:
         """Every worker's latest snapshots (driver; blocking)."""

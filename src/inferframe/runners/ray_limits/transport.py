@@ -20,12 +20,25 @@ def ray_module():
 
 
 class ActorLink:
-    """The connection to the coordinator actor: bounded calls, reconnection by name, one clear error."""
+    """The connection to the coordinator actor: bounded calls, reconnection by name, one clear error.
 
-    def __init__(self, name: str, namespace: str | None, timeout: float, handle: Any = None) -> None:
-        self.name, self.namespace, self.timeout = name, namespace, timeout
+    ``job``: the actor is a ``JobScopes`` host (``ray_limits.host``) and every call goes to this job's state in it.
+    """
+
+    def __init__(self, name: str, namespace: str | None, timeout: float, handle: Any = None,
+                 job: str | None = None) -> None:
+        self.name, self.namespace, self.timeout, self.job = name, namespace, timeout, job
         self.wait_s = min(LEASE_WAIT_S, timeout / 3)
         self.handle = handle
+
+    def send(self, method: str, *args) -> Any:
+        """``actor.method.remote(*args)``: the call's ObjectRef at once, unanswered (fire and forget)."""
+        return self._remote(self.handle_now(), method, args)
+
+    def _remote(self, handle: Any, method: str, args: tuple) -> Any:
+        if self.job is None:
+            return getattr(handle, method).remote(*args)
+        return handle.call.remote(self.job, method, *args)
 
     def unreachable(self, why: str) -> ServiceError:
         return ServiceError(
@@ -56,7 +69,7 @@ class ActorLink:
             if left <= 0:
                 raise self.unreachable(f"no answer within {self.timeout:g} s")
             try:
-                return await asyncio.wait_for(getattr(self.handle, method).remote(*args), left)
+                return await asyncio.wait_for(self._remote(self.handle, method, args), left)
             except asyncio.TimeoutError:
                 raise self.unreachable(f"no answer within {self.timeout:g} s") from None
             except ray.exceptions.ActorDiedError:  # restartable actors are waited for: this one is gone
@@ -69,7 +82,7 @@ class ActorLink:
         ray = ray_module()
         timeout = self.timeout if timeout is None else timeout
         try:
-            return ray.get(getattr(self.handle_now(), method).remote(*args), timeout=timeout)
+            return ray.get(self._remote(self.handle_now(), method, args), timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise self.unreachable(f"no answer within {timeout:g} s") from None
         except ray.exceptions.RayActorError as e:
