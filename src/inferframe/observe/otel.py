@@ -25,13 +25,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from inferframe.observe.otel_genai import (GenAIMeters, RequestMetricAttrs, base_attributes, capture_content,
                                            request_attributes)
@@ -117,6 +118,23 @@ def request_ratio(tracer_provider: Any) -> float:
     return 1.0
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkerTracing:
+    """What the driver ships to the workers of a traced job (``JobTrace.for_workers``), read by ``observe.otel_workers``.
+
+    No secret in it: a trace context, a ratio and the user's set-up function.
+
+    Parameters:
+        carrier: the job span's W3C trace context, as ``propagate.inject`` wrote it.
+        ratio: the share of request spans to keep (the driver's sampler decides for the whole job).
+        setup: ``set_tracing(worker_setup=...)``: run once in a worker process that has no provider.
+    """
+
+    carrier: dict
+    ratio: float
+    setup: Callable[[], Any] | None = None
+
+
 class JobTrace:
     """One job's spans and metrics: the job span, a stage span per AI call, the request spans under them.
 
@@ -164,13 +182,11 @@ class JobTrace:
         """What a runner ships to its workers so that their spans join this job's trace (None: nothing to join).
 
         The job span's W3C trace context (``propagate.inject``: ``traceparent``, ``tracestate``), the
-        request spans' ratio and ``worker_setup`` (``observe.otel_workers.WorkerTracing``).
+        request spans' ratio and ``worker_setup`` (``WorkerTracing``).
         """
         if self.span is None or not self.span.is_recording():
             return None
         from opentelemetry import propagate
-
-        from inferframe.observe.otel_workers import WorkerTracing
 
         carrier: dict = {}
         propagate.inject(carrier, context=self.context)

@@ -21,12 +21,11 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import types
 from typing import Any, Callable
 
-from inferframe.observe.otel import StageTrace, providers
+from inferframe.observe.otel import StageTrace, WorkerTracing, providers
 from inferframe.observe.otel_genai import GenAIMeters, capture_content
 
 # A stage's counters that are summed per task (a snapshot's fields, ``observe.stats.RunStats``).
@@ -34,21 +33,6 @@ TASK_FIELDS = ("rows_done", "cache_hits", "requests", "retries", "rate_limited",
                "output_tokens", "cost")
 _setup_lock = threading.Lock()
 _setup_ran = [False]  # this process ran a worker_setup already (a list: set once, read by every job)
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerTracing:
-    """What the driver ships to the workers of a traced job (``JobTrace.for_workers``); no secret in it.
-
-    Parameters:
-        carrier: the job span's W3C trace context, as ``propagate.inject`` wrote it.
-        ratio: the share of request spans to keep (the driver's sampler decides for the whole job).
-        setup: ``set_tracing(worker_setup=...)``: run once in a worker process that has no provider.
-    """
-
-    carrier: dict
-    ratio: float
-    setup: Callable[[], Any] | None = None
 
 
 def worker_providers(setup: Callable[[], Any] | None) -> tuple[Any, Any] | None:
