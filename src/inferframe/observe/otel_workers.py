@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 import types
+import warnings
 from typing import Any, Callable
 
 from inferframe.observe.otel import StageTrace, WorkerTracing, providers
@@ -42,7 +43,12 @@ def worker_providers(setup: Callable[[], Any] | None) -> tuple[Any, Any] | None:
         with _setup_lock:
             if not _setup_ran[0]:
                 _setup_ran[0] = True  # once per process, whether or not it configured anything
-                setup()
+                try:
+                    setup()
+                except Exception as e:  # tracing never stops a job that pays per row: this worker records nothing
+                    # The class only: a set-up's message may quote an exporter's headers (a token).
+                    warnings.warn(f"set_tracing(worker_setup=...) raised {type(e).__name__}: this worker records "
+                                  f"no spans", RuntimeWarning, stacklevel=2)
         chosen = providers(None)
     return chosen
 
