@@ -8,6 +8,10 @@ spans Phoenix holds per trace. Needs the test extra (``arize-phoenix``, ``opente
 
     .venv/bin/python bench/trace_screenshot.py                     # docs/trace_phoenix.png
     .venv/bin/python bench/trace_screenshot.py --png /tmp/x.png --keep   # leave Phoenix running to look around
+    .venv/bin/python bench/trace_screenshot.py --runner ray --png /tmp/ray.png   # on a local Ray cluster
+
+With ``--runner ray`` the job starts a local Ray cluster; its workers inherit ``opentelemetry-instrument``'s
+environment, so they configure the SDK from the same ``OTEL_*`` variables and their spans join the job's trace.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import inferframe as ifr
 from inferframe import col
 from inferframe.functions import prompt
 
+if sys.argv[3] == "ray":
+    ifr.set_runner_ray("local", num_cpus=2)  # a new local cluster: its workers inherit this environment, OTEL_* and all
 api = dict(provider="openai", base_url=sys.argv[1], api_key=sys.argv[2], model="gpt-5-mini", use_chat_completions=True)
 questions = ifr.from_pydict({"q": [f"question {i}" for i in range(12)]})
 questions.with_column("a", prompt(col("q"), **api)).collect()
@@ -82,16 +88,17 @@ def start_phoenix(folder: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.25)
 
 
-def run_job(phoenix: str, folder: str) -> None:
+def run_job(phoenix: str, folder: str, runner: str) -> None:
     script = os.path.join(folder, "job.py")
     with open(script, "w") as f:
         f.write(JOB)
     env = {"PATH": os.environ["PATH"], "HOME": folder, "OTEL_SERVICE_NAME": "inferframe-demo",
            "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
            "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix, "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none",
-           "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}"}
+           "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={PROJECT}",
+           "RAY_AUTH_MODE": "disabled"}  # as tests/ray/conftest.py: no token for a cluster on 127.0.0.1
     with Simulator(SimulatorConfig(responder=answer, latency_ms=40, seed=1)) as sim:
-        subprocess.run([os.path.join(BIN, "opentelemetry-instrument"), sys.executable, script, sim.base_url, KEY],
+        subprocess.run([os.path.join(BIN, "opentelemetry-instrument"), sys.executable, script, sim.base_url, KEY, runner],
                        env=env, check=True, timeout=300)
 
 
@@ -138,11 +145,12 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--height", type=int, default=900)
     parser.add_argument("--keep", action="store_true", help="leave Phoenix running (its URL is printed)")
+    parser.add_argument("--runner", choices=("local", "ray"), default="local")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="inferframe-phoenix-")
     proc, phoenix = start_phoenix(folder)
     try:
-        run_job(phoenix, folder)
+        run_job(phoenix, folder, args.runner)
         page = prompt_trace(phoenix, expected=2 + 2 + 12 + 16)
         os.makedirs(os.path.dirname(os.path.abspath(args.png)), exist_ok=True)
         screenshot(page, args.png, args.width, args.height)
