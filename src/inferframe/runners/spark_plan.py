@@ -238,8 +238,9 @@ class UDFPartitions:
         link: the job's ``ServiceLink``.
     """
 
-    def __init__(self, job: str, stage: str, op: pp.UDFStage, link: Any) -> None:
+    def __init__(self, job: str, stage: str, op: pp.UDFStage, link: Any, tracing: Any = None) -> None:
         self.job, self.stage, self.link = job, stage, link
+        self.tracing = tracing  # the driver's job trace context (observe.otel_workers.WorkerTracing), or None
         self.call, self.out_name, self.out_type = worker_call(op.call), op.out_name, op.out_type
         self.out = spark_arrow(op.schema)
 
@@ -258,8 +259,15 @@ class UDFPartitions:
         from pyspark import TaskContext
 
         worker = WorkerServices.for_job(self.job, self.link)
+        counters = worker.services.counters
+        if self.tracing is not None and counters.trace is None:
+            from inferframe.observe.otel_workers import worker_trace
+
+            counters.trace = worker_trace(self.tracing, counters, worker.source)
         stage = self.built(worker)
         before = worker.rows()
+        if counters.trace is not None:
+            counters.trace.task_started()
         for out in stage.op.run(batches):
             if out.num_rows:
                 yield conform(out, self.out)
@@ -272,6 +280,8 @@ class UDFPartitions:
         part = context.partitionId() if context is not None else 0
         self.link.call("rows", f"{self.stage}:{part}", delta)  # a partition run again replaces its count
         worker.report()
+        if counters.trace is not None:
+            counters.trace.task_done()
 
 
 # --- writes ---------------------------------------------------------------------------------------

@@ -339,7 +339,9 @@ class Builder:
         return self.build(op.input).mapInArrow(sp.MapPartitions(op), sp.spark_schema(op.schema))
 
     def udf_stage(self, op: pp.UDFStage):
-        stage = sp.UDFPartitions(self.job.id, next(self.job.stage_ids), op, self.job.link)
+        trace = self.job.counters.trace  # the driver's job trace (None: not traced): its context goes to the workers
+        stage = sp.UDFPartitions(self.job.id, next(self.job.stage_ids), op, self.job.link,
+                                 trace.for_workers() if trace is not None else None)
         return self.build(op.input).mapInArrow(stage, sp.spark_schema(op.schema))
 
     def union(self, op: pp.Union):
