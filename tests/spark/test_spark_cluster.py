@@ -105,10 +105,13 @@ def _pack_a_venv_with_inferframe(where: Path) -> Path:
         shutil.copy(ROOT / name, source / name)
     venv = where / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(source), "venv-pack"], check=True, timeout=600)
+    # --no-compile, --compress-level 1: the executor compiles what it imports, and the archive crosses no network
+    # here (on the 2-core machine: pip 43 -> 39 s, packing 15.6 -> 7.9 s; the archive 115 -> 110 MB).
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-compile", str(source), "venv-pack"], check=True,
+                   timeout=600)
     archive = where / "env.tar.gz"
-    subprocess.run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(archive)], check=True, timeout=600,
-                   capture_output=True)
+    subprocess.run([str(venv / "bin" / "venv-pack"), "-p", str(venv), "-o", str(archive), "--compress-level", "1"],
+                   check=True, timeout=600, capture_output=True)
     return archive
 
 
