@@ -9,7 +9,7 @@ on the same rows and simulator, response cache off:
 
   inferframe        ifr.sql as shipped: the cheap part (stars >= 2) first, then the ai_filter as the
                     sem_filter plan that stops sending once 10 rows passed (the LIMIT pushed into it)
-  duckdb limit      the same query with the LIMIT left to DuckDB alone (sql_ai.plan(push=False)): the AI
+  duckdb limit      the same query with the LIMIT left to DuckDB alone (sql.planner.plan(push=False)): the AI
                     column is computed batch by batch ahead of DuckDB, which stops reading at 10 rows
   naive             ai_filter on every row (what a row-by-row UDF does before the LIMIT can apply):
                     SELECT ..., ai_filter(...) AS ok FROM reviews, every row asked
@@ -30,8 +30,8 @@ import time
 
 import inferframe as ifr
 from inferframe.dataframe.interop import source_frame
-from inferframe.dataframe.sql import _source
-from inferframe.dataframe.sql_ai import plan
+from inferframe.sql.source import _source
+from inferframe.sql.planner import plan
 from inferframe.simulator import Simulator, SimulatorConfig
 
 

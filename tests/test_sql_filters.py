@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 import inferframe as ifr
-from inferframe.dataframe.sql_filters import pushable
+from inferframe.sql.filters import pushable
 
 ROWS = {"stars": [5, None, 3, 4, 1, 2], "label": ["pos", "neg", None, "it's", "neg", "pos"],
         "ok": [True, False, None, True, False, True]}

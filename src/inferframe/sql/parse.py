@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Collection
 
-from inferframe.dataframe.sql_duckdb import parsed
+from inferframe.sql.engine import parsed
 from inferframe.errors import PlanError
 
 _NO_VALUE = object()

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from inferframe.dataframe.sql_duckdb import connect
-from inferframe.dataframe.sql_filters import pushable
+from inferframe.sql.engine import connect
+from inferframe.sql.filters import pushable
 from inferframe.plan.inspect import calls_udf
 from inferframe.plan.optimizer import optimize
 

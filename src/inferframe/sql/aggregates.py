@@ -7,7 +7,7 @@ prompts as the model's context holds, a tree of partial answers for a group too 
 result has the query's columns, in the query's row order, with the answer in place of the list.
 
 Example:
-    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> from inferframe.sql.parse import parse
     >>> q = parse("select film, ai_agg(review, 'Sum up') as s from t group by film", {"ai_agg"})
     >>> stage_one(q, q.calls[0])
     'select film, film AS "__ifr_k0", list(review) as s from t group by film'
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from inferframe.dataframe.sql_ai_functions import FUNCTIONS, options_of
-from inferframe.dataframe.sql_ai_parse import Call, Query
+from inferframe.sql.functions import FUNCTIONS, options_of
+from inferframe.sql.parse import Call, Query
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._input_types import check_input

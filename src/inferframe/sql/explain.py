@@ -21,10 +21,10 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.dataframe.estimates import estimate_lines
-from inferframe.dataframe.sql_ai import plan
-from inferframe.dataframe.sql_duckdb import parsed
-from inferframe.dataframe.sql_filters import without_true
-from inferframe.dataframe.sql_reads import cheap_columns, reads
+from inferframe.sql.planner import plan
+from inferframe.sql.engine import parsed
+from inferframe.sql.filters import without_true
+from inferframe.sql.reads import cheap_columns, reads
 from inferframe.io.arrow_stream import StreamSource
 
 
@@ -72,7 +72,7 @@ def _cheap_filters(where: str | None, rows: Any) -> list[str]:
     """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off DuckDB's plan.
 
     ``where``: the WHERE run in the source before its AI filters (their places ``TRUE``), ``rows``: the
-    predicate pushed below the AI columns (``sql_filters.pushable``).
+    predicate pushed below the AI columns (``sql.filters.pushable``).
 
     Example:
         >>> _cheap_filters("stars >= 4 AND TRUE", None), _cheap_filters("TRUE", None)

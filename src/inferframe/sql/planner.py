@@ -1,9 +1,9 @@
 """AI functions in SQL: a query's ``ai_*`` calls become AI columns of the DataFrames it reads, planned by inferframe.
 
-DuckDB parses the query (``sql_ai_parse``). Each AI call reads the columns of one of the query's
+DuckDB parses the query (``sql.parse``). Each AI call reads the columns of one of the query's
 sources (a DataFrame given by name, a file such as ``'reviews.parquet'``, a table function such as
 ``read_csv(...)``). That source becomes a DataFrame with one more column per call, computed by the
-Python AI function of the same meaning (``sql_ai_functions``): the arguments that are not bare columns
+Python AI function of the same meaning (``sql.functions``): the arguments that are not bare columns
 are computed by DuckDB first, as columns of their own. The query is then rewritten to read those
 columns in place of the calls and runs as any ``ifr.sql`` query: only the columns and rows the query
 needs are computed (cheap parts of the ``WHERE`` first, a ``LIMIT`` stops the stream), through the
@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
-from inferframe.dataframe.sql_ai_agg import agg_plan
-from inferframe.dataframe.sql_ai_join import join_plan
-from inferframe.dataframe.sql_ai_limit import chain_ok, limit_push
-from inferframe.dataframe.sql_ai_functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
-from inferframe.dataframe.sql_ai_parse import Arg, Call, Query, close, parse
+from inferframe.sql.aggregates import agg_plan
+from inferframe.sql.join import join_plan
+from inferframe.sql.limit import chain_ok, limit_push
+from inferframe.sql.functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
+from inferframe.sql.parse import Arg, Call, Query, close, parse
 from inferframe.errors import PlanError
 from inferframe.io.interop import optional, quote_sql
 
@@ -89,7 +89,7 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
         query: the SELECT.
         frames: the DataFrames it names.
         frame_of: ``frame_of(query, frames)``: the DataFrame of a query without AI calls (``ifr.sql``).
-        push: an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query may run in the source (``sql_ai_limit``).
+        push: an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query may run in the source (``sql.limit``).
     """
     q = parse(query, FUNCTIONS)
     if q.unknown:

@@ -7,7 +7,7 @@ the query: every column reference is rewritten to its column there (right column
 side has are ``"right.<name>"``, as in ``sem_join``).
 
 Example:
-    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> from inferframe.sql.parse import parse
     >>> q = parse("select * from a join b on ai_filter(a.x || ' is like ' || b.y)", {"ai_filter"})
     >>> template(q.calls[0].node["arguments"][0]["expression"], lambda ref: "left" if ref[0] == "a" else "right")
     '{x:left} is like {y:right}'
@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from inferframe.dataframe.sql_ai_functions import FUNCTIONS, options_of
-from inferframe.dataframe.sql_ai_parse import Call, Query
+from inferframe.sql.functions import FUNCTIONS, options_of
+from inferframe.sql.parse import Call, Query
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._input_types import castable, is_text
@@ -32,7 +32,7 @@ _FIX = ("ai_filter in JOIN ... ON takes text built with || from constants and co
 
 
 def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, str]:
-    """The semantic join's DataFrame and the query reading it (``sources``: the two sides, from ``sql_ai``)."""
+    """The semantic join's DataFrame and the query reading it (``sources``: the two sides, from ``sql.planner``)."""
     from inferframe.functions import sem_join
 
     ft = q.tree["from_table"]

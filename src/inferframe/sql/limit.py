@@ -10,7 +10,7 @@ which stops sending once n rows have passed; without an ``ai_filter``, the sourc
 before its AI columns. DuckDB still applies its whole query to those rows.
 
 Example:
-    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> from inferframe.sql.parse import parse
     >>> q = parse("select r from t where n > 1 and ai_filter(r, 'x') limit 5 offset 2", {"ai_filter"})
     >>> push = limit_push(q, ["r", "n"])
     >>> push.rows, q.text[push.where[0]:push.where[1]]
@@ -23,8 +23,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from inferframe.dataframe.sql_ai_parse import Query
-from inferframe.dataframe.sql_duckdb import connect
+from inferframe.sql.parse import Query
+from inferframe.sql.engine import connect
 
 _CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER", "TOP_N", "ORDER_BY"})
 
