@@ -10,15 +10,17 @@ Example:
     >>> from inferframe.sql.parse import parse
     >>> q = parse("select film, ai_agg(review, 'Sum up') as s from t group by film", {"ai_agg"})
     >>> stage_one(q, q.calls[0])
-    'select film, film AS "__ifr_k0", list(review) as s from t group by film'
+    'SELECT film, film AS __ifr_k0, list(review) AS s FROM t GROUP BY film'
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 from inferframe.sql.functions import FUNCTIONS, options_of
 from inferframe.sql.parse import Call, Query
+from inferframe.sql.tree import expression, to_sql
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._input_types import check_input
@@ -27,14 +29,18 @@ from inferframe.io.interop import quote_sql
 
 def stage_one(q: Query, call: Call) -> str:
     """The query with the aggregate as ``list(text)``, each GROUP BY key before it as ``__ifr_k<i>``."""
+    tree = copy.deepcopy(q.tree)
+    items = tree["select_list"]
+    index = next(i for i, item in enumerate(q.tree["select_list"]) if item is call.node)
     keys = []
-    for i, g in enumerate(q.tree.get("group_expressions") or []):
-        start, length = g.get("query_location"), g.get("query_location_length")
+    for i, g in enumerate(tree.get("group_expressions") or []):
         if g.get("class") == "CONSTANT":  # GROUP BY 1: the select item it names is already a column
             continue
-        keys.append(f"{q.text[start:start + length]} AS {quote_sql(f'__ifr_k{i}')}, ")
-    named = f" AS {quote_sql(call.text)}" if call.unnamed else ""
-    return q.text[:call.start] + "".join(keys) + f"list({call.args[0].text}){named}" + q.text[call.end:]
+        keys.append(dict(copy.deepcopy(g), alias=f"__ifr_k{i}"))
+    listed = expression(f"list({call.args[0].text})")
+    listed["alias"] = call.text if call.unnamed else call.node.get("alias", "")
+    items[index:index + 1] = keys + [listed]
+    return to_sql(tree)
 
 
 def agg_plan(q: Query, frames: dict[str, Any], frame_of: Callable[[str, dict], Any]) -> tuple[str, dict, Any]:
@@ -48,8 +54,7 @@ def agg_plan(q: Query, frames: dict[str, Any], frame_of: Callable[[str, dict], A
     call = aggs[0]
     fn = FUNCTIONS[call.name]
     items = q.tree.get("select_list") or []
-    index = next((i for i, item in enumerate(items) if item.get("query_location") == call.start
-                  and item.get("class") == "FUNCTION"), None)
+    index = next((i for i, item in enumerate(items) if item is call.node), None)
     if index is None or call.clause != "select":
         raise PlanError(f"sql(): {call.name}(...) is a whole item of the SELECT list (e.g. {call.name}(review, ...) AS "
                         "summary); wrap it in another expression in an outer query.")

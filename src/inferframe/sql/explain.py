@@ -22,8 +22,7 @@ import pyarrow as pa
 
 from inferframe.dataframe.estimates import estimate_lines
 from inferframe.sql.planner import plan
-from inferframe.sql.engine import parsed
-from inferframe.sql.filters import without_true
+from inferframe.sql.tree import parsed
 from inferframe.sql.reads import cheap_columns, reads
 from inferframe.io.arrow_stream import StreamSource
 
@@ -71,15 +70,14 @@ def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
 def _cheap_filters(where: str | None, rows: Any) -> list[str]:
     """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off DuckDB's plan.
 
-    ``where``: the WHERE run in the source before its AI filters (their places ``TRUE``), ``rows``: the
+    ``where``: the WHERE run in the source before its AI filters, ``rows``: the
     predicate pushed below the AI columns (``sql.filters.pushable``).
 
     Example:
-        >>> _cheap_filters("stars >= 4 AND TRUE", None), _cheap_filters("TRUE", None)
+        >>> _cheap_filters("stars >= 4", None), _cheap_filters(None, None)
         (['  cheap filter run first (by DuckDB, before the AI calls): WHERE stars >= 4'], ['  cheap filter run first: none'])
     """
-    kept = without_true(where) if where is not None else None
-    lines = [f"  cheap filter run first (by DuckDB, before the AI calls): WHERE {kept}"] if kept is not None else []
+    lines = [f"  cheap filter run first (by DuckDB, before the AI calls): WHERE {where}"] if where is not None else []
     if rows is not None:
         lines.append(f"  cheap filter run first: {rows!r}")
     return lines or ["  cheap filter run first: none"]

@@ -73,37 +73,6 @@ def pushable(text: str, columns: Collection[str]) -> Expression | None:
     return out
 
 
-def without_true(text: str) -> str | None:
-    """``text`` without its top-level ``AND TRUE`` parts (where a pushed ``ai_filter`` stood); None: nothing is left.
-
-    The ``WHERE`` a source runs before its AI filters, as ``EXPLAIN`` shows it.
-
-    Example:
-        >>> without_true("stars >= 4 AND TRUE"), without_true("(TRUE AND label = 'a b')"), without_true("TRUE")
-        ('stars >= 4', "label = 'a b'", None)
-    """
-    spans, pos, text = [], 0, text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            return text
-        spans.append((m.lastgroup or "", m.group(m.lastgroup or ""), m.start(m.lastgroup or ""), m.end()))
-        pos = m.end()
-    tokens = [(kind, value) for kind, value, _, _ in spans]
-    while tokens and tokens[0] == ("op", "(") and _closing(tokens, 0) == len(tokens) - 1:
-        tokens, spans = tokens[1:-1], spans[1:-1]
-    parts, depth, start = [], 0, 0
-    for i, (kind, value) in enumerate(tokens + [("id", "AND")]):
-        depth += (value == "(") - (value == ")")
-        if depth == 0 and kind == "id" and value.upper() == "AND" and i > start:
-            part = spans[start:i]
-            words = [v.upper() for _, v, _, _ in part if v not in "()"]
-            if words != ["TRUE"]:
-                parts.append(text[part[0][2]:part[-1][3]])
-            start = i + 1
-    return " AND ".join(parts) or None
-
-
 def _tokens(text: str) -> list[tuple[str, str]]:
     out, pos = [], 0
     text = text.strip()

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from inferframe.sql.functions import FUNCTIONS, options_of
 from inferframe.sql.parse import Call, Query
+from inferframe.sql.tree import expression, replace, table_ref
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._input_types import castable, is_text
@@ -31,7 +32,7 @@ _FIX = ("ai_filter in JOIN ... ON takes text built with || from constants and co
         "ON ai_filter(a.review || ' and ' || b.review || ' say the same')")
 
 
-def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, str]:
+def join_plan(q: Query, call: Call, sources: list) -> tuple[Any, str]:
     """The semantic join's DataFrame and the query reading it (``sources``: the two sides, from ``sql.planner``)."""
     from inferframe.functions import sem_join
 
@@ -41,7 +42,7 @@ def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, st
         raise PlanError("sql(): ai_filter in JOIN ... ON is planned for one inner join of two sources "
                         "(FROM a JOIN b ON ai_filter(...)); join the others first with ifr.sql(...).")
     condition = ft.get("condition") or {}
-    if condition.get("query_location") != call.start or call.name != "ai_filter":
+    if condition is not call.node or call.name != "ai_filter":
         raise PlanError(f"sql(): the ON condition must be the ai_filter(...) alone, got {call.text!r}; put the other "
                         "conditions in WHERE.")
     left, right = sources
@@ -80,10 +81,8 @@ def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, st
         name = tuple(node["column_names"])
         if len(name) == 1 and name[0] in aliases and name[0] not in lcols | rcols:
             continue  # ORDER BY an alias of the SELECT list
-        start = node["query_location"]
-        edits.append((start, start + node["query_location_length"], quote_sql(out_name(tuple(node["column_names"])))))
-    start = ft["left"]["query_location"]
-    edits.append((start, call.end, "__ifr_join"))
+        replace(node, dict(expression(quote_sql(out_name(name))), alias=node.get("alias", "")))
+    q.tree["from_table"] = table_ref("__ifr_join", "")
     return joined, text
 
 

@@ -40,7 +40,8 @@ from typing import Any
 import pyarrow as pa
 
 from inferframe.sql.planner import has_ai, plan
-from inferframe.sql.engine import parsed, run
+from inferframe.sql.engine import run
+from inferframe.sql.tree import parsed
 from inferframe.sql.reads import cheap_columns, columns_read, reads
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.io.arrow_stream import StreamSource, engine_schema, stream_source
