@@ -35,6 +35,7 @@ from typing import Any
 from inferframe.sql.aggregates import agg_plan
 from inferframe.sql.join import join_plan
 from inferframe.sql.limit import chain_ok, limit_push
+from inferframe.sql.nested import unnest
 from inferframe.sql.functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
 from inferframe.sql.parse import Arg, Call, Query, parse_tree
 from inferframe.sql.tree import conjunction, conjuncts, expression, expression_sql, replace, select_star, statement, table_ref, to_sql
@@ -98,15 +99,19 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
 
 def plan_tree(tree: dict, frames: dict[str, Any], frame_of: FrameOf, push: bool = True) -> Planned | None:
     """``plan`` of a SELECT node (DuckDB's syntax tree, ``sql.tree``); the node is rewritten in place."""
+    given = frames
+    frames = unnest(tree, frames, frame_of)  # CTEs and nested SELECTs with AI calls: DataFrames of their own
     original = copy.deepcopy(tree)
+    if tree.get("type") != "SELECT_NODE":  # a UNION of planned branches
+        return Planned(to_sql(tree), frames, [], []) if frames.keys() != given.keys() else None
     q = parse_tree(tree, FUNCTIONS)
     if q.unknown:
         raise PlanError(_unknown(q.unknown[0]))
     if not q.calls and not q.ai_froms:
-        return None
+        return Planned(to_sql(tree), frames, [], []) if frames.keys() != given.keys() else None
     if any(FUNCTIONS.get(c.name) is not None and FUNCTIONS[c.name].aggregate for c in q.calls):
-        text, more, answers = agg_plan(q, frames, frame_of)
-        return Planned(text, {**frames, **more}, [], [], [("sem_agg per group", answers)])
+        text, more = agg_plan(q, frames, frame_of)
+        return Planned(text, {**frames, **more}, [], [], [(f"sem_agg per group ({name})", f) for name, f in more.items()])
     sources = _sources(q, frames, frame_of)
     joins = [c for c in q.calls if c.clause == "join"]
     if joins:
