@@ -86,7 +86,8 @@ def parse_tree(tree: dict, names: Collection[str]) -> Query:
 
 
 _CLAUSES = MappingProxyType({"select_list": "select", "where_clause": "where", "condition": "join",
-                             "group_expressions": "group", "having": "having", "orders": "order", "qualify": "other"})
+                             "group_expressions": "group", "having": "having", "modifiers": "order",
+                             "qualify": "other"})
 
 
 def _walk(node: Any, names: set[str], calls: list[Call], unknown: list[str], clause: str,
