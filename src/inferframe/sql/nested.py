@@ -54,11 +54,13 @@ def aggregate_names() -> frozenset[str]:
     return frozenset(r[0].lower() for r in rows) | {"ai_agg", "ai_summarize_agg", "count_star"}
 
 
-def unnest(tree: dict, frames: dict[str, Any], frame_of: FrameOf) -> dict[str, Any]:
+def unnest(tree: dict, frames: dict[str, Any], frame_of: FrameOf, parts: list | None = None) -> dict[str, Any]:
     """Plan the tree's CTEs and nested SELECTs that call AI functions as DataFrames; the tree reads them (in place).
 
-    Returns the frames the rewritten tree reads (``frames`` and one per planned CTE or subquery).
+    Returns the frames the rewritten tree reads (``frames`` and one per planned CTE or subquery);
+    ``parts`` gets (what, SQL, the frames it read) of each, for EXPLAIN.
     """
+    parts = [] if parts is None else parts
     frames = dict(frames)
     ctes = (tree.get("cte_map") or {}).get("map") or []
     if ctes and has_ai_call(tree):
@@ -66,19 +68,19 @@ def unnest(tree: dict, frames: dict[str, Any], frame_of: FrameOf) -> dict[str, A
             name, node = cte["key"], cte["value"]["query_node"]
             if _reads(tree, name) == 1 and _single_read(tree, name):
                 push_into(tree, node, name)
-            frames[name] = _planned(node, frames, frame_of, f"the CTE {name}")
+            frames[name] = _planned(node, frames, frame_of, f"the CTE {name}", parts)
         tree["cte_map"] = {"map": []}
     counter = [0]
-    _nested(tree, frames, frame_of, counter, top=True)
+    _nested(tree, frames, frame_of, counter, parts)
     return frames
 
 
-def _nested(node: dict, frames: dict[str, Any], frame_of: FrameOf, counter: list[int], top: bool) -> None:
+def _nested(node: dict, frames: dict[str, Any], frame_of: FrameOf, counter: list[int], parts: list) -> None:
     """Replace each nested SELECT with AI calls by a read of its DataFrame, the outermost first."""
     if node.get("type") == "SET_OPERATION_NODE":
         for child in node.get("children") or [node.get("left"), node.get("right")]:
             if child and has_ai_call(child):
-                _materialize(child, frames, frame_of, counter, "a UNION branch")
+                _materialize(child, frames, frame_of, counter, "a UNION branch", parts)
         return
     for item in _from_items(node.get("from_table") or {}):
         if item.get("type") == "SUBQUERY" and has_ai_call(item["subquery"]):
@@ -86,16 +88,17 @@ def _nested(node: dict, frames: dict[str, Any], frame_of: FrameOf, counter: list
             if node.get("from_table") is item:
                 push_into(node, inner, item.get("alias") or "")
             name = _name(counter)
-            frames[name] = _planned(inner, frames, frame_of, "a subquery in FROM")
+            frames[name] = _planned(inner, frames, frame_of, f"the subquery in FROM {item.get('alias') or name}", parts)
             replace(item, table_ref(name, item.get("alias") or name))
     for sub in [n for n in nodes({k: v for k, v in node.items() if k != "from_table"})
                 if n.get("class") == "SUBQUERY" and has_ai_call(n.get("subquery"))]:
-        _materialize(sub["subquery"]["node"], frames, frame_of, counter, "a subquery in an expression")
+        _materialize(sub["subquery"]["node"], frames, frame_of, counter, "a subquery in an expression", parts)
 
 
-def _materialize(node: dict, frames: dict[str, Any], frame_of: FrameOf, counter: list[int], what: str) -> None:
+def _materialize(node: dict, frames: dict[str, Any], frame_of: FrameOf, counter: list[int], what: str,
+                 parts: list) -> None:
     name = _name(counter)
-    frames[name] = _planned(node, frames, frame_of, what)
+    frames[name] = _planned(node, frames, frame_of, f"{what} ({name})", parts)
     replace(node, statement(f"SELECT * FROM {name}"))
 
 
@@ -104,9 +107,11 @@ def _name(counter: list[int]) -> str:
     return f"__ifr_q{counter[0]}"
 
 
-def _planned(node: dict, frames: dict[str, Any], frame_of: FrameOf, what: str) -> Any:
+def _planned(node: dict, frames: dict[str, Any], frame_of: FrameOf, what: str, parts: list) -> Any:
+    sql = to_sql(node)
+    parts.append((what, sql, dict(frames)))
     try:
-        return frame_of(to_sql(node), frames)
+        return frame_of(sql, frames)
     except PlanError as e:
         if "Binder Error" not in str(e):
             raise

@@ -73,6 +73,7 @@ class Planned:
     sources: list[Source]
     notes: list[str]
     extra: list[tuple[str, Any]] = field(default_factory=list)  # whole-table AI steps (sem_join, sem_agg) to explain
+    nested: list[tuple[str, str, dict]] = field(default_factory=list)  # (what, SQL, frames): CTEs and subqueries
 
 
 def has_ai(query: str) -> bool:
@@ -99,8 +100,16 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
 
 def plan_tree(tree: dict, frames: dict[str, Any], frame_of: FrameOf, push: bool = True) -> Planned | None:
     """``plan`` of a SELECT node (DuckDB's syntax tree, ``sql.tree``); the node is rewritten in place."""
-    given = frames
-    frames = unnest(tree, frames, frame_of)  # CTEs and nested SELECTs with AI calls: DataFrames of their own
+    given, nested = frames, []
+    frames = unnest(tree, frames, frame_of, nested)  # CTEs and nested SELECTs with AI calls: DataFrames of their own
+    planned = _plan_top(tree, given, frames, frame_of, push)
+    if planned is not None:
+        planned.nested = nested
+    return planned
+
+
+def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_of: FrameOf,
+              push: bool) -> Planned | None:
     original = copy.deepcopy(tree)
     if tree.get("type") != "SELECT_NODE":  # a UNION of planned branches
         return Planned(to_sql(tree), frames, [], []) if frames.keys() != given.keys() else None
@@ -132,6 +141,10 @@ def plan_tree(tree: dict, frames: dict[str, Any], frame_of: FrameOf, push: bool 
         column = expression(_column_sql(call, sources, done, as_filter))
         column["alias"] = call.text if call.unnamed else call.node.get("alias", "")
         replace(call.node, column)
+        if call.clause == "order" and any(m.get("type") == "LIMIT_MODIFIER" for m in tree.get("modifiers") or []):
+            _source_of(call, sources).notes.append(
+                f"ORDER BY {call.name}(...) LIMIT: top-k by DuckDB over the AI column, each row past the cheap "
+                "filters asked once (never more calls than rows)")
     if pushed is not None:
         if pushed.where is not None:  # its pushed ai_filters are TRUE now: the rest runs before them
             kept = [c for c in conjuncts(pushed.where) if expression_sql(c).lower() != "true"]
