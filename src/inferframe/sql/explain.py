@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from inferframe.dataframe.estimates import estimate_lines
+from inferframe.plan.estimate_text import estimate_lines
 from inferframe.sql.planner import plan
 from inferframe.sql.tree import parsed
 from inferframe.sql.reads import cheap_columns, reads
