@@ -90,3 +90,14 @@ def test_a_left_join_on_ai_filter_names_the_rewrite(sim, frames):
     query = f"SELECT r.id, p.name FROM reviews r LEFT JOIN products p ON ai_filter(r.review || ' fits ' || p.name, {M})"
     with pytest.raises(PlanError, match="one inner join of two sources"):
         ifr.sql(query, **frames)
+
+
+@pytest.mark.parametrize("statement", [
+    "COPY (SELECT id, ai_complete(review, {m}) AS a FROM reviews) TO 'out.parquet' (FORMAT parquet)",
+    "CREATE TABLE labeled AS SELECT id, ai_classify(review, ['positive', 'negative'], {m}) AS label FROM reviews",
+])
+def test_copy_and_create_table_as_name_the_rewrite_before_any_request(statement, sim, frames):
+    before = sim.stats()["total_requests"]
+    with pytest.raises(PlanError, match=r"not planned yet .*write_parquet\('out/'\)"):
+        ifr.sql(statement.format(m=M), **frames)
+    assert sim.stats()["total_requests"] == before

@@ -93,10 +93,10 @@ def _plan_and_estimate(frame: Any, totals: dict) -> list[str]:
 
 
 def _cheap_filters(where: str | None, rows: Any) -> list[str]:
-    """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off DuckDB's plan.
+    """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off the tree.
 
     ``where``: the WHERE run in the source before its AI filters, ``rows``: the
-    predicate pushed below the AI columns (``sql.filters.pushable``).
+    predicate pushed below the AI columns (``sql.filters.tree_rows``).
 
     Example:
         >>> _cheap_filters("stars >= 4", None), _cheap_filters(None, None)

@@ -1,223 +1,177 @@
-"""A DuckDB filter over a DataFrame's scan, as an inferframe expression: the rows a query drops are never computed.
+"""A query's WHERE on a DataFrame, read off the syntax tree as an inferframe predicate: the rows it drops are never computed.
 
-DuckDB reads a DataFrame as an Arrow stream and applies its ``WHERE`` to the rows it reads; it
-passes no filter into the stream. Its plan (``EXPLAIN``) shows the filter it puts right above the
-scan, as text: :func:`pushable` turns the parts of that text that read only columns no model or UDF
-computes into an inferframe predicate, which the DataFrame applies before its AI columns (the
-optimizer moves a relational filter below them). DuckDB still applies its whole filter, so a part
-that is not pushed (an AI column in it, or syntax this module does not read) only costs calls.
+DuckDB reads a DataFrame as an Arrow stream and applies its ``WHERE`` to the rows it reads; it passes
+no filter into the stream. :func:`tree_rows` finds, in the query's tree (``sql.tree``), each SELECT
+that reads a DataFrame (alone, or in an inner join, or on the left of a left join) and the
+conjuncts of its ``WHERE`` that read only that DataFrame's columns no model or UDF computes; they
+become one inferframe predicate, which the DataFrame applies before its AI columns (the optimizer
+moves a relational filter below them). DuckDB still applies its whole ``WHERE``, so a part that is
+not pushed (an AI column in it, or syntax this module does not read) only costs calls.
 
-Only the conjuncts (the parts joined by a top-level ``AND``) are pushed, each whole: comparisons of a
-column with a literal or another column, ``IS [NOT] NULL``, ``AND``/``OR``/``NOT`` of those
-(inferframe's ``&``/``|`` use SQL's three-valued logic, as DuckDB does), and ``contains``,
-``prefix`` and ``suffix`` of a string column. Anything else is left to DuckDB.
+Read: comparisons of a column with a literal of its own kind (a number with a number column, a string
+with a string column) or with another column, ``IS [NOT] NULL``, ``AND``/``OR``/``NOT`` of those
+(inferframe's ``&``/``|`` use SQL's three-valued logic, as DuckDB does), a boolean column, and
+``contains``, ``prefix``/``starts_with`` and ``suffix``/``ends_with`` of a string column with a
+string. Anything else (casts, LIKE patterns, arithmetic) is left to DuckDB.
 
 Example:
-    >>> pushable("((stars >= 4) AND (label = 'x'))", {"stars", "label"})
-    and(ge(col(stars), lit(4)), eq(col(label), lit('x')))
-    >>> pushable("((stars >= 4) AND (summary = 'x'))", {"stars"})     # summary: an AI column
-    ge(col(stars), lit(4))
-    >>> pushable("(stars::DOUBLE > 3.5)", {"stars"}) is None          # a cast: left to DuckDB
-    True
+    >>> import pyarrow as pa
+    >>> schema = pa.schema([("stars", pa.int64()), ("label", pa.string()), ("summary", pa.string())])
+    >>> tree_rows("select * from t where stars >= 4 and summary = 'x'", {"t": schema}, {"t": ["stars", "label"]})
+    {'t': ge(col(stars), lit(4))}
 """
 
 from __future__ import annotations
 
-import re
+import functools
+import operator
 from types import MappingProxyType
 from typing import Any, Collection
 
-from inferframe.expressions.expression import Expression, col, lit
+import pyarrow as pa
 
-_TOKEN = re.compile(r"""\s*(?:
-    (?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
-  | (?P<str>'(?:[^']|'')*')
-  | (?P<qid>"(?:[^"]|"")*")
-  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op><=|>=|<>|!=|==|=|<|>|\(|\)|,)
-  | (?P<other>\S)
-)""", re.X)
-_COMPARE = MappingProxyType({"=": "__eq__", "==": "__eq__", "<>": "__ne__", "!=": "__ne__", "<": "__lt__",
-                             "<=": "__le__", ">": "__gt__", ">=": "__ge__"})
-_STRING_FUNCTIONS = MappingProxyType({"contains": "contains", "prefix": "startswith", "suffix": "endswith"})
+from inferframe.expressions.expression import Expression, col, lit
+from inferframe.sql.tree import conjuncts, nodes, statement
+
+_COMPARE = MappingProxyType({"COMPARE_EQUAL": "__eq__", "COMPARE_NOTEQUAL": "__ne__", "COMPARE_LESSTHAN": "__lt__",
+                             "COMPARE_LESSTHANOREQUALTO": "__le__", "COMPARE_GREATERTHAN": "__gt__",
+                             "COMPARE_GREATERTHANOREQUALTO": "__ge__"})
+_FLIPPED = MappingProxyType({"__eq__": "__eq__", "__ne__": "__ne__", "__lt__": "__gt__", "__le__": "__ge__",
+                             "__gt__": "__lt__", "__ge__": "__le__"})
+_STRING_FUNCTIONS = MappingProxyType({"contains": "contains", "prefix": "startswith", "starts_with": "startswith",
+                                      "suffix": "endswith", "ends_with": "endswith"})
+_NUMBERS = frozenset({"INTEGER", "BIGINT", "HUGEINT", "DECIMAL", "DOUBLE", "FLOAT", "NUMERIC"})
 
 
 class _Unsupported(Exception):
     """Syntax this module does not turn into an expression: that part stays DuckDB's alone."""
 
 
-def pushable(text: str, columns: Collection[str]) -> Expression | None:
-    """The conjuncts of DuckDB's filter ``text`` that read only ``columns``, as one predicate (None: none).
+def tree_rows(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, Expression | None]:
+    """For each DataFrame the query reads once, the predicate of its cheap WHERE conjuncts (None: none)."""
+    found: dict[str, list[Expression]] = {}
+    try:
+        tree = statement(query)
+    except Exception:  # noqa: BLE001 - no tree: push nothing, which is always right
+        return {name: None for name in schemas}
+    for node in nodes(tree):
+        if node.get("type") != "SELECT_NODE":
+            continue
+        items = _filtered_items(node.get("from_table") or {})
+        for item in items:
+            name = item.get("table_name")
+            if name not in schemas or item.get("schema_name"):
+                continue
+            others = {n for other in items if other is not item and other.get("table_name") in schemas
+                      for n in schemas[other["table_name"]].names}
+            mine = {item.get("alias") or name}
+            for part in conjuncts(node.get("where_clause")):
+                expr = pushable(part, cheap.get(name, []), schemas[name], mine, others)
+                if expr is not None:
+                    found.setdefault(name, []).append(expr)
+    return {name: functools.reduce(operator.and_, found[name]) if found.get(name) else None for name in schemas}
+
+
+def _filtered_items(item: dict) -> list[dict]:
+    """The FROM's tables whose rows the WHERE filters directly: alone, in inner joins, on a left join's left."""
+    if item.get("type") == "JOIN":
+        kind = item.get("join_type")
+        if kind == "INNER":
+            return _filtered_items(item["left"]) + _filtered_items(item["right"])
+        return _filtered_items(item["left"]) if kind == "LEFT" else []
+    return [item] if item.get("type") == "BASE_TABLE" else []
+
+
+def pushable(part: dict, columns: Collection[str], schema: pa.Schema, names: Collection[str] = (),
+             others: Collection[str] = ()) -> Expression | None:
+    """One WHERE conjunct (a tree node) as an inferframe predicate over ``columns`` (None: it reads anything else).
 
     Parameters:
-        text: the filter as DuckDB's plan prints it (a FILTER's ``Expression``, a scan's ``Filters``).
+        part: the conjunct's node.
         columns: the columns that may be read before the AI columns are computed.
+        schema: the DataFrame's schema (a literal must be of its column's kind).
+        names: the names the query reads the DataFrame by (a qualified column must use one).
+        others: the other FROM items' columns (an unqualified one of them is not this DataFrame's).
     """
     try:
-        tokens = _tokens(text)
+        return _Builder(set(columns), schema, set(names), set(others)).build(part)
     except _Unsupported:
         return None
-    pushed = []
-    for conjunct in _split_and(tokens):
-        try:
-            expr, used = _Parser(conjunct).parse()
-        except _Unsupported:
-            continue
-        if used <= set(columns):
-            pushed.append(expr)
-    if not pushed:
-        return None
-    out = pushed[0]
-    for expr in pushed[1:]:
-        out = out & expr
-    return out
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out, pos = [], 0
-    text = text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            raise _Unsupported(text[pos:])
-        kind = m.lastgroup or ""
-        out.append((kind, m.group(kind)))
-        pos = m.end()
-    return out
+class _Builder:
+    def __init__(self, columns: set[str], schema: pa.Schema, names: set[str], others: set[str]) -> None:
+        self.columns, self.schema, self.names, self.others = columns, schema, names, others
+
+    def build(self, node: dict) -> Expression:
+        kind = node.get("type", "")
+        if kind in ("CONJUNCTION_AND", "CONJUNCTION_OR"):
+            parts = [self.build(child) for child in node["children"]]
+            return functools.reduce(operator.and_ if kind == "CONJUNCTION_AND" else operator.or_, parts)
+        if kind == "OPERATOR_NOT":
+            return ~self.build(node["children"][0])
+        if kind in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"):
+            target = self._column(node["children"][0])
+            return target.is_null() if kind == "OPERATOR_IS_NULL" else target.not_null()
+        if kind in _COMPARE:
+            return self._compare(_COMPARE[kind], node["left"], node["right"])
+        if node.get("class") == "FUNCTION" and str(node.get("function_name")).lower() in _STRING_FUNCTIONS:
+            args = [a["expression"] for a in node.get("arguments", [])]
+            if len(args) != 2 or self._kind(args[0]) != "string" or _literal(args[1])[0] != "STRING":
+                raise _Unsupported
+            method = _STRING_FUNCTIONS[str(node["function_name"]).lower()]
+            return getattr(self._column(args[0]).str, method)(_literal(args[1])[1])
+        if node.get("class") == "COLUMN_REF" and self._kind(node) == "bool":
+            return self._column(node)
+        raise _Unsupported
+
+    def _compare(self, method: str, left: dict, right: dict) -> Expression:
+        if left.get("class") != "COLUMN_REF":
+            left, right, method = right, left, _FLIPPED[method]
+        column = self._column(left)
+        if right.get("class") == "COLUMN_REF":
+            if self._kind(left) != self._kind(right):
+                raise _Unsupported
+            return getattr(column, method)(self._column(right))
+        kind, value = _literal(right)
+        wanted = {"number": _NUMBERS, "string": {"STRING"}, "bool": {"BOOLEAN"}}.get(self._kind(left), set())
+        if kind not in wanted:
+            raise _Unsupported
+        return getattr(column, method)(lit(value))
+
+    def _name(self, node: dict) -> str:
+        if node.get("class") != "COLUMN_REF":
+            raise _Unsupported
+        parts = node["column_names"]
+        if len(parts) > 2 or (len(parts) == 2 and parts[0] not in self.names):
+            raise _Unsupported
+        if parts[-1] not in self.columns or (len(parts) == 1 and parts[-1] in self.others):
+            raise _Unsupported
+        return parts[-1]
+
+    def _column(self, node: dict) -> Expression:
+        return col(self._name(node))
+
+    def _kind(self, node: dict) -> str:
+        t = self.schema.field(self._name(node)).type
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            return "number"
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return "string"
+        return "bool" if pa.types.is_boolean(t) else "other"
 
 
-def _split_and(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """The parts joined by AND at the top level, after removing parentheses around the whole."""
-    while tokens and tokens[0] == ("op", "(") and _closing(tokens, 0) == len(tokens) - 1:
-        tokens = tokens[1:-1]
-    parts, depth, start = [], 0, 0
-    for i, (kind, value) in enumerate(tokens):
-        if value == "(":
-            depth += 1
-        elif value == ")":
-            depth -= 1
-        elif depth == 0 and kind == "id" and value.upper() == "AND":
-            parts.append(tokens[start:i])
-            start = i + 1
-    parts.append(tokens[start:])
-    return [p for p in parts if p]
-
-
-def _closing(tokens: list[tuple[str, str]], i: int) -> int:
-    depth = 0
-    for j in range(i, len(tokens)):
-        if tokens[j][1] == "(":
-            depth += 1
-        elif tokens[j][1] == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
-
-
-class _Parser:
-    """Recursive descent over one conjunct: or > and > not > comparison > atom."""
-
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
-        self.tokens, self.i, self.used = tokens, 0, set()
-
-    def parse(self) -> tuple[Expression, set[str]]:
-        expr = self._or()
-        if self.i != len(self.tokens):
-            raise _Unsupported(self.tokens[self.i])
-        return expr, self.used
-
-    def _peek(self) -> tuple[str, str] | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def _keyword(self, word: str) -> bool:
-        tok = self._peek()
-        if tok is not None and tok[0] == "id" and tok[1].upper() == word:
-            self.i += 1
-            return True
-        return False
-
-    def _expect(self, value: str) -> None:
-        tok = self._peek()
-        if tok is None or tok[1] != value:
-            raise _Unsupported(tok)
-        self.i += 1
-
-    def _or(self) -> Expression:
-        expr = self._and()
-        while self._keyword("OR"):
-            expr = expr | self._and()
-        return expr
-
-    def _and(self) -> Expression:
-        expr = self._not()
-        while self._keyword("AND"):
-            expr = expr & self._not()
-        return expr
-
-    def _not(self) -> Expression:
-        if self._keyword("NOT"):
-            return ~self._not()
-        return self._comparison()
-
-    def _comparison(self) -> Expression:
-        left, is_column = self._atom()
-        if self._keyword("IS"):
-            negated = self._keyword("NOT")
-            if not self._keyword("NULL") or not is_column:
-                raise _Unsupported("IS")
-            return left.not_null() if negated else left.is_null()
-        tok = self._peek()
-        if tok is not None and tok[0] == "op" and tok[1] in _COMPARE:
-            self.i += 1
-            right, right_is_column = self._atom()
-            if not (is_column or right_is_column):
-                raise _Unsupported("a comparison of two literals")
-            return getattr(left, _COMPARE[tok[1]])(right)
-        if not is_column:
-            raise _Unsupported("a literal alone")
-        return left  # a boolean column
-
-    def _atom(self) -> tuple[Any, bool]:
-        tok = self._peek()
-        if tok is None:
-            raise _Unsupported("end")
-        kind, value = tok
-        self.i += 1
-        if value == "(":
-            expr = self._or()
-            self._expect(")")
-            return expr, True
-        if kind == "num":
-            return lit(float(value) if any(c in value for c in ".eE") else int(value)), False
-        if kind == "str":
-            return lit(value[1:-1].replace("''", "'")), False
-        if kind == "qid":
-            return self._column(value[1:-1].replace('""', '"')), True
-        if kind == "id":
-            upper = value.upper()
-            if upper in ("TRUE", "FALSE"):
-                return lit(upper == "TRUE"), False
-            if value.lower() in _STRING_FUNCTIONS and self._peek() == ("op", "("):
-                return self._string_function(value.lower()), True
-            if upper in ("AND", "OR", "NOT", "IS", "NULL", "CAST", "LIKE", "IN", "BETWEEN", "CASE"):
-                raise _Unsupported(value)
-            if self._peek() == ("op", "("):
-                raise _Unsupported(f"function {value}")
-            return self._column(value), True
-        raise _Unsupported(value)
-
-    def _column(self, name: str) -> Expression:
-        self.used.add(name)
-        return col(name)
-
-    def _string_function(self, name: str) -> Expression:
-        self._expect("(")
-        target, is_column = self._atom()
-        self._expect(",")
-        kind, value = self._peek() or ("", "")
-        if not is_column or kind != "str":
-            raise _Unsupported(name)
-        self.i += 1
-        self._expect(")")
-        return getattr(target.str, _STRING_FUNCTIONS[name])(value[1:-1].replace("''", "'"))
+def _literal(node: dict) -> tuple[str, Any]:
+    """A constant's kind (DuckDB's) and value; _Unsupported for anything else."""
+    if node.get("class") != "CONSTANT":
+        raise _Unsupported
+    value = node.get("value") or node.get("literal") or {}
+    kind, text = str(value.get("kind", "")).upper(), value.get("text")
+    if kind in _NUMBERS:
+        number = float(text)
+        return kind, int(number) if kind in ("INTEGER", "BIGINT", "HUGEINT") else number
+    if kind == "STRING":
+        return kind, text
+    if kind == "BOOLEAN":
+        return kind, str(text).lower() in ("true", "1") if not isinstance(text, bool) else text
+    raise _Unsupported

@@ -6,8 +6,8 @@ DataFrame it names as an Arrow stream, batch by batch.
 What reaches the plans: the columns and the rows. Before a run, DuckDB plans the query (``EXPLAIN``)
 over empty stand-ins of the DataFrames, and each DataFrame is read with only the columns DuckDB's plan
 scans (the columns of the result that the outer plan reads, too): an AI column the query does not use
-is never computed. The filter DuckDB puts right above a DataFrame's scan is read too
-(``sql.filters.pushable``): its parts that read only columns no model or UDF computes (``stars >= 4``,
+is never computed. The WHERE of each SELECT that reads a DataFrame is read off the query's syntax tree
+(``sql.filters.tree_rows``): its parts that read only columns no model or UDF computes (``stars >= 4``,
 ``label IS NOT NULL``, ``contains(review, 'refund')``, ...) filter the DataFrame before its AI columns,
 so an AI column is computed only for the rows the query keeps; DuckDB still applies its whole filter.
 A part that reads an AI column, or syntax that module does not read (casts, LIKE patterns), is applied

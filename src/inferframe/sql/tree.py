@@ -42,11 +42,31 @@ def statement(query: str) -> dict:
     """The SELECT node of a one-statement query; PlanError when DuckDB cannot parse it."""
     out = parsed(query)
     if out.get("error"):
+        kind = _kind(query)
+        if kind in _WRITES:
+            raise PlanError(f"sql(): {_WRITES[kind]} with AI functions is not planned yet (only a SELECT is): run the "
+                            "SELECT with ifr.sql(...) and write its DataFrame with inferframe's atomic writers, e.g. "
+                            "ifr.sql('SELECT ...', reviews=df).write_parquet('out/').")
         raise PlanError(f"sql(): DuckDB cannot parse the query: {out.get('error_message', out)}")
     statements = out.get("statements") or []
     if len(statements) != 1:
         raise PlanError(f"sql() takes one SELECT statement, got {len(statements)}.")
     return statements[0]["node"]
+
+
+_WRITES = {"COPY": "COPY (...) TO", "CREATE": "CREATE TABLE ... AS", "INSERT": "INSERT INTO ... SELECT"}
+
+
+def _kind(query: str) -> str:
+    """The statement's kind as DuckDB names it (COPY, CREATE, SELECT...; "" when DuckDB cannot split it)."""
+    con = optional("duckdb", "sql", "sql()").connect()
+    try:
+        found = con.extract_statements(query)
+        return str(found[0].type).rsplit(".", 1)[-1] if len(found) == 1 else ""
+    except Exception:  # noqa: BLE001 - not even statements: the parse error says why
+        return ""
+    finally:
+        con.close()
 
 
 def to_sql(node: dict) -> str:
