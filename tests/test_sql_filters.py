@@ -22,6 +22,7 @@ def pushed(text):
     "(stars >= 4)", "((stars = 4) OR (stars = 5))", "(label IS NULL)", "(label IS NOT NULL)", "(NOT ok)", "ok",
     "((label = 'it''s') AND (stars <> 1))", "contains(label, 'o')", "prefix(label, 'ne')", "suffix(label, 's')",
     "(((stars > 1) OR (label = 'neg')) AND (NOT (stars = 3)))", "(stars != 2)", "(3 < stars)",
+    "stars IN (1, 5)", "label IN ('neg', 'x')",
 ])
 def test_a_pushed_filter_keeps_the_rows_duckdb_keeps(text):
     duckdb = pytest.importorskip("duckdb")
@@ -38,6 +39,7 @@ def test_a_pushed_filter_keeps_the_rows_duckdb_keeps(text):
 @pytest.mark.parametrize("text", [
     "(stars::DOUBLE > 3.5)", "(label ~~ '%o%')", "(upper(label) = 'POS')", "(1 = 1)", "(stars + 1 > 3)",
     "(summary = 'x')",  # not a cheap column
+    "stars NOT IN (2)",  # NOT IN's NULLs are DuckDB's to apply
     "(stars = '4')", "(label = 4)",  # a literal of another kind: DuckDB's casts decide, left to it
 ])
 def test_what_it_does_not_read_is_left_to_duckdb(text):

@@ -109,12 +109,16 @@ class _Builder:
             parts = [self.build(child) for child in node["children"]]
             return functools.reduce(operator.and_ if kind == "CONJUNCTION_AND" else operator.or_, parts)
         if kind == "OPERATOR_NOT":
+            if node["children"][0].get("type") == "COMPARE_IN":  # NOT IN: a NULL x is dropped, ~is_in keeps it
+                raise _Unsupported
             return ~self.build(node["children"][0])
         if kind in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL"):
             target = self._column(node["children"][0])
             return target.is_null() if kind == "OPERATOR_IS_NULL" else target.not_null()
         if kind in _COMPARE:
             return self._compare(_COMPARE[kind], node["left"], node["right"])
+        if kind == "COMPARE_IN":
+            return self._in(node["children"][0], node["children"][1:])
         if node.get("class") == "FUNCTION" and str(node.get("function_name")).lower() in _STRING_FUNCTIONS:
             args = [a["expression"] for a in node.get("arguments", [])]
             if len(args) != 2 or self._kind(args[0]) != "string" or _literal(args[1])[0] != "STRING":
@@ -138,6 +142,14 @@ class _Builder:
         if kind not in wanted:
             raise _Unsupported
         return getattr(column, method)(lit(value))
+
+    def _in(self, target: dict, values: list[dict]) -> Expression:
+        """``x IN (constants)`` (``NOT IN`` is left to DuckDB: its NULLs differ from ``is_in``'s)."""
+        wanted = {"number": _NUMBERS, "string": {"STRING"}}.get(self._kind(target), set())
+        found = [_literal(v) for v in values]
+        if not found or any(kind not in wanted for kind, _ in found):
+            raise _Unsupported
+        return self._column(target).is_in([value for _, value in found])
 
     def _name(self, node: dict) -> str:
         if node.get("class") != "COLUMN_REF":
