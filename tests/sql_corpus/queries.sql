@@ -207,3 +207,13 @@ SELECT id, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') 
 -- shape: an AI column inside CASE
 -- requests: 3
 SELECT id, CASE WHEN ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini') >= 4 THEN 'promoter' ELSE 'other' END AS kind FROM reviews WHERE product = 'p3' ORDER BY id;
+
+-- name: left_join_limit_pushed
+-- shape: a LIMIT over a join of two sources: a LEFT JOIN keeps every left row, so the limit reaches the left source
+-- requests: 4
+SELECT * FROM (SELECT r.id, p.name, ai_complete('Reply to: ' || r.review, model => 'gpt-5-mini') AS reply FROM reviews r LEFT JOIN products p USING (product) LIMIT 4) ORDER BY id;
+
+-- name: inner_join_limit_not_pushed
+-- shape: an inner join may drop left rows: its LIMIT stays DuckDB's, every row the join reads is asked
+-- requests: 20
+SELECT count(reply) AS n FROM (SELECT r.id, ai_complete('Reply to: ' || r.review, model => 'gpt-5-mini') AS reply FROM reviews r JOIN products p USING (product) LIMIT 4);

@@ -73,6 +73,32 @@ def limit_push(q: Query, columns: list[str] | None) -> Push | None:
     return Push(rows + offset, frozenset(id(c.node) for c in pushed), where, order)
 
 
+def left_join_rows(q: Query) -> int | None:
+    """The rows a LIMIT keeps of a LEFT JOIN's left side (None: it does not apply).
+
+    ``FROM a LEFT JOIN b ON ... LIMIT n`` (no WHERE, GROUP BY, DISTINCT, ORDER BY, aggregate or window)
+    gives at least one row per row of ``a``, so any n of its rows come from at most n rows of ``a``:
+    ``a`` is limited to n (plus OFFSET) rows before its AI columns.
+
+    Example:
+        >>> from inferframe.sql.parse import parse
+        >>> left_join_rows(parse("select ai_complete(a.x) from a left join b using (k) limit 3", {"ai_complete"}))
+        3
+    """
+    from inferframe.sql.nested import projects_only
+
+    tree = q.tree
+    ft = tree.get("from_table") or {}
+    modifiers = tree.get("modifiers") or []
+    if ft.get("type") != "JOIN" or ft.get("join_type") != "LEFT" or ft["left"].get("type") == "JOIN" \
+            or ft["right"].get("type") == "JOIN" or tree.get("where_clause") or not projects_only(tree) \
+            or [m.get("type") for m in modifiers] != ["LIMIT_MODIFIER"]:
+        return None
+    rows = _int(modifiers[0].get("limit"))
+    offset = 0 if modifiers[0].get("offset") is None else _int(modifiers[0].get("offset"))
+    return None if rows is None or offset is None else rows + offset
+
+
 def _order(q: Query, modifier: dict, columns: list[str]) -> str | None:
     """The ORDER BY as SQL over the source's own columns (None: it reads an AI call or a SELECT alias)."""
     aliases = {item.get("alias") for item in q.tree.get("select_list") or [] if item.get("alias")}

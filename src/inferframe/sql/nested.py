@@ -152,7 +152,7 @@ def push_into(outer: dict, inner: dict, alias: str) -> None:
             replace(ref, passing[ref["column_names"][-1]])
         inner["where_clause"] = conjunction(conjuncts(inner.get("where_clause")) + [part])
     limit = _limit(outer)
-    if limit is not None and len(pushed) == len(where) and _projects_only(outer) and not _modifier(inner, "LIMIT"):
+    if limit is not None and len(pushed) == len(where) and projects_only(outer) and not _modifier(inner, "LIMIT"):
         inner["modifiers"] = list(inner.get("modifiers") or []) + [limit]
 
 
@@ -235,7 +235,7 @@ def _modifier(node: dict, kind: str) -> bool:
     return any(m.get("type") == f"{kind}_MODIFIER" for m in node.get("modifiers") or [])
 
 
-def _projects_only(outer: dict) -> bool:
+def projects_only(outer: dict) -> bool:
     """The outer query keeps every row it reads, one for one: no GROUP BY, aggregate, window or DISTINCT."""
     if outer.get("group_expressions") or outer.get("having") or outer.get("qualify") or outer.get("group_sets"):
         return False

@@ -34,7 +34,7 @@ from typing import Any
 
 from inferframe.sql.aggregates import agg_plan
 from inferframe.sql.join import join_plan
-from inferframe.sql.limit import chain_ok, limit_push
+from inferframe.sql.limit import chain_ok, left_join_rows, limit_push
 from inferframe.sql.nested import unnest
 from inferframe.sql.functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
 from inferframe.sql.parse import Arg, Call, Query, parse_tree
@@ -150,6 +150,8 @@ def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_o
             kept = [c for c in conjuncts(pushed.where) if expression_sql(c).lower() != "true"]
             sources[0].where = expression_sql(conjunction(kept)) if kept else None
         sources[0].limit, sources[0].order = pushed.rows, pushed.order
+    elif push and len(sources) == 2 and not sources[1].calls and left_join_rows(q) is not None:
+        sources[0].limit = left_join_rows(q)  # a LEFT JOIN keeps every left row: n output rows need n of them
     for source in sources:
         _attach(source, frame_of)
         if source.node is not None:
