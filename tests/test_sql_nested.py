@@ -86,10 +86,13 @@ def test_a_correlated_subquery_with_ai_names_the_construct_and_the_rewrite(sim, 
         ifr.sql(query, **frames)
 
 
-def test_a_left_join_on_ai_filter_names_the_rewrite(sim, frames):
-    query = f"SELECT r.id, p.name FROM reviews r LEFT JOIN products p ON ai_filter(r.review || ' fits ' || p.name, {M})"
-    with pytest.raises(PlanError, match="one inner join of two sources"):
+def test_a_left_semantic_join_over_an_ai_cte_names_the_rewrite_before_any_request(sim, frames):
+    before = sim.stats()["total_requests"]
+    query = (f"WITH l AS (SELECT id, review, ai_classify(review, ['positive', 'negative'], {M}) AS label FROM reviews) "
+             f"SELECT l.id, p.name FROM l LEFT JOIN products p ON ai_filter(l.review || ' fits ' || p.name, {M})")
+    with pytest.raises(PlanError, match="reads its left side twice.*compute them first"):
         ifr.sql(query, **frames)
+    assert sim.stats()["total_requests"] == before
 
 
 @pytest.mark.parametrize("statement", [

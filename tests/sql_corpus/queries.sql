@@ -217,3 +217,8 @@ SELECT * FROM (SELECT r.id, p.name, ai_complete('Reply to: ' || r.review, model 
 -- shape: an inner join may drop left rows: its LIMIT stays DuckDB's, every row the join reads is asked
 -- requests: 20
 SELECT count(reply) AS n FROM (SELECT r.id, ai_complete('Reply to: ' || r.review, model => 'gpt-5-mini') AS reply FROM reviews r JOIN products p USING (product) LIMIT 4);
+
+-- name: left_semantic_join
+-- shape: LEFT JOIN ... ON AI.IF(...): every left row, its matches or NULL (the pairs as sem_join sends them)
+-- requests: 3
+WITH r AS (SELECT id, review FROM reviews WHERE id IN (4, 7)) SELECT r.id, p.name FROM r LEFT JOIN products p ON ai_filter(r.review || ' is about ' || p.description, model => 'gpt-5-mini') ORDER BY r.id, p.name;

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,14 @@ from inferframe.sql.tree import conjunction, conjuncts, nodes, replace, statemen
 from inferframe.io.interop import optional
 
 FrameOf = Callable[[str, dict], Any]
+# The DataFrames planned here from a CTE or subquery that calls AI functions (by id, held weakly): their AI columns
+# are inside a DuckDB stream, where cheap_columns cannot see them, and a plan that reads one twice must know.
+_WITH_AI: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def computes_ai(frame: Any) -> bool:
+    """Whether ``frame`` is a CTE's or subquery's DataFrame with AI calls (planned by ``unnest``)."""
+    return _WITH_AI.get(id(frame)) is frame
 
 
 def has_ai_call(tree: Any) -> bool:
@@ -111,7 +120,10 @@ def _planned(node: dict, frames: dict[str, Any], frame_of: FrameOf, what: str, p
     sql = to_sql(node)
     parts.append((what, sql, dict(frames)))
     try:
-        return frame_of(sql, frames)
+        frame = frame_of(sql, frames)
+        if has_ai_call(node):
+            _WITH_AI[id(frame)] = frame
+        return frame
     except PlanError as e:
         if "Binder Error" not in str(e):
             raise

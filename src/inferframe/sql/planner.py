@@ -128,8 +128,8 @@ def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_o
             raise PlanError("sql(): a semantic join (ai_filter in JOIN ... ON) has no other AI function in this "
                             "version; compute them over its result in an outer query.")
         joined, template = join_plan(q, joins[0], sources)
-        return Planned(to_sql(q.tree), {**frames, "__ifr_join": joined}, [], [],
-                       [(f"sem_join {template!r}", joined)])
+        return Planned(to_sql(q.tree), {**frames, **joined}, [], [],
+                       [(f"sem_join {template!r}", joined["__ifr_join"])])
     pushed = limit_push(q, sources[0].frame.column_names if len(sources) == 1 else None) if push else None
     done: dict[str, str] = {}
     for call in q.calls:
