@@ -60,12 +60,11 @@ class Call:
 
 @dataclass
 class Query:
-    """What the planner needs of a parsed SELECT: its AI calls, its tree and its FROM subqueries that call AI functions."""
+    """What the planner needs of a parsed SELECT: its AI calls, its tree, and the unknown ai_... names it calls."""
 
     calls: list[Call]
     tree: dict  # the SELECT node
     unknown: list[str]  # functions named ai_... that are not AI functions
-    ai_froms: set[int] = field(default_factory=set)  # id() of each FROM subquery node that calls AI functions
 
 
 def parse(query: str, names: Collection[str]) -> Query:
@@ -77,12 +76,11 @@ def parse_tree(tree: dict, names: Collection[str]) -> Query:
     """``parse`` of a SELECT node already parsed (its calls keep their nodes in ``tree``)."""
     calls: list[Call] = []
     unknown: list[str] = []
-    froms: set[int] = set()
-    _walk(tree, set(names), calls, unknown, "other", top=tree, froms=froms)
+    _walk(tree, set(names), calls, unknown, "other", top=tree)
     items = {id(item) for item in tree.get("select_list", []) if isinstance(item, dict) and not item.get("alias")}
     for call in calls:
         call.unnamed = call.clause == "select" and id(call.node) in items
-    return Query(calls, tree, sorted(set(unknown)), froms)
+    return Query(calls, tree, sorted(set(unknown)))
 
 
 _CLAUSES = MappingProxyType({"select_list": "select", "where_clause": "where", "condition": "join",
@@ -91,18 +89,16 @@ _CLAUSES = MappingProxyType({"select_list": "select", "where_clause": "where", "
 
 
 def _walk(node: Any, names: set[str], calls: list[Call], unknown: list[str], clause: str,
-          top: dict, froms: set[int]) -> None:
+          top: dict) -> None:
     if isinstance(node, list):
         for item in node:
-            _walk(item, names, calls, unknown, clause, top, froms)
+            _walk(item, names, calls, unknown, clause, top)
         return
     if not isinstance(node, dict):
         return
     if node.get("type") == "SUBQUERY" and "class" not in node and "subquery" in node:  # a FROM item
-        inner: list[Call] = []
-        _walk(node["subquery"], names, inner, unknown, "other", top, froms)
-        if inner:  # planned as a query of its own (ifr.sql of its text), read as a DataFrame
-            froms.add(id(node))
+        # Its AI calls are its own query's (sql.nested plans it first): only its unknown names are read here.
+        _walk(node["subquery"], names, [], unknown, "other", top)
         return
     if node.get("class") == "FUNCTION" and not node.get("is_operator"):
         name = str(node.get("function_name", "")).lower()
@@ -115,7 +111,7 @@ def _walk(node: Any, names: set[str], calls: list[Call], unknown: list[str], cla
         inner_clause = _CLAUSES.get(key, clause) if node is top or key == "condition" else clause
         if node.get("type") in ("SUBQUERY", "SET_OPERATION_NODE") or key == "subquery":
             inner_clause = "other"
-        _walk(value, names, calls, unknown, inner_clause, top, froms)
+        _walk(value, names, calls, unknown, inner_clause, top)
 
 
 def _call(node: dict, names: set[str], clause: str) -> Call:

@@ -116,7 +116,7 @@ def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_o
     q = parse_tree(tree, FUNCTIONS)
     if q.unknown:
         raise PlanError(_unknown(q.unknown[0]))
-    if not q.calls and not q.ai_froms:
+    if not q.calls:
         return Planned(to_sql(tree), frames, [], []) if frames.keys() != given.keys() else None
     if any(FUNCTIONS.get(c.name) is not None and FUNCTIONS[c.name].aggregate for c in q.calls):
         text, more = agg_plan(q, frames, frame_of)
@@ -199,10 +199,6 @@ def _sources(q: Query, frames: dict[str, Any], frame_of: FrameOf) -> list[Source
                 found.append(Source(node.get("alias") or name, f"__ifr_src{i}", frames[name], node))
             else:
                 found.append(Source(node.get("alias") or name, name, frames[name], None))
-            return
-        if kind == "SUBQUERY" and id(node) in q.ai_froms:  # its own AI calls: a query of its own
-            frame = frame_of(to_sql(node["subquery"]["node"]), frames)
-            found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame, node))
             return
         if kind not in ("BASE_TABLE", "TABLE_FUNCTION", "SUBQUERY"):
             raise PlanError(f"sql(): a query with AI functions reads DataFrames, files ('reviews.parquet'), table "
