@@ -9,13 +9,21 @@ on the same rows and simulator, response cache off:
 
   inferframe        ifr.sql as shipped: the cheap part (stars >= 2) first, then the ai_filter as the
                     sem_filter plan that stops sending once 10 rows passed (the LIMIT pushed into it)
-  duckdb limit      the same query with the LIMIT left to DuckDB alone (sql_ai.plan(push=False)): the AI
+  duckdb limit      the same query with the LIMIT left to DuckDB alone (sql.planner.plan(push=False)): the AI
                     column is computed batch by batch ahead of DuckDB, which stops reading at 10 rows
   naive             ai_filter on every row (what a row-by-row UDF does before the LIMIT can apply):
                     SELECT ..., ai_filter(...) AS ok FROM reviews, every row asked
 
 Each line prints the calls the simulator answered, the rows returned and the wall time; ratios are
 against the naive plan, measured in this run.
+
+Then two queries of the shapes analysts write (issue 45), each against scoring every row once:
+
+  cte               WITH labeled AS (SELECT id, stars, ai_classify(review, ['yes', 'no']) AS label FROM reviews)
+                    SELECT label, count(*) FROM labeled WHERE stars >= 4 GROUP BY label: the outer WHERE
+                    reaches the CTE's source, so only the 4- and 5-star rows are asked
+  order by score    SELECT id FROM reviews ORDER BY ai_score(review, ...) DESC, id LIMIT 10: DuckDB's top-k
+                    over the AI column, each row asked once
 
 Usage:
     .venv/bin/python bench/sql_ai_filter.py [--rows 10000] [--every 5] [--latency-ms 20]
@@ -30,13 +38,15 @@ import time
 
 import inferframe as ifr
 from inferframe.dataframe.interop import source_frame
-from inferframe.dataframe.sql import _source
-from inferframe.dataframe.sql_ai import plan
+from inferframe.sql.source import _source
+from inferframe.sql.planner import plan
 from inferframe.simulator import Simulator, SimulatorConfig
 
 
 def planted(body):
     text = body["messages"][-1]["content"]
+    if "How well" in text:  # ai_score: 5 for a positive review, 1 otherwise
+        return json.dumps({"label": "5" if "loved" in text else "1"})
     return json.dumps({"label": "yes" if "loved" in text else "no"})
 
 
@@ -81,12 +91,33 @@ def main() -> None:
             calls = sim.stats()["total_requests"] - before
             rows = len(out["id"]) if name != "naive" else sum(1 for ok in out["ok"] if ok)
             results.append((name, calls, rows, wall))
+        shapes = _shapes(sim, opts, reviews)
     naive = results[-1][1]
     print(f"SQL ai_filter + LIMIT 10 over {n:,} rows (1 in {args.every} positive), simulator, cache off")
     print(f"{'plan':<14}{'calls sent':>12}{'rows':>8}{'wall s':>9}{'calls vs naive':>17}")
     for name, calls, rows, wall in results:
         print(f"{name:<14}{calls:>12,}{rows:>8,}{wall:>9.2f}{calls / naive:>16.4f}x")
     print(f"naive / inferframe: {naive / max(results[0][1], 1):.1f}x fewer calls")
+    print()
+    print(f"Analysts' shapes over the same {n:,} rows, against scoring every row once ({n:,} calls)")
+    print(f"{'query':<16}{'calls sent':>12}{'rows':>8}{'wall s':>9}{'calls vs every row':>21}")
+    for name, calls, rows, wall in shapes:
+        print(f"{name:<16}{calls:>12,}{rows:>8,}{wall:>9.2f}{calls / n:>20.4f}x")
+
+
+def _shapes(sim, opts, reviews):
+    """The CTE query and the ORDER BY ai_score LIMIT 10 query: (name, calls, rows, wall s) of each."""
+    cte = (f"WITH labeled AS (SELECT id, stars, ai_classify(review, ['yes', 'no'], {opts}) AS label FROM reviews) "
+           "SELECT label, count(*) AS n FROM labeled WHERE stars >= 4 GROUP BY label")
+    topk = (f"SELECT id FROM reviews ORDER BY ai_score(review, 'The review is positive.', {opts}) DESC, id LIMIT 10")
+    out = []
+    for name, query in (("cte", cte), ("order by score", topk)):
+        before = sim.stats()["total_requests"]
+        t = time.perf_counter()
+        rows = ifr.sql(query, reviews=reviews).to_pydict()
+        out.append((name, sim.stats()["total_requests"] - before, len(next(iter(rows.values()))),
+                    time.perf_counter() - t))
+    return out
 
 
 if __name__ == "__main__":

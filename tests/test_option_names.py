@@ -59,7 +59,7 @@ def test_the_scan_finds_an_old_name_as_a_parameter_a_keyword_and_an_old_flag(tmp
 
 def test_no_old_option_name_is_used_inside_the_package():
     """Before: per_label in load_examples and split_examples, choices in the providers' format_fields, score_column and
-    rank_column in DataFrame.nearest, fail_on_error read in sql_ai_functions, --system and --choices in the CLI."""
+    rank_column in DataFrame.nearest, fail_on_error read in sql/functions.py, --system and --choices in the CLI."""
     hits = [h for p in sorted(SRC.rglob("*.py")) if p != VOCABULARY for h in old_names_used(p)]
     assert not hits, "old option names used inside the package (use the names of functions/_vocabulary.py):\n" \
                      + "\n".join(hits)

@@ -118,7 +118,7 @@ def test_promise_explain_names_the_cheap_filter_that_runs_first(sim):
     text = "\n".join(ifr.sql("EXPLAIN " + query, reviews=df).to_pydict()["explain"])
     calls = text.split("== reviews: AI calls ==", 1)[1]
     # Before: "before the AI calls, DuckDB keeps: WHERE stars >= 4 AND TRUE" then "cheap filter run first: none".
-    assert "cheap filter run first (by DuckDB, before the AI calls): WHERE stars >= 4" in calls, text
+    assert "cheap filter run first (by DuckDB, before the AI calls): WHERE (stars >= 4)" in calls, text
     assert "AND TRUE" not in calls and "cheap filter run first: none" not in calls, text
     assert sim.stats()["total_requests"] == 0
     ifr.sql(query, reviews=df).to_pydict()

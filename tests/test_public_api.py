@@ -27,7 +27,7 @@ ROOT_PACKAGE = "inferframe"
 # "cli" (the command line) and "__main__" (python -m inferframe) sit above everything: they use the public API.
 # "inferframe" is the root package (inferframe/__init__.py, the public API's names): only the command line sits
 # above it, so `import inferframe` or `from inferframe import X` inside any layer fails the layer test.
-LAYERS = ["__main__", "cli", "doctor", ROOT_PACKAGE, "spark", "dataframe", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
+LAYERS = ["__main__", "cli", "doctor", ROOT_PACKAGE, "spark", "dataframe", "sql", "functions", "udf", "runners", "execution", "plan", "expressions", "models", "ai", "session",
           "runtime", "providers", "structured", "media", "io", "observe"]
 # Modules every layer may use: errors, types and small value classes with no inferframe imports of a layer.
 BASE = {"errors", "datatype", "series", "file"}

@@ -8,6 +8,8 @@ Example:
 """
 
 from inferframe import functions
+# The sql package first: its import binds inferframe.sql, which the function ifr.sql then takes over.
+import inferframe.sql  # noqa: F401
 from inferframe.dataframe import (
     DataFrame, Evaluation, GroupedDataFrame, Schema, evaluate, from_arrow, from_glob_path, from_pandas, from_pydict, from_pylist,
     from_ray_dataset, read_csv, read_json, read_parquet, report, run_sample, runs,

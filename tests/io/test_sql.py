@@ -7,7 +7,7 @@ import pytest
 
 import inferframe as ifr
 from inferframe import col
-from inferframe.dataframe.sql import columns_read
+from inferframe.sql.source import columns_read
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.functions import prompt
 from inferframe.simulator import Simulator, SimulatorConfig

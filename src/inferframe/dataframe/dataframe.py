@@ -355,7 +355,7 @@ class DataFrame(SemanticMethods, InteropMethods):
             notes = ai_notes(self._optimized(), estimate_rows)
             parts += ["", "== AI calls (estimated) ==", *notes] if notes else []
         if estimate:
-            from inferframe.dataframe.estimates import estimate_lines
+            from inferframe.plan.estimate_text import estimate_lines
 
             parts += ["", "== Estimate (data read, no model called) ==", *estimate_lines(self.estimate())]
         text = "\n".join(parts)

@@ -1,6 +1,8 @@
-"""What a plan's AI calls will cost before any request: rows, tokens and dollars per call, and their lines in explain().
+"""What a plan's AI calls will cost before any request: rows, tokens and dollars per call (their lines in explain():
+``plan.estimate_text``).
 
 Example:
+    >>> from inferframe.plan.estimate_text import estimate_lines
     >>> estimate_lines({"calls": [{"call": "prompt[m]", "rows": 2, "input_tokens": 9, "cost_usd": None}],
     ...                 "input_tokens": 9, "cost_usd": None})
     ['prompt[m]: 2 calls, 9 input tokens, price unknown', 'total: 9 input tokens, price unknown']
@@ -67,22 +69,3 @@ def _unplanned(plan: lp.LogicalPlan) -> Iterator[Planned]:
         yield from _unplanned(c)
 
 
-def _dollars(cost: float | None) -> str:
-    return "price unknown" if cost is None else f"${cost:.4f}"
-
-
-def estimate_lines(found: dict) -> list[str]:
-    """One line per AI call of an ``estimate_plan`` result, and the total."""
-    lines = []
-    for c in found["calls"]:
-        if c.get("rows") is None:
-            lines.append(f"{c['call']}: {c.get('note', 'not known before the run')}")
-            continue
-        note = f" ({c['note']})" if c.get("note") else ""
-        lines.append(f"{c['call']}: {c['rows']:,} calls, {c.get('input_tokens') or 0:,} input tokens, "
-                     f"{_dollars(c.get('cost_usd'))}{note}")
-    unknown = any(c.get("rows") is None for c in found["calls"])
-    tokens = f"at least {found['input_tokens']:,} input tokens (the calls above without a count: known after the run)" \
-        if unknown else f"{found['input_tokens']:,} input tokens"
-    lines.append(f"total: {tokens}, {_dollars(found['cost_usd'])}")
-    return lines

@@ -175,7 +175,7 @@ class InteropMethods:
             >>> df.sql("select label, count(*) as n from self group by label order by label").to_pydict()
             {'label': ['a', 'b'], 'n': [2, 1]}
         """
-        from inferframe.dataframe.sql import sql_source
+        from inferframe.sql.source import sql_source
 
         from inferframe.plan import logical as lp
 

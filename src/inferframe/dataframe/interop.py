@@ -168,7 +168,7 @@ def sql(query: str, **frames: DataFrame) -> DataFrame:
 
     The query is checked (and its result's columns known) now, against empty stand-ins of the
     DataFrames; it runs, over their Arrow streams, when the result's plan runs. Only the columns the
-    query reads are computed (see ``dataframe.sql`` for what is pushed down). Needs
+    query reads are computed (see ``inferframe.sql.source`` for what is pushed down). Needs
     ``pip install "inferframe[sql]"``.
 
     Parameters:
@@ -182,6 +182,6 @@ def sql(query: str, **frames: DataFrame) -> DataFrame:
         >>> ifr.sql("select a.id, x, y from a join b using (id)", a=a, b=b).to_pydict()
         {'id': [2], 'x': ['q'], 'y': [True]}
     """
-    from inferframe.dataframe.sql import sql_source
+    from inferframe.sql.source import sql_source
 
     return source_frame(sql_source(query, frames, to_frame=source_frame))

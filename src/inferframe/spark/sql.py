@@ -1,6 +1,6 @@
 """AI functions in Spark SQL: ``inferframe.spark.register(spark)``, then ``spark.sql("SELECT ai_classify(...)")``.
 
-The functions and their arguments are ``ifr.sql``'s (``inferframe.dataframe.sql_ai_functions``):
+The functions and their arguments are ``ifr.sql``'s (``inferframe.sql.functions``):
 ``ai_complete``, ``ai_query``, ``ai_classify``, ``ai_extract``, ``ai_filter``, ``ai_score``, ``ai_embed``,
 ``ai_similarity``, with named options (``model => 'gemma-3-270m'``, ``system_message => '...'``) and
 ``ai_error(<a call>)``. Each is a deterministic scalar Arrow UDF, so Spark runs a ``WHERE`` on other
@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from inferframe.dataframe.sql_ai_functions import FUNCTIONS, TEXT, expressions, similarity
+from inferframe.sql.functions import FUNCTIONS, TEXT, expressions, similarity
 from inferframe.errors import PlanError
 from inferframe.runners import spark_columns as sc
 

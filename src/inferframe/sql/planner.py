@@ -1,9 +1,9 @@
 """AI functions in SQL: a query's ``ai_*`` calls become AI columns of the DataFrames it reads, planned by inferframe.
 
-DuckDB parses the query (``sql_ai_parse``). Each AI call reads the columns of one of the query's
+DuckDB parses the query (``sql.parse``). Each AI call reads the columns of one of the query's
 sources (a DataFrame given by name, a file such as ``'reviews.parquet'``, a table function such as
 ``read_csv(...)``). That source becomes a DataFrame with one more column per call, computed by the
-Python AI function of the same meaning (``sql_ai_functions``): the arguments that are not bare columns
+Python AI function of the same meaning (``sql.functions``): the arguments that are not bare columns
 are computed by DuckDB first, as columns of their own. The query is then rewritten to read those
 columns in place of the calls and runs as any ``ifr.sql`` query: only the columns and rows the query
 needs are computed (cheap parts of the ``WHERE`` first, a ``LIMIT`` stops the stream), through the
@@ -20,22 +20,25 @@ Example:
     >>> planned = plan("select ai_complete('Greet ' || name, max_tokens => 4) as hi from people", {"people": people},
     ...                frame_of)
     >>> planned.query
-    'select "people"."__ai0" as hi from people'
+    'SELECT people.__ai0 AS hi FROM people'
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
-from inferframe.dataframe.sql_ai_agg import agg_plan
-from inferframe.dataframe.sql_ai_join import join_plan
-from inferframe.dataframe.sql_ai_limit import chain_ok, limit_push
-from inferframe.dataframe.sql_ai_functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
-from inferframe.dataframe.sql_ai_parse import Arg, Call, Query, close, parse
+from inferframe.sql.aggregates import agg_plan
+from inferframe.sql.join import join_plan
+from inferframe.sql.limit import chain_ok, left_join_rows, limit_push
+from inferframe.sql.nested import unnest
+from inferframe.sql.functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
+from inferframe.sql.parse import Arg, Call, Query, parse_tree
+from inferframe.sql.tree import conjunction, conjuncts, expression, expression_sql, replace, select_star, statement, table_ref, to_sql
 from inferframe.errors import PlanError
 from inferframe.io.interop import optional, quote_sql
 
@@ -51,11 +54,11 @@ class Source:
     alias: str
     register: str  # the name the rewritten query reads it by
     frame: Any
-    span: tuple[int, int] | None  # the FROM item's text, replaced when the register name differs
+    node: dict | None  # the FROM item's node, replaced by a read of ``register`` when the names differ
     exprs: list[tuple[str, str]] = field(default_factory=list)  # (column, SQL) computed by DuckDB before the AI
     calls: list[tuple[str, Function, dict, dict]] = field(default_factory=list)  # (column, fn, inputs, options)
     filters: list[tuple[str, Function, dict, dict]] = field(default_factory=list)  # ai_filter run as df.where
-    where: str | None = None  # the WHERE, its pushed ai_filters TRUE, run before them (with a pushed LIMIT)
+    where: str | None = None  # the WHERE less its pushed ai_filters, run before them (with a pushed LIMIT)
     limit: int | None = None  # rows kept after the pushed filters
     order: str | None = None  # the ORDER BY of a pushed LIMIT, over the source's columns
     notes: list[str] = field(default_factory=list)
@@ -70,6 +73,7 @@ class Planned:
     sources: list[Source]
     notes: list[str]
     extra: list[tuple[str, Any]] = field(default_factory=list)  # whole-table AI steps (sem_join, sem_agg) to explain
+    nested: list[tuple[str, str, dict]] = field(default_factory=list)  # (what, SQL, frames): CTEs and subqueries
 
 
 def has_ai(query: str) -> bool:
@@ -89,53 +93,75 @@ def plan(query: str, frames: dict[str, Any], frame_of: FrameOf, push: bool = Tru
         query: the SELECT.
         frames: the DataFrames it names.
         frame_of: ``frame_of(query, frames)``: the DataFrame of a query without AI calls (``ifr.sql``).
-        push: an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query may run in the source (``sql_ai_limit``).
+        push: an ``ai_filter`` in the ``WHERE`` of a ``LIMIT`` query may run in the source (``sql.limit``).
     """
-    q = parse(query, FUNCTIONS)
+    return plan_tree(statement(query), frames, frame_of, push)
+
+
+def plan_tree(tree: dict, frames: dict[str, Any], frame_of: FrameOf, push: bool = True) -> Planned | None:
+    """``plan`` of a SELECT node (DuckDB's syntax tree, ``sql.tree``); the node is rewritten in place."""
+    given, nested = frames, []
+    frames = unnest(tree, frames, frame_of, nested)  # CTEs and nested SELECTs with AI calls: DataFrames of their own
+    planned = _plan_top(tree, given, frames, frame_of, push)
+    if planned is not None:
+        planned.nested = nested
+    return planned
+
+
+def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_of: FrameOf,
+              push: bool) -> Planned | None:
+    original = copy.deepcopy(tree)
+    if tree.get("type") != "SELECT_NODE":  # a UNION of planned branches
+        return Planned(to_sql(tree), frames, [], []) if frames.keys() != given.keys() else None
+    q = parse_tree(tree, FUNCTIONS)
     if q.unknown:
         raise PlanError(_unknown(q.unknown[0]))
-    if not q.calls and not q.ai_froms:
-        return None
+    if not q.calls:
+        return Planned(to_sql(tree), frames, [], []) if frames.keys() != given.keys() else None
     if any(FUNCTIONS.get(c.name) is not None and FUNCTIONS[c.name].aggregate for c in q.calls):
-        text, more, answers = agg_plan(q, frames, frame_of)
-        return Planned(text, {**frames, **more}, [], [], [("sem_agg per group", answers)])
+        text, more = agg_plan(q, frames, frame_of)
+        return Planned(text, {**frames, **more}, [], [], [(f"sem_agg per group ({name})", f) for name, f in more.items()])
     sources = _sources(q, frames, frame_of)
     joins = [c for c in q.calls if c.clause == "join"]
     if joins:
         if len(q.calls) != 1:
             raise PlanError("sql(): a semantic join (ai_filter in JOIN ... ON) has no other AI function in this "
                             "version; compute them over its result in an outer query.")
-        edits: list[tuple[int, int, str]] = []
-        joined, template = join_plan(q, joins[0], sources, edits)
-        return Planned(_apply(query, edits), {**frames, "__ifr_join": joined}, [], [],
-                       [(f"sem_join {template!r}", joined)])
+        joined, template = join_plan(q, joins[0], sources)
+        return Planned(to_sql(q.tree), {**frames, **joined}, [], [],
+                       [(f"sem_join {template!r}", joined["__ifr_join"])])
     pushed = limit_push(q, sources[0].frame.column_names if len(sources) == 1 else None) if push else None
-    edits: list[tuple[int, int, str]] = []
     done: dict[str, str] = {}
-    notes: list[str] = []
     for call in q.calls:
         if call.clause not in ("select", "where", "order", "having", "join", "group"):
             raise PlanError(f"sql(): {call.name}() is used where inferframe cannot plan it ({call.text!r}); AI functions "
-                            "go in the top SELECT's list, its WHERE, ORDER BY, or a JOIN ... ON. Put the subquery's rows "
-                            "in a DataFrame first (ifr.sql(...)), then query it.")
-        named = f" AS {quote_sql(call.text)}" if call.unnamed else ""
-        as_filter = pushed is not None and call.start in pushed.calls
-        edits.append((call.start, call.end, _column_sql(call, sources, done, as_filter) + named))
+                            "go in a SELECT's list, its WHERE, ORDER BY, HAVING, or a JOIN ... ON. Put the subquery's "
+                            "rows in a DataFrame first (ifr.sql(...)), then query it.")
+        as_filter = pushed is not None and id(call.node) in pushed.calls
+        column = expression(_column_sql(call, sources, done, as_filter))
+        column["alias"] = call.text if call.unnamed else call.node.get("alias", "")
+        replace(call.node, column)
+        if call.clause == "order" and any(m.get("type") == "LIMIT_MODIFIER" for m in tree.get("modifiers") or []):
+            _source_of(call, sources).notes.append(
+                f"ORDER BY {call.name}(...) LIMIT: top-k by DuckDB over the AI column, each row past the cheap "
+                "filters asked once (never more calls than rows)")
     if pushed is not None:
-        if pushed.where is not None:
-            start, end = pushed.where
-            inside = [(a - start, b - start, t) for a, b, t in edits if start <= a and b <= end]
-            sources[0].where = _apply(query[start:end], inside)
+        if pushed.where is not None:  # its pushed ai_filters are TRUE now: the rest runs before them
+            kept = [c for c in conjuncts(pushed.where) if expression_sql(c).lower() != "true"]
+            sources[0].where = expression_sql(conjunction(kept)) if kept else None
         sources[0].limit, sources[0].order = pushed.rows, pushed.order
+    elif push and len(sources) == 2 and not sources[1].calls and left_join_rows(q) is not None:
+        sources[0].limit = left_join_rows(q)  # a LEFT JOIN keeps every left row: n output rows need n of them
     for source in sources:
         _attach(source, frame_of)
-    rewritten = _apply(query, edits + [(s.span[0], s.span[1], f"{quote_sql(s.register)} AS {quote_sql(s.alias)}")
-                                       for s in sources if s.span is not None])
+        if source.node is not None:
+            replace(source.node, table_ref(source.register, source.alias))
+    rewritten = to_sql(q.tree)
     out = dict(frames)
     out.update({s.register: s.frame for s in sources})
     if pushed is not None and not chain_ok(rewritten, {s.register: s.frame for s in sources}):
-        return plan(query, frames, frame_of, push=False)  # something between the WHERE and the LIMIT: DuckDB applies them
-    return Planned(rewritten, out, sources, notes)
+        return plan_tree(original, frames, frame_of, push=False)  # something between the WHERE and the LIMIT
+    return Planned(rewritten, out, sources, [])
 
 
 def _unknown(name: str) -> str:
@@ -166,32 +192,20 @@ def _sources(q: Query, frames: dict[str, Any], frame_of: FrameOf) -> list[Source
             return
         if kind in ("EMPTY", "EMPTY_FROM") or kind is None:
             return
-        start, length = node.get("query_location"), node.get("query_location_length")
         i = len(found)
         if kind == "BASE_TABLE" and node.get("table_name") in frames and not node.get("schema_name"):
             name = node["table_name"]
             if any(s.register == name for s in found):  # read twice (a self-join): each read its own AI columns
-                found.append(Source(node.get("alias") or name, f"__ifr_src{i}", frames[name], (start, start + length)))
+                found.append(Source(node.get("alias") or name, f"__ifr_src{i}", frames[name], node))
             else:
                 found.append(Source(node.get("alias") or name, name, frames[name], None))
             return
-        if kind == "BASE_TABLE":
-            text = "'" + str(node["table_name"]).replace("'", "''") + "'"
-        elif kind == "TABLE_FUNCTION" and start is not None:
-            text = q.text[start:close(q.text, start)]
-        elif kind == "SUBQUERY" and start is not None:
-            text = q.text[start:close(q.text, start)]
-            if start in q.ai_froms:  # its own AI calls: planned as a query of its own
-                frame = frame_of(text[1:-1], frames)
-                found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame,
-                                    (start, start + length)))
-                return
-        else:
+        if kind not in ("BASE_TABLE", "TABLE_FUNCTION", "SUBQUERY"):
             raise PlanError(f"sql(): a query with AI functions reads DataFrames, files ('reviews.parquet'), table "
                             f"functions (read_csv(...)) and subqueries; its FROM has a {kind}: query it with "
                             "ifr.sql(...) first and pass the result as a DataFrame.")
-        frame = frame_of(f"SELECT * FROM {text}", frames)
-        found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame, (start, start + length)))
+        frame = frame_of(select_star(dict(node, alias="")), frames)
+        found.append(Source(node.get("alias") or f"__ifr_src{i}", f"__ifr_src{i}", frame, node))
 
     visit(q.tree.get("from_table") or {})
     if not found:
@@ -305,9 +319,3 @@ def _check_text(fn: Function, param: str, column: str, schema: Any, source: Sour
 
     shown = next((text for name, text in source.exprs if name == column), column)
     check_input(fn.name, schema.field(column), ("text",), sql=shown, param=param)
-
-
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    for start, end, new in sorted(edits, reverse=True):
-        text = text[:start] + new + text[end:]
-    return text

@@ -6,8 +6,8 @@ DataFrame it names as an Arrow stream, batch by batch.
 What reaches the plans: the columns and the rows. Before a run, DuckDB plans the query (``EXPLAIN``)
 over empty stand-ins of the DataFrames, and each DataFrame is read with only the columns DuckDB's plan
 scans (the columns of the result that the outer plan reads, too): an AI column the query does not use
-is never computed. The filter DuckDB puts right above a DataFrame's scan is read too
-(``sql_filters.pushable``): its parts that read only columns no model or UDF computes (``stars >= 4``,
+is never computed. The WHERE of each SELECT that reads a DataFrame is read off the query's syntax tree
+(``sql.filters.tree_rows``): its parts that read only columns no model or UDF computes (``stars >= 4``,
 ``label IS NOT NULL``, ``contains(review, 'refund')``, ...) filter the DataFrame before its AI columns,
 so an AI column is computed only for the rows the query keeps; DuckDB still applies its whole filter.
 A part that reads an AI column, or syntax that module does not read (casts, LIKE patterns), is applied
@@ -16,9 +16,9 @@ those calls. A ``LIMIT`` stops the streams once DuckDB has its rows (batches alr
 A DataFrame the query reads twice (a self-join) is computed once and held in memory, every row.
 An error of a DataFrame's plan (a UDF's, a service's) is raised as itself, not as DuckDB's text of it.
 
-AI functions (``ai_complete``, ``ai_classify``, ``ai_filter``, ``ai_agg``, ...) are planned by ``sql_ai``:
+AI functions (``ai_complete``, ``ai_classify``, ``ai_filter``, ``ai_agg``, ...) are planned by ``sql.planner``:
 each call becomes an AI column of the source it reads, computed by the Python function of the same
-meaning, and the query reads that column; ``EXPLAIN <query>`` shows them (``sql_explain``). Files
+meaning, and the query reads that column; ``EXPLAIN <query>`` shows them (``sql.explain``). Files
 (``'reviews.parquet'``, ``read_csv(...)``) are read as DuckDB reads them, and Polars and Arrow objects
 given by name as DataFrames.
 
@@ -39,9 +39,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from inferframe.dataframe.sql_ai import has_ai, plan
-from inferframe.dataframe.sql_duckdb import parsed, run
-from inferframe.dataframe.sql_reads import cheap_columns, columns_read, reads
+from inferframe.sql.planner import has_ai, plan
+from inferframe.sql.engine import run
+from inferframe.sql.tree import parsed
+from inferframe.sql.reads import cheap_columns, columns_read, reads
 from inferframe.errors import ArgumentTypeError, PlanError
 from inferframe.io.arrow_stream import StreamSource, engine_schema, stream_source
 from inferframe.io.interop import optional, quote_sql
@@ -55,7 +56,7 @@ def sql_source(query: str, frames: dict[str, Any], to_frame: Callable[[StreamSou
 
     The query is checked and its result's columns known now, against empty stand-ins of the
     DataFrames; it runs each time the stream is opened. ``ifr.sql`` and ``df.sql`` make a DataFrame of it.
-    A query calling AI functions is planned by ``sql_ai``; ``EXPLAIN <query>`` gives ``sql_explain``'s lines.
+    A query calling AI functions is planned by ``sql.planner``; ``EXPLAIN <query>`` gives ``sql.explain``'s lines.
 
     Parameters:
         query: one SELECT statement in DuckDB's SQL.
@@ -78,7 +79,7 @@ def sql_source(query: str, frames: dict[str, Any], to_frame: Callable[[StreamSou
 
     explain = _explained(query)
     if explain is not None:
-        from inferframe.dataframe.sql_explain import explain_source
+        from inferframe.sql.explain import explain_source
 
         return explain_source(explain, frames, frame_of)
     if has_ai(query):

@@ -10,11 +10,11 @@ which stops sending once n rows have passed; without an ``ai_filter``, the sourc
 before its AI columns. DuckDB still applies its whole query to those rows.
 
 Example:
-    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> from inferframe.sql.parse import parse
     >>> q = parse("select r from t where n > 1 and ai_filter(r, 'x') limit 5 offset 2", {"ai_filter"})
     >>> push = limit_push(q, ["r", "n"])
-    >>> push.rows, q.text[push.where[0]:push.where[1]]
-    (7, "n > 1 and ai_filter(r, 'x')")
+    >>> push.rows, expression_sql(push.where)
+    (7, "((n > 1) AND ai_filter(r, 'x'))")
 """
 
 from __future__ import annotations
@@ -23,19 +23,20 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from inferframe.dataframe.sql_ai_parse import Query
-from inferframe.dataframe.sql_duckdb import connect
+from inferframe.sql.parse import Query
+from inferframe.sql.engine import connect
+from inferframe.sql.tree import expression_sql
 
 _CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER", "TOP_N", "ORDER_BY"})
 
 
 @dataclass(frozen=True)
 class Push:
-    """The rows to keep (LIMIT + OFFSET), the ai_filter calls run in the DataFrame (by start), the WHERE's span."""
+    """The rows to keep (LIMIT + OFFSET), the ai_filter calls run in the DataFrame (id() of their nodes), the WHERE's node."""
 
     rows: int
     calls: frozenset[int]
-    where: tuple[int, int] | None
+    where: dict | None  # the query's WHERE node: the planner reads its SQL once the pushed calls are TRUE
     order: str | None = None  # the ORDER BY over the source's columns, run in the source before the filters
 
 
@@ -62,16 +63,40 @@ def limit_push(q: Query, columns: list[str] | None) -> Push | None:
     if not where:  # SELECT ai_complete(...) FROM t LIMIT n: the AI columns of n rows
         return Push(rows + offset, frozenset(), None, order)
     conjuncts = where["children"] if where.get("type") == "CONJUNCTION_AND" else [where]
-    tops = {c.get("query_location") for c in conjuncts if c.get("class") == "FUNCTION"}
+    tops = {id(c) for c in conjuncts if c.get("class") == "FUNCTION"}
     in_where = [c for c in q.calls if c.clause == "where"]
     keys = [" ".join(c.text.split()) for c in q.calls] + [" ".join(c.inner.text.split()) for c in q.calls if c.inner]
-    pushed = [c for c in in_where if c.name == "ai_filter" and c.start in tops
+    pushed = [c for c in in_where if c.name == "ai_filter" and id(c.node) in tops
               and keys.count(" ".join(c.text.split())) == 1]
     if len(pushed) != len(in_where):
         return None
-    start = where["query_location"]
-    return Push(rows + offset, frozenset(c.start for c in pushed), (start, start + where["query_location_length"]),
-                order)
+    return Push(rows + offset, frozenset(id(c.node) for c in pushed), where, order)
+
+
+def left_join_rows(q: Query) -> int | None:
+    """The rows a LIMIT keeps of a LEFT JOIN's left side (None: it does not apply).
+
+    ``FROM a LEFT JOIN b ON ... LIMIT n`` (no WHERE, GROUP BY, DISTINCT, ORDER BY, aggregate or window)
+    gives at least one row per row of ``a``, so any n of its rows come from at most n rows of ``a``:
+    ``a`` is limited to n (plus OFFSET) rows before its AI columns.
+
+    Example:
+        >>> from inferframe.sql.parse import parse
+        >>> left_join_rows(parse("select ai_complete(a.x) from a left join b using (k) limit 3", {"ai_complete"}))
+        3
+    """
+    from inferframe.sql.nested import projects_only
+
+    tree = q.tree
+    ft = tree.get("from_table") or {}
+    modifiers = tree.get("modifiers") or []
+    if ft.get("type") != "JOIN" or ft.get("join_type") != "LEFT" or ft["left"].get("type") == "JOIN" \
+            or ft["right"].get("type") == "JOIN" or tree.get("where_clause") or not projects_only(tree) \
+            or [m.get("type") for m in modifiers] != ["LIMIT_MODIFIER"]:
+        return None
+    rows = _int(modifiers[0].get("limit"))
+    offset = 0 if modifiers[0].get("offset") is None else _int(modifiers[0].get("offset"))
+    return None if rows is None or offset is None else rows + offset
 
 
 def _order(q: Query, modifier: dict, columns: list[str]) -> str | None:
@@ -83,8 +108,7 @@ def _order(q: Query, modifier: dict, columns: list[str]) -> str | None:
         if expr.get("class") != "COLUMN_REF" or expr["column_names"][-1] not in columns \
                 or expr["column_names"][-1] in aliases:
             return None
-        start = expr["query_location"]
-        text = q.text[start:start + expr["query_location_length"]]
+        text = expression_sql(expr)
         text += {"DESCENDING": " DESC", "ASCENDING": " ASC"}.get(order.get("type"), "")
         text += {"NULLS FIRST": " NULLS FIRST", "NULLS LAST": " NULLS LAST"}.get(order.get("null_order"), "")
         out.append(text)

@@ -10,23 +10,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.io.interop import optional, quote_sql
-
-
-def parsed(query: str) -> dict:
-    """DuckDB's parse of ``query`` (``json_serialize_sql``): {"error": ..., "statements": [...]}."""
-    duckdb = optional("duckdb", "sql", "sql()")
-    con = duckdb.connect()
-    try:
-        return json.loads(con.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
-    finally:
-        con.close()
 
 
 def connect(schemas: dict[str, pa.Schema], scanned: str) -> Any:

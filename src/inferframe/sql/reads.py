@@ -1,4 +1,4 @@
-"""What DuckDB's plan of a query reads of each DataFrame: its columns, how often, and the rows its filter keeps.
+"""What a query reads of each DataFrame: its columns and how often (DuckDB's plan), and the rows its WHERE keeps (the tree).
 
 Example:
     >>> import pyarrow as pa
@@ -9,15 +9,13 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import json
-import operator
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from inferframe.dataframe.sql_duckdb import connect
-from inferframe.dataframe.sql_filters import pushable
+from inferframe.sql.engine import connect
+from inferframe.sql.filters import tree_rows
 from inferframe.plan.inspect import calls_udf
 from inferframe.plan.optimizer import optimize
 
@@ -56,6 +54,7 @@ def columns_read(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, lis
 def reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]) -> dict[str, _Read]:
     """For each DataFrame: the columns DuckDB's plan scans (None: all), how many times, and the rows it keeps."""
     out: dict[str, _Read] = {}
+    wheres = tree_rows(query, schemas, cheap)
     for name, schema in schemas.items():
         first = [f for f in schema if f.name in cheap.get(name, [])]
         ordered = pa.schema(first + [f for f in schema if f.name not in cheap.get(name, [])])
@@ -64,11 +63,8 @@ def reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]
             con = connect({**schemas, name: ordered}, scanned=name)
             scans = _arrow_scans(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
             infos = [info for info, _ in scans]
-            rows = None
-            if len(scans) == 1:  # read once: the rows DuckDB's filter right above the scan drops need no computing
-                parts = [p for p in (scans[0][0].get("Filters"), scans[0][1]) if p]
-                pushed = [e for e in (pushable(str(p), cheap.get(name, [])) for p in parts) if e is not None]
-                rows = functools.reduce(operator.and_, pushed) if pushed else None
+            # Read once: the rows its WHERE drops (read off the query's tree) need no computing.
+            rows = wheres.get(name) if len(scans) == 1 else None
             out[name] = _Read(_columns(infos, schema.names, ordered.names[0]), len(scans), rows)
         except Exception:  # noqa: BLE001 - no plan to read: read every column and row, once, which is always right
             out[name] = _Read(None, 1, None)
@@ -84,15 +80,14 @@ class _Read(NamedTuple):
     rows: Any  # a predicate for the rows DuckDB keeps of it, made of cheap columns (None: every row)
 
 
-def _arrow_scans(nodes: Any, above: Any = None) -> list[tuple[dict, str | None]]:
-    """Each Arrow scan's details, with the filter right above it (DuckDB's text of it; None: no filter there)."""
+def _arrow_scans(nodes: Any) -> list[tuple[dict, None]]:
+    """Each Arrow scan's details in DuckDB's plan (the columns it projects)."""
     found = []
     for node in nodes if isinstance(nodes, list) else [nodes]:
         info = node.get("extra_info", {})
         if "ARROW" in str(node.get("name", "")).upper():
-            found.append((info, above))
-        here = info.get("Expression") if str(node.get("name", "")).upper() == "FILTER" else None
-        found += _arrow_scans(node.get("children", []), here)
+            found.append((info, None))
+        found += _arrow_scans(node.get("children", []))
     return found
 
 

@@ -1,4 +1,6 @@
-"""``FROM a JOIN b ON ai_filter(...)``: a semantic join, planned by ``sem_join`` (projection, blocking, batched pairs).
+"""``FROM a [LEFT] JOIN b ON ai_filter(...)``: a semantic join, planned by ``sem_join`` (projection, blocking, batched pairs).
+
+A ``LEFT JOIN`` adds each left row no pair holds, its right columns NULL.
 
 The ``ON`` text is built with ``||`` (or ``concat``) from constants and columns of both sides; it
 becomes ``sem_join``'s template (``a.review || ' and ' || b.review || ' agree'`` is
@@ -7,7 +9,7 @@ the query: every column reference is rewritten to its column there (right column
 side has are ``"right.<name>"``, as in ``sem_join``).
 
 Example:
-    >>> from inferframe.dataframe.sql_ai_parse import parse
+    >>> from inferframe.sql.parse import parse
     >>> q = parse("select * from a join b on ai_filter(a.x || ' is like ' || b.y)", {"ai_filter"})
     >>> template(q.calls[0].node["arguments"][0]["expression"], lambda ref: "left" if ref[0] == "a" else "right")
     '{x:left} is like {y:right}'
@@ -19,8 +21,9 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from inferframe.dataframe.sql_ai_functions import FUNCTIONS, options_of
-from inferframe.dataframe.sql_ai_parse import Call, Query
+from inferframe.sql.functions import FUNCTIONS, options_of
+from inferframe.sql.parse import Call, Query
+from inferframe.sql.tree import expression, replace, statement, table_ref
 from inferframe.errors import PlanError
 from inferframe.expressions.expression import col
 from inferframe.functions._input_types import castable, is_text
@@ -31,17 +34,17 @@ _FIX = ("ai_filter in JOIN ... ON takes text built with || from constants and co
         "ON ai_filter(a.review || ' and ' || b.review || ' say the same')")
 
 
-def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, str]:
-    """The semantic join's DataFrame and the query reading it (``sources``: the two sides, from ``sql_ai``)."""
+def join_plan(q: Query, call: Call, sources: list) -> tuple[dict[str, Any], str]:
+    """The semantic join's DataFrame and the query reading it (``sources``: the two sides, from ``sql.planner``)."""
     from inferframe.functions import sem_join
 
     ft = q.tree["from_table"]
-    if ft.get("type") != "JOIN" or ft.get("join_type") != "INNER" or ft.get("ref_type") != "REGULAR" \
+    if ft.get("type") != "JOIN" or ft.get("join_type") not in ("INNER", "LEFT") or ft.get("ref_type") != "REGULAR" \
             or len(sources) != 2 or {ft["left"].get("type"), ft["right"].get("type")} & {"JOIN"}:
-        raise PlanError("sql(): ai_filter in JOIN ... ON is planned for one inner join of two sources "
-                        "(FROM a JOIN b ON ai_filter(...)); join the others first with ifr.sql(...).")
+        raise PlanError("sql(): ai_filter in JOIN ... ON is planned for one inner or left join of two sources "
+                        "(FROM a [LEFT] JOIN b ON ai_filter(...)); join the others first in a CTE.")
     condition = ft.get("condition") or {}
-    if condition.get("query_location") != call.start or call.name != "ai_filter":
+    if condition is not call.node or call.name != "ai_filter":
         raise PlanError(f"sql(): the ON condition must be the ai_filter(...) alone, got {call.text!r}; put the other "
                         "conditions in WHERE.")
     left, right = sources
@@ -80,11 +83,27 @@ def join_plan(q: Query, call: Call, sources: list, edits: list) -> tuple[Any, st
         name = tuple(node["column_names"])
         if len(name) == 1 and name[0] in aliases and name[0] not in lcols | rcols:
             continue  # ORDER BY an alias of the SELECT list
-        start = node["query_location"]
-        edits.append((start, start + node["query_location_length"], quote_sql(out_name(tuple(node["column_names"])))))
-    start = ft["left"]["query_location"]
-    edits.append((start, call.end, "__ifr_join"))
-    return joined, text
+        replace(node, dict(expression(quote_sql(out_name(name))), alias=node.get("alias", "")))
+    if ft.get("join_type") == "LEFT":
+        return _left(q, left.frame, joined), text
+    q.tree["from_table"] = table_ref("__ifr_join", "")
+    return {"__ifr_join": joined}, text
+
+
+def _left(q: Query, left: Any, joined: Any) -> dict[str, Any]:
+    """LEFT JOIN: the pairs, and each left row no pair holds, its right columns NULL (the tree reads their union)."""
+    from inferframe.sql.nested import computes_ai
+    from inferframe.sql.reads import cheap_columns
+
+    # Read twice (the pairs, the rows without one): AI columns there would be asked twice.
+    if cheap_columns(left) != left.column_names or computes_ai(left):
+        raise PlanError("sql(): LEFT JOIN ... ON ai_filter(...) reads its left side twice, and that side has AI "
+                        "columns; compute them first (ifr.sql(...) into a DataFrame) or use an inner JOIN.")
+    same = " AND ".join(f"l.{quote_sql(n)} IS NOT DISTINCT FROM j.{quote_sql(n)}" for n in left.column_names)
+    rows = statement(f"SELECT * FROM (SELECT * FROM __ifr_join UNION ALL BY NAME SELECT * FROM __ifr_left AS l "
+                     f"WHERE NOT EXISTS (SELECT 1 FROM __ifr_join AS j WHERE {same})) AS __ifr_join")
+    q.tree["from_table"] = rows["from_table"]
+    return {"__ifr_join": joined, "__ifr_left": left}
 
 
 def _as_text(frame: Any, names: list[str]) -> tuple[Any, list]:

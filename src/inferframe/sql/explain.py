@@ -20,33 +20,47 @@ from typing import Any
 
 import pyarrow as pa
 
-from inferframe.dataframe.estimates import estimate_lines
-from inferframe.dataframe.sql_ai import plan
-from inferframe.dataframe.sql_duckdb import parsed
-from inferframe.dataframe.sql_filters import without_true
-from inferframe.dataframe.sql_reads import cheap_columns, reads
+from inferframe.plan.estimate_text import estimate_lines
+from inferframe.sql.planner import plan
+from inferframe.sql.tree import parsed
+from inferframe.sql.reads import cheap_columns, reads
 from inferframe.io.arrow_stream import StreamSource
 
 
 def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
-    """The text of ``EXPLAIN query``: the rewritten query, and per FROM item its AI columns, plan and estimate."""
+    """The text of ``EXPLAIN query``: the rewritten tree's SQL, per FROM item its AI columns, plan and estimate, each
+    CTE and subquery planned on its own the same way, and the estimate of the whole query."""
+    totals = {"calls": 0, "input_tokens": 0, "cost_usd": 0.0, "unknown": False}
+    lines = _explain(query, frames, frame_of, totals)
+    if len(lines) == 1:
+        return "== SQL, as DuckDB runs it ==\n" + query + "\n\nNo AI function: no model call."
+    more = " (and calls known only after the run)" if totals["unknown"] else ""
+    lines += ["", "== whole query, every CTE and subquery included: estimate (nothing sent) ==",
+              f"  {totals['calls']:,} calls, {totals['input_tokens']:,} input tokens, ${totals['cost_usd']:.4f}{more}"]
+    return "\n".join(lines).rstrip()
+
+
+def _explain(query: str, frames: dict[str, Any], frame_of: Any, totals: dict) -> list[str]:
     planned = plan(query, frames, frame_of)
     if planned is None:
-        return "== SQL, as DuckDB runs it ==\n" + query + "\n\nNo AI function: no model call."
+        return ["No AI function: no model call."]
     lines = ["== SQL, as DuckDB runs it ==", planned.query, ""]
-    found = reads(planned.query, {n: f.schema().to_arrow() for n, f in planned.frames.items()},
-                   {n: cheap_columns(f) for n, f in planned.frames.items()})
+    for label, sql, seen in planned.nested:
+        lines.append(f"== {label}: planned as a query of its own, read as a DataFrame ==")
+        lines += ["  " + line for line in _explain(sql, seen, frame_of, totals)]
+        lines.append("")
+    read = reads(planned.query, {n: f.schema().to_arrow() for n, f in planned.frames.items()},
+                 {n: cheap_columns(f) for n, f in planned.frames.items()})
     limit = _limit(planned.query)
     for label, frame in planned.extra:
         lines.append(f"== {label} ==")
-        with contextlib.redirect_stdout(io.StringIO()):
-            lines += ["  " + line for line in frame.explain(show_all=True).splitlines()]
+        lines += _plan_and_estimate(frame, totals)
         lines.append("")
     for source in planned.sources:
         if not source.calls and not source.filters:
             continue
         frame = source.frame
-        keep, _, rows = found.get(source.register, (None, 1, None))
+        keep, _, rows = read.get(source.register, (None, 1, None))
         lines.append(f"== {source.alias}: AI calls ==")
         lines += [f"  {note}" for note in source.notes]
         lines += _cheap_filters(source.where, rows)
@@ -57,29 +71,38 @@ def explain_text(query: str, frames: dict[str, Any], frame_of: Any) -> str:
         ai = [c for c, *_ in source.calls if keep is None or c in keep]
         if source.calls:
             lines.append(f"  AI columns the query reads: {', '.join(ai) or 'none (no call is sent)'}")
-        with contextlib.redirect_stdout(io.StringIO()):
-            lines += ["  " + line for line in frame.explain(show_all=True).splitlines()]
-        found = frame.estimate()
-        lines += ["  == estimate (nothing sent) =="] + ["  " + line for line in estimate_lines(found)]
+        lines += _plan_and_estimate(frame, totals)
         if limit is not None and source.limit is None:
             lines.append(f"  LIMIT {limit}: the stream stops once DuckDB has its rows; the figures above count every "
                          "row past the cheap filter (an upper bound).")
         lines.append("")
-    return "\n".join(lines).rstrip()
+    return lines
+
+
+def _plan_and_estimate(frame: Any, totals: dict) -> list[str]:
+    """The frame's plan and its estimate, added to ``totals``."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        lines = ["  " + line for line in frame.explain(show_all=True).splitlines()]
+    found = frame.estimate()
+    for call in found["calls"]:
+        totals["calls"] += call.get("rows") or 0
+        totals["unknown"] |= call.get("rows") is None
+    totals["input_tokens"] += found.get("input_tokens") or 0
+    totals["cost_usd"] += found.get("cost_usd") or 0.0
+    return lines + ["  == estimate (nothing sent) =="] + ["  " + line for line in estimate_lines(found)]
 
 
 def _cheap_filters(where: str | None, rows: Any) -> list[str]:
-    """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off DuckDB's plan.
+    """The lines naming the filters run before the AI calls: the source's pushed WHERE, and the one read off the tree.
 
-    ``where``: the WHERE run in the source before its AI filters (their places ``TRUE``), ``rows``: the
-    predicate pushed below the AI columns (``sql_filters.pushable``).
+    ``where``: the WHERE run in the source before its AI filters, ``rows``: the
+    predicate pushed below the AI columns (``sql.filters.tree_rows``).
 
     Example:
-        >>> _cheap_filters("stars >= 4 AND TRUE", None), _cheap_filters("TRUE", None)
+        >>> _cheap_filters("stars >= 4", None), _cheap_filters(None, None)
         (['  cheap filter run first (by DuckDB, before the AI calls): WHERE stars >= 4'], ['  cheap filter run first: none'])
     """
-    kept = without_true(where) if where is not None else None
-    lines = [f"  cheap filter run first (by DuckDB, before the AI calls): WHERE {kept}"] if kept is not None else []
+    lines = [f"  cheap filter run first (by DuckDB, before the AI calls): WHERE {where}"] if where is not None else []
     if rows is not None:
         lines.append(f"  cheap filter run first: {rows!r}")
     return lines or ["  cheap filter run first: none"]

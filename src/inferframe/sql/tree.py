@@ -1,0 +1,153 @@
+"""A query as DuckDB's own syntax tree: parsed once (``json_serialize_sql``), rewritten as a tree, printed back (``json_deserialize_sql``).
+
+The planner never edits the query's text: it finds the AI calls, FROM items, CTEs and predicates in
+this tree, replaces nodes, and asks DuckDB for the SQL of the result. DuckDB parses and prints its
+own dialect, so what the planner rewrites is exactly what DuckDB will run.
+
+Example:
+    >>> node = statement("select a + 1 as b from t where a > 0")
+    >>> node["where_clause"] = expression("a > 1")
+    >>> to_sql(node)
+    'SELECT (a + 1) AS b FROM t WHERE (a > 1)'
+    >>> expression_sql(expression("x || 'y'"))
+    "(x || 'y')"
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from inferframe.errors import PlanError
+from inferframe.io.interop import optional
+
+def _ask(sql: str, value: str) -> str:
+    # A connection per call, closed at once: one left open in a thread crashed forks made later
+    # (llama-server's launcher) in this process.
+    con = optional("duckdb", "sql", "sql()").connect()
+    try:
+        return con.execute(sql, [value]).fetchone()[0]
+    finally:
+        con.close()
+
+
+def parsed(query: str) -> dict:
+    """DuckDB's parse of ``query``: {"error": ..., "statements": [...]}."""
+    return json.loads(_ask("SELECT json_serialize_sql(?)", query))
+
+
+def statement(query: str) -> dict:
+    """The SELECT node of a one-statement query; PlanError when DuckDB cannot parse it."""
+    out = parsed(query)
+    if out.get("error"):
+        kind = _kind(query)
+        if kind in _WRITES:
+            raise PlanError(f"sql(): {_WRITES[kind]} with AI functions is not planned yet (only a SELECT is): run the "
+                            "SELECT with ifr.sql(...) and write its DataFrame with inferframe's atomic writers, e.g. "
+                            "ifr.sql('SELECT ...', reviews=df).write_parquet('out/').")
+        raise PlanError(f"sql(): DuckDB cannot parse the query: {out.get('error_message', out)}")
+    statements = out.get("statements") or []
+    if len(statements) != 1:
+        raise PlanError(f"sql() takes one SELECT statement, got {len(statements)}.")
+    return statements[0]["node"]
+
+
+_WRITES = {"COPY": "COPY (...) TO", "CREATE": "CREATE TABLE ... AS", "INSERT": "INSERT INTO ... SELECT"}
+
+
+def _kind(query: str) -> str:
+    """The statement's kind as DuckDB names it (COPY, CREATE, SELECT...; "" when DuckDB cannot split it)."""
+    con = optional("duckdb", "sql", "sql()").connect()
+    try:
+        found = con.extract_statements(query)
+        return str(found[0].type).rsplit(".", 1)[-1] if len(found) == 1 else ""
+    except Exception:  # noqa: BLE001 - not even statements: the parse error says why
+        return ""
+    finally:
+        con.close()
+
+
+def to_sql(node: dict) -> str:
+    """The SQL of a SELECT node (a whole query, or a subquery's)."""
+    text = json.dumps({"error": False, "statements": [{"node": node, "named_param_map": []}]})
+    return _ask("SELECT json_deserialize_sql(?::JSON)", text)
+
+
+def expression(sql: str) -> dict:
+    """The node of one SQL expression."""
+    return statement(f"SELECT {sql}")["select_list"][0]
+
+
+def expression_sql(expr: dict) -> str:
+    """The SQL of one expression node (without its alias)."""
+    node = statement("SELECT 1")
+    node["select_list"] = [dict(expr, alias="")]
+    return to_sql(node)[len("SELECT "):]
+
+
+def nodes(tree: Any) -> Iterator[dict]:
+    """Every dict in the tree, parents before children."""
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            yield item
+            stack.extend(reversed(list(item.values())))
+
+
+def replace(node: dict, new: dict) -> None:
+    """Put ``new`` in the tree where ``node`` is (in place: the parent keeps its reference)."""
+    new = copy.deepcopy(new)
+    node.clear()
+    node.update(new)
+
+
+def conjuncts(expr: dict | None) -> list[dict]:
+    """The parts of an ``AND`` chain (one part: the expression itself).
+
+    Example:
+        >>> [expression_sql(c) for c in conjuncts(expression("a > 1 and (b or c) and d"))]
+        ['(a > 1)', '(b OR c)', 'd']
+    """
+    if not expr:
+        return []
+    if expr.get("type") == "CONJUNCTION_AND":
+        return [c for child in expr["children"] for c in conjuncts(child)]
+    return [expr]
+
+
+def conjunction(parts: list[dict]) -> dict | None:
+    """The ``AND`` of ``parts`` (None: no part)."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return {"class": "CONJUNCTION", "type": "CONJUNCTION_AND", "alias": "", "query_location": 18446744073709551615,
+            "children": list(parts)}
+
+
+def column_refs(tree: Any) -> list[dict]:
+    """Every column reference in the tree."""
+    return [n for n in nodes(tree) if n.get("class") == "COLUMN_REF"]
+
+
+def select_star(item: dict) -> str:
+    """``SELECT * FROM <item>``: the query of one FROM item (a file, a table function, a subquery).
+
+    Example:
+        >>> select_star(statement("select * from read_csv('x.csv') as r")["from_table"])
+        "SELECT * FROM read_csv('x.csv') AS r"
+    """
+    node = statement("SELECT * FROM __ifr_item")
+    node["from_table"] = copy.deepcopy(item)
+    return to_sql(node)
+
+
+def table_ref(name: str, alias: str) -> dict:
+    """The FROM item that reads the table ``name`` as ``alias``."""
+    node = statement("SELECT * FROM __ifr_item AS __ifr_alias")["from_table"]
+    return dict(node, table_name=name, alias=alias, qualified_name={"path": [name]})

@@ -1,0 +1,1 @@
+"""The SQL corpus (``corpus.py``): its queries, tables, recorded answers and the simulator's responder."""
