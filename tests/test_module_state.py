@@ -76,6 +76,8 @@ ALLOWED = {
     "inferframe.runners.ray_limits.host:_HOSTS": ("cache: the driver's host actors by Ray session and role, each job's "
                                                   "state an instance in them, dropped at the job's end"),
     "inferframe.runners.ray_limits.host:_HOSTS_LOCK": "lock: one host per role and Ray session",
+    "inferframe.sql.nested:_WITH_AI": ("weak set of the DataFrames planned from a CTE or subquery with AI calls, by "
+                                       "identity: an entry lives as long as its DataFrame"),
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",
     "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext (by the session over Spark "
                                                           "Connect): the one driver service of a session's lazy Spark "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import Any
 
 from inferframe.errors import PlanError
@@ -54,7 +55,7 @@ def statement(query: str) -> dict:
     return statements[0]["node"]
 
 
-_WRITES = {"COPY": "COPY (...) TO", "CREATE": "CREATE TABLE ... AS", "INSERT": "INSERT INTO ... SELECT"}
+_WRITES = MappingProxyType({"COPY": "COPY (...) TO", "CREATE": "CREATE TABLE ... AS", "INSERT": "INSERT INTO ... SELECT"})
 
 
 def _kind(query: str) -> str:
