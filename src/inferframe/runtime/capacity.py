@@ -21,7 +21,11 @@ from what the latency shows, after the published adaptive concurrency limiters:
   cut, with the in-flight count the window actually had: by Little's law, requests in flight over
   latency is the throughput, so in flight x floor / latency is the number the server serves at
   once (its capacity, for a FIFO) and the cut loses no throughput. As in both, one cut at most
-  halves the bound (a stall of the client's own loop must not wipe it out).
+  halves the bound (a stall of the client's own loop must not wipe it out). A cut that cost more than
+  ``1 - KEPT`` of the throughput is undone, and no later cut goes below halfway: cutting a queue at
+  the server costs no throughput (Little's law), so that cut went below the capacity, or the latency
+  came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
+  busy machine).
 * **Growth.** Vegas's slow start (grow by a lot while the queue estimate is small) and Envoy's
   gradient (up to 2x per interval): until the first queueing is seen the bound doubles per
   window while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
@@ -75,6 +79,8 @@ DRIFT_PER_S = 0.002
 STALE = 0.9
 # Requests sent within this share of the floor after the bound moved are left out of the next window.
 SETTLE = 0.5
+# A cut must keep this share of the throughput (answers/s) of the window before it, or it is undone.
+KEPT = 0.85
 # The bound counts as used when the window saw this share of it in flight.
 USED = 0.8
 
@@ -100,6 +106,9 @@ class CapacityFinder:
         self.maximum = maximum
         self.minimum = minimum
         self.bound = max(minimum, min(start, maximum))
+        # Starting at the ceiling: the user's own max_concurrency (or a local server's slots). A queue beyond doubt
+        # (SURE, two windows in a row) cuts it; what a busy client's own loop adds to the latency must not.
+        self.careful = start >= maximum
         self.found = False
         self.floor: float | None = None
         self.reason = ""
@@ -117,6 +126,9 @@ class CapacityFinder:
         self._in_flight = 0  # the most in flight during the window
         self._floor_at = 0.0
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
+        self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
+        self._least = 0.0  # no cut goes below this: a cut there cost throughput once
+        self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
 
     def sent(self) -> None:
@@ -165,6 +177,7 @@ class CapacityFinder:
                 self._first = []
                 self._floor_at = now
             return False
+        self._answers += 1
         if sent_at < self._since or sent_at > self._cohort_end:
             return False  # not one of the window's cohort
         self._window.append(latency)
@@ -180,6 +193,8 @@ class CapacityFinder:
         rank = (3 * self._cohort) // 4
         sample = window[rank] if len(window) > rank else window[-1]
         used = self._in_flight
+        throughput = self._answers / max(1e-9, now - self._judged_at)
+        self._answers, self._judged_at = 0, now
         self._window, self._in_flight = [], 0
         # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
         # the earlier requests free as they end, and a queue shows only about a round trip later.
@@ -191,18 +206,34 @@ class CapacityFinder:
         self._floor_at = now
         ratio = sample / floor
         bound = self.bound
+        cut, self._cut = self._cut, None
+        if cut is not None and throughput < KEPT * cut[1]:
+            # The cut cost throughput: it went below what the server serves at once (cutting a queue costs none, by
+            # Little's law), or the latency was this client's own loop, whose lag grows with the answers it handles.
+            # Back to the bound before; no later cut goes below halfway between the two.
+            self._least = (cut[0] + self.bound) / 2
+            self._last_ratio, self.found = None, cut[2]
+            self.bound, self.reason = cut[0], "latency"
+            self.moves += 1
+            return True
         quiet, self._quiet = self._quiet, ratio <= 1 + GROW_BELOW
+        if self.careful and ratio >= 1 + CUT_ABOVE and (ratio < SURE or self._last_ratio is None):
+            self._last_ratio = ratio if ratio >= SURE else None
+            return False  # the user's own bound: only a queue beyond doubt, two windows in a row, cuts it
         if ratio >= 1 + CUT_ABOVE and quiet and ratio < SURE:
             self._last_ratio = None
             return False  # once after a quiet window, and not by far: noise of this client's own loop, perhaps
         if ratio >= 1 + CUT_ABOVE:
             last, self._last_ratio = self._last_ratio, ratio
-            if last is not None and ratio >= STALE * last:
+            if last is not None and ratio >= STALE * last and not self.careful:
                 # The last cut did not bring the latency down: no queue of ours made it (a queue shrinks with
                 # the requests in flight), the server or this client's own loop is slower now. A new floor.
                 self.floor, self._last_ratio = sample, None
                 return False
-            new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT)))  # Little's law: served at once
+            new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT, self._least)))  # Little's law
+            if new >= bound:
+                return False
+            self._cut = (bound, throughput, self.found)
             self.found, reason = True, "capacity"
         else:
             self._last_ratio = None
