@@ -121,3 +121,24 @@ def test_a_capacity_found_is_remembered_by_the_next_job_of_the_process():
     assert int(second.slots.limit) == 300 and second.slots.capacity.found
     other = LocalCoordinator().limits("openai:http://other/v1|m", config, "k")
     assert int(other.slots.limit) == 64
+
+
+def test_a_cluster_worker_s_share_is_where_its_capacity_finder_starts():
+    """A Ray or Spark worker's bound starts at 1 and gets its share of max_concurrency from the coordinator: the
+    capacity finder probes on from the share, never pulls the bound under it while the latency stays flat."""
+    clock = FakeClock()
+    lim = AdaptiveLimit(1, 1, base=1, clock=clock)
+    lim.set_ceiling(256, base=64, initial=64)
+    assert int(lim.limit) == 64
+    bounds = []
+    for round_trip in range(6):
+        taken = 0
+        while lim.enter_now():  # a round trip's requests: as many as the bound admits
+            lim.started()
+            taken += 1
+        clock.now += 1.0
+        for _ in range(taken):
+            lim.leave()
+            lim.on_success(1.0, None, sent_at=clock.now - 1.0)
+        bounds.append(int(lim.limit))
+    assert min(bounds) >= 64 and bounds[-1] == 256, bounds  # grown to the share: the latency stayed flat

@@ -233,6 +233,8 @@ class AdaptiveLimit:
             (25, 25)
             >>> lim.set_ceiling(10, base=64, initial=64); lim.maximum, int(lim.limit)
             (10, 10)
+            >>> lim.capacity.bound, lim.capacity.maximum      # the capacity finder probes within the share
+            (10, 10)
         """
         ceiling = max(self.minimum, int(ceiling))
         if ceiling == self.maximum:
@@ -242,14 +244,16 @@ class AdaptiveLimit:
         self.base = min(base, ceiling)
         self.target = min(max(self.target, self.base), ceiling)
         self._sized = None  # the next size() goes to the size the new ceiling allows at once
-        if self.capacity is not None:
-            self.capacity.maximum = ceiling
+        cap = self.capacity
         if self.limit > ceiling:
             self.limit = float(ceiling)
         elif grew:
             start = initial if not self.adaptive else max(self.limit, self.base)
             if min(start, ceiling) > self.limit:
                 self._set_limit(float(min(start, ceiling)))
+        if cap is not None:  # the capacity finder probes on from this worker's bound, within its share
+            cap.maximum, cap.careful = ceiling, self.base >= ceiling
+            cap.bound = max(cap.minimum, min(ceiling, max(cap.bound, int(self.limit))))
         self._note("cap")
 
     @property
