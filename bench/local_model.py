@@ -119,7 +119,6 @@ def child_inferframe(rows: int, swa_full_slots: int | None = None) -> None:
     from inferframe.functions import format, prompt
     from inferframe.observe import last_run
     from inferframe.providers.local_server import LocalServer, get_local_server
-    from inferframe.observe.stats import CURRENT_RUN
 
     reviews = read_reviews()
     warm = reviews[-WARMUP_ROWS:]
@@ -143,15 +142,19 @@ def child_inferframe(rows: int, swa_full_slots: int | None = None) -> None:
         .with_column("s", expr()).collect(progress=False)
     warmup_s = time.perf_counter() - t0
 
-    # Sample inferframe's requests in flight (RunStats.in_flight) while the timed run goes.
+    # Sample the requests in flight (the server's busy slots, from llama.cpp's /slots) while the timed run goes.
     samples: list[int] = []
     stop = threading.Event()
+    slots_url = server.base_url.rstrip("/").removesuffix("/v1") + "/slots"
 
     def sampler() -> None:
+        import urllib.request
         while not stop.is_set():
-            runs = CURRENT_RUN.runs()
-            if runs:
-                samples.append(sum(r.in_flight for r in runs))
+            try:
+                with urllib.request.urlopen(slots_url, timeout=2) as r:
+                    samples.append(sum(bool(s.get("is_processing")) for s in json.loads(r.read())))
+            except (OSError, ValueError):
+                pass
             stop.wait(0.05)
 
     th = threading.Thread(target=sampler, daemon=True)

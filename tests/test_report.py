@@ -250,3 +250,19 @@ def test_the_tokens_and_cost_table_shows_every_header_whole(tmp_path, width):
     assert found, proc.stderr[-2000:]
     over = json.loads(found.group(1).replace("&quot;", '"'))
     assert over["Tokens and cost"] <= 0, f"the table is cut by {over['Tokens and cost']} px at a {width} px window"
+
+
+def test_a_self_hosted_server_s_capacity_shows_in_last_run_and_the_report(history_dir, tmp_path):
+    """Issue 46: the in-flight bound over time and why it moved, against a server of capacity 16 (a FIFO beyond)."""
+    with Simulator(SimulatorConfig(capacity=16, latency_ms=100)) as sim:
+        df = ifr.from_pydict({"q": [f"row {i}" for i in range(800)]}).with_column(
+            "label", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="sk-x", model="gpt-5-mini",
+                            use_chat_completions=True))
+        df.collect()
+        waited = sim.stats()["queued"]
+    moves = ifr.last_run()[0]["concurrency"]
+    assert moves[0][1:] == [64, "start"] and "capacity" in [why for _, _, why in moves], moves
+    # 64 at first (each request waited out 3 others' 100 ms), then cut toward 16 (bench/self_hosted.py measures how close).
+    assert moves[-1][1] < 48 and waited > 0, moves
+    text = open(report(None, str(tmp_path / "r.html"), directory=history_dir), encoding="utf-8").read()
+    assert "Requests in flight and their bound" in text and "capacity from" in text

@@ -141,12 +141,14 @@ def test_max_concurrency_is_a_hard_ceiling():
     assert server.peak == 100 and rt.slots.peak == 100
 
 
-def test_without_known_limits_the_bound_stays_at_the_default():
+def test_without_known_limits_the_bound_grows_while_the_latency_stays_at_its_floor():
+    """Issue 46: the bound of 64 used to stay for the whole job (a quarter of a self-hosted server's capacity)."""
     server, vt = Server(10**9, latency=1.0), VirtualTimeLoop()  # a limit nobody reaches; its headers still tell it
     rt = runtime(server, vt)
     rt.limiter.observe = lambda hints, ticket=None: None  # a server that tells nothing
-    vt.run(timed(rt, rows(300)))
-    assert rt.slots.peak == 64 and rt.config.max_concurrency == 1024
+    vt.run(timed(rt, rows(600)))
+    assert rt.slots.peak > 64 and rt.config.max_concurrency == 1024
+    assert [r for _, _, r in rt.slots.history][:2] == ["start", "latency"]
 
 
 def test_aimd_still_cuts_a_sized_bound_and_regrows_slowly():

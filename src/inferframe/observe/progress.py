@@ -263,6 +263,8 @@ def waiting_notes(stats: RunStats) -> list[str]:
         ['paused 0.5 s: rate limit', 'retrying 1 row']
         >>> waiting_notes(RunStats())
         ['0 in flight']
+        >>> waiting_notes(RunStats(in_flight=250, concurrency=[[0.0, 64, "start"], [3.1, 256, "capacity"]]))
+        ["250 in flight (bound by the server's capacity, 256)"]
     """
     notes = []
     paused = stats.paused_for
@@ -271,7 +273,8 @@ def waiting_notes(stats: RunStats) -> list[str]:
     if stats.retrying:
         notes.append(f"retrying {stats.retrying} row{'s' if stats.retrying != 1 else ''}")
     if stats.in_flight or not notes:
-        notes.insert(0, f"{stats.in_flight} in flight")
+        cap = stats.capacity_bound
+        notes.insert(0, f"{stats.in_flight} in flight" + (f" (bound by the server's capacity, {cap})" if cap else ""))
     return notes
 
 

@@ -165,10 +165,13 @@ class RunRecorder:
             self._thread = threading.Thread(target=self._tick, name="inferframe-history", daemon=True)
             self._thread.start()
 
-    def _point(self) -> list[float]:
+    def _point(self) -> list:
+        """[seconds, rows done, requests, 429s, retries, errors, in flight, in-flight bound, why it last moved]."""
         runs = self.counters.runs()
+        bounds = [r.concurrency[-1] for r in runs if r.concurrency]
         return [round(time.time() - self.started, 3), *(sum(getattr(r, k) for r in runs) for k in
-                ("rows_done", "requests", "rate_limited", "retries", "errors"))]
+                ("rows_done", "requests", "rate_limited", "retries", "errors", "in_flight")),
+                sum(b[1] for b in bounds), bounds[0][2] if bounds else ""]
 
     def _tick(self) -> None:
         last = time.monotonic()

@@ -24,34 +24,13 @@ from typing import Any, Sequence
 
 from inferframe.observe.history import shares
 from inferframe.observe.quality import FIX, Measurement, same_answer
+from inferframe.observe.report_style import CSS
 from inferframe.observe.stats import LATENCY_BOUNDS
 
 BLUE, GREY, RED, ORANGE = "#2563eb", "#a3aab8", "#dc2626", "#ea8c00"
 NUM = ' class="num"'
 W = 520  # width of every chart's viewBox (it scales to the card)
 
-CSS = """
-*{box-sizing:border-box}body{margin:0;background:#f4f5f7;color:#1f2430;font:14px/1.45 system-ui,-apple-system,
-"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}main{max-width:1160px;margin:0 auto;padding:24px}
-h1{font-size:22px;margin:0 0 2px}h2{font-size:16px;margin:0 0 10px}h3{font-size:14px;margin:14px 0 6px}
-.sub{color:#5b6372;margin-bottom:16px}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:16px}
-section{background:#fff;border:1px solid #e1e4ea;border-radius:8px;padding:16px;margin-bottom:16px;min-width:0}
-.grid section{margin-bottom:0}.wide{margin-top:16px}svg{max-width:100%;height:auto;display:block}
-svg text{font:12px system-ui,sans-serif;fill:#5b6372}.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(130px,1fr));gap:8px}
-.tile{background:#f7f8fa;border-radius:6px;padding:8px 10px}.tile b{display:block;font-size:18px;font-variant-numeric:tabular-nums}
-.tile span{color:#5b6372;font-size:12px}.bad b{color:#dc2626}.note{color:#5b6372;font-size:13px}
-.legend span{display:inline-block;margin-right:14px;font-size:12px;color:#5b6372}
-.legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
-table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}th,td{border-bottom:1px solid #e8eaef;
-padding:4px 8px;text-align:left;vertical-align:top}th{background:#f7f8fa;font-weight:600}.scroll{overflow-x:auto}
-td.num,th.num{text-align:right}th,td:first-child,td.num{white-space:nowrap}.drift{color:#dc2626}.alert{background:#fef2f2;border:1px solid #fecaca;color:#991b1b;
-border-radius:8px;padding:10px 14px;margin-bottom:16px}.hit{background:#dcfce7}.miss{background:#fee2e2}
-.null{color:#a3aab8;font-style:italic}.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;
-background:#dcfce7;color:#166534;margin-left:8px;vertical-align:3px}.badge.failed{background:#fee2e2;color:#991b1b}
-.calls{margin:8px 0 0;padding-left:18px;color:#5b6372;font-size:13px}
-.pair{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.pair>div{flex:1 1 460px;min-width:0}
-.pair>div.whole{flex:1 1 auto}
-"""
 
 
 def _e(value: Any) -> str:
@@ -270,6 +249,18 @@ def _throughput(run: dict) -> str:
     return _section("Rows per second", body)
 
 
+def _bound(run: dict) -> str:
+    """Requests in flight and their bound over the run, and why the bound moved (issue 46); none in older runs."""
+    tl = [p for p in run.get("timeline") or [] if len(p) > 8]
+    if not tl:
+        return ""
+    unit, label = _clock(tl)
+    moves = " · ".join(f"{_e(p[8])} from {_secs(p[0])}" for a, p in zip([None] + tl, tl) if a is None or a[8] != p[8])
+    series = [(n, c, [(p[0] / unit, p[i]) for p in tl]) for n, c, i in (("bound", ORANGE, 7), ("in flight", BLUE, 6))]
+    return _section("Requests in flight and their bound", f'<p class="note">Why the bound moved (start, limits, latency, '
+                    f'capacity, 429, faults, cap): {moves}</p>' + line_chart(series, label))
+
+
 def _latency(run: dict) -> str:
     marks = [(f"p{q}", run.get(f"latency_p{q}_s")) for q in (50, 90, 99)]
     head = '<p class="note">' + " · ".join(f"{n} {_e(_secs(v))}" for n, v in marks) + "</p>"
@@ -481,7 +472,7 @@ def render_report(run: dict, earlier: list[dict], sample: list[dict]) -> str:
     if low:
         alert += ('<div class="alert"><b>Answers that carry little information:</b> ' + "; ".join(
             f"{_e(c)}: {_e(m.summary)}" for c, m in low) + f". {_e(FIX[0].upper() + FIX[1:])}.</div>")
-    panels = [_totals(run), '<div class="grid">', _throughput(run), _latency(run), _retries(run), _errors(run), "</div>",
+    panels = [_totals(run), '<div class="grid">', _throughput(run), _latency(run), _retries(run), _errors(run), _bound(run), "</div>",
               _tokens(run, earlier), _distributions(run, earlier)]
     if run.get("evaluation"):
         panels.append(_evaluation(run["evaluation"]))

@@ -107,6 +107,23 @@ class RunStats:
     # A call with max_cost/max_tokens_budget: its caps, and the worst case of a request it held back
     # (``runtime.budget``), for the end-of-job BudgetExceededWarning; a setting, the same in every process.
     budget: dict = dataclasses.field(default_factory=dict)
+    # The in-flight bound over time and why it moved: [seconds since the start, bound, reason] (the runtime's
+    # ``AdaptiveLimit.history``, shared by reference; see runtime.concurrency). Empty: the call sent nothing.
+    concurrency: list = dataclasses.field(default_factory=list)
+
+    @property
+    def capacity_bound(self) -> int | None:
+        """The bound, when the job is bound by the server's capacity (queueing was seen and the bound is full).
+
+        Example:
+            >>> s = RunStats(in_flight=250, concurrency=[[0.0, 64, "start"], [3.1, 256, "capacity"]])
+            >>> s.capacity_bound
+            256
+        """
+        hist = self.concurrency
+        if hist and hist[-1][2] == "capacity" and self.in_flight >= 0.9 * hist[-1][1]:
+            return hist[-1][1]
+        return None
 
     def pause_for(self, seconds: float) -> None:
         """Admission is paused for ``seconds`` from now (a spent rate limit); shown on the progress line.
@@ -150,7 +167,7 @@ class RunStats:
     def snapshot(self) -> dict:
         """The counters as plain data, to send to the driver."""
         return {"label": self.label, "age_s": time.monotonic() - self.started, **{k: getattr(self, k) for k in _SUMMED},
-                "budget": dict(self.budget),
+                "budget": dict(self.budget), "concurrency": [list(e) for e in self.concurrency],
                 "paused_for": self.paused_for, "latency_hist": list(self.latency_hist),
                 "stage_rows": dict(self.stage_rows), "stage_thresholds": dict(self.stage_thresholds),
                 "answers": dict(self.answers), "answers_raw": dict(self.answers_raw),

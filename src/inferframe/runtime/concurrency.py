@@ -1,5 +1,9 @@
 """A job-wide bound on requests in flight: sized from the rate limit and the latency, adapted by AIMD.
 
+With no rate limit known (a self-hosted server: no limit headers), the bound is the capacity that
+``runtime.capacity.CapacityFinder`` finds from the latency; with one, it is the smaller of the
+rate's need (below) and a capacity found. ``history`` keeps the bound over time and why it moved.
+
 When the rate limit is known (given or learned from the server's hints), the bound follows it by
 Little's law: requests in flight = rate x latency, times ``HEADROOM`` for the spread of latencies
 and the first burst, never below the bound used while nothing is known and never above the hard
@@ -27,6 +31,7 @@ import asyncio
 import collections
 import math
 
+from inferframe.runtime.capacity import CapacityFinder
 from inferframe.runtime.clock import REAL, Clock
 
 # In flight = rate x mean latency (Little's law) times this, for the spread of latencies and bursts.
@@ -46,6 +51,9 @@ EPISODE_QUIET_S = 30.0
 FAILURE_SHARE = 0.25
 FAILURE_WINDOW = 100
 FAILURE_MIN = 50
+# Entries of ``history`` at most; moves for the same reason within this many seconds are one entry.
+HISTORY_MAX = 500
+HISTORY_MERGE_S = 1.0
 
 
 class AdaptiveLimit:
@@ -92,6 +100,14 @@ class AdaptiveLimit:
         self._recent: collections.deque[bool] = collections.deque(maxlen=FAILURE_WINDOW)  # True: failed
         self._failed = 0  # failures in _recent
         self.cuts = 0  # multiplicative cuts so far
+        # The server's capacity, found from the latency: the bound while no rate limit is known.
+        self.capacity = CapacityFinder(self.base, maximum, minimum, clock) if adaptive else None
+        self._used = 0  # the most in flight since the last answer (for the capacity finder)
+        self._t0 = clock.monotonic()
+        # (seconds since the start, bound, why it moved): "start", "limits" (sized from rate-limit headers or the
+        # user's rpm/tpm), "latency" (grown: the latency stayed at its floor), "capacity" (queueing: cut to the
+        # capacity found), "429", "faults", "cap" (the user's max_concurrency or a worker's share).
+        self.history: list[list] = [[0.0, int(self.limit), "start"]]
 
     async def __aenter__(self):
         # Single-threaded asyncio: no await between the check and the increment, so no lock is needed.
@@ -114,6 +130,43 @@ class AdaptiveLimit:
         self.in_flight += 1
         if self.in_flight > self.peak:
             self.peak = self.in_flight
+        if self.in_flight > self._used:
+            self._used = self.in_flight
+
+    def started(self) -> bool:
+        """A request left (its place taken and its admission granted); False: no need to say so again.
+
+        The capacity finder takes the latency floor from the answers of the first requests sent, and
+        judges the latency of each cohort of requests sent after the bound moved.
+        """
+        if self.capacity is None:
+            return False
+        self.capacity.sent()
+        return True
+
+    def _note(self, reason: str) -> None:
+        """The bound moved for ``reason``: one more entry of ``history`` (merged with the last of the same reason)."""
+        now = round(self.clock.monotonic() - self._t0, 3)
+        bound, hist = int(self.limit), self.history
+        last = hist[-1]
+        if last[1] == bound:
+            return
+        if (last[2] == reason and now - last[0] < HISTORY_MERGE_S) or len(hist) >= HISTORY_MAX:
+            last[1] = bound
+        else:
+            hist.append([now, bound, reason])
+
+    @property
+    def capacity_bound(self) -> bool:
+        """The job is bound by the server's capacity: queueing was seen and the bound is full.
+
+        Example:
+            >>> AdaptiveLimit(initial=64, maximum=1024).capacity_bound
+            False
+        """
+        cap = self.capacity
+        return cap is not None and cap.found and self.in_flight >= 0.9 * int(self.limit) \
+            and int(self.limit) <= cap.bound
 
     def leave(self) -> None:
         """Give back a place taken by ``enter_now`` or ``async with``."""
@@ -180,6 +233,8 @@ class AdaptiveLimit:
             (25, 25)
             >>> lim.set_ceiling(10, base=64, initial=64); lim.maximum, int(lim.limit)
             (10, 10)
+            >>> lim.capacity.bound, lim.capacity.maximum      # the capacity finder probes within the share
+            (10, 10)
         """
         ceiling = max(self.minimum, int(ceiling))
         if ceiling == self.maximum:
@@ -189,12 +244,17 @@ class AdaptiveLimit:
         self.base = min(base, ceiling)
         self.target = min(max(self.target, self.base), ceiling)
         self._sized = None  # the next size() goes to the size the new ceiling allows at once
+        cap = self.capacity
         if self.limit > ceiling:
             self.limit = float(ceiling)
         elif grew:
             start = initial if not self.adaptive else max(self.limit, self.base)
             if min(start, ceiling) > self.limit:
                 self._set_limit(float(min(start, ceiling)))
+        if cap is not None:  # the capacity finder probes on from this worker's bound, within its share
+            cap.maximum, cap.careful = ceiling, self.base >= ceiling
+            cap.bound = max(cap.minimum, min(ceiling, max(cap.bound, int(self.limit))))
+        self._note("cap")
 
     @property
     def sized(self) -> bool:
@@ -215,6 +275,9 @@ class AdaptiveLimit:
             self.target = self.maximum
         else:
             self.target = max(self.base, min(self.maximum, math.ceil(HEADROOM * rate * latency)))
+        cap = self.capacity
+        if cap.found and cap.bound < self.target:
+            self.target = cap.bound  # the server's capacity is the smaller bound: more would only queue there
         known = self._sized
         if known is None or known[1] != (latency is not None) or abs(rate - known[0]) > 0.25 * known[0]:
             # New limits, or the first latency: go to the new size at once (one slot per round trip would take
@@ -222,18 +285,57 @@ class AdaptiveLimit:
             self._sized = (rate, latency is not None)
             self._cut_since_sized = False
             self._set_limit(float(max(self.minimum, self.target)))
+            self._note("limits")
         elif self.limit > self.target:
             self.limit = float(max(self.minimum, self.target))
+            self._note("capacity" if self.target == cap.bound else "limits")
         elif self.limit < self.target and not self._cut_since_sized:
             # The mean latency grew: the first answers back are the fastest of the first burst, and a bound
             # sized from them left no room for the spread (one slot per round trip took minutes to grow).
             self._set_limit(float(self.target))
+            self._note("limits")
 
-    def on_success(self, latency: float, rate: float | None = None) -> None:
-        """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow."""
+    def recall_capacity(self, earlier: CapacityFinder) -> None:
+        """Start from the capacity an earlier job of this process found at the same endpoint (no rate known yet).
+
+        Example:
+            >>> earlier = CapacityFinder(64, 1024); earlier.floor, earlier.bound, earlier.found = 0.2, 256, True
+            >>> lim = AdaptiveLimit(initial=64, maximum=1024, base=64); lim.recall_capacity(earlier)
+            >>> int(lim.limit), lim.history[-1]
+            (256, [0.0, 256, 'capacity'])
+        """
+        cap = self.capacity
+        if cap is None or earlier.floor is None:
+            return
+        cap.recall(earlier)
+        cap.reason = "capacity" if cap.found else "latency"
+        if not self.sized:  # sized from recalled limits: the capacity caps them at the next request (``size``)
+            self._capacity_moved(None)
+
+    def _capacity_moved(self, rate: float | None) -> None:
+        """The capacity finder moved its bound: with no rate known it is the target, else it caps the rate's."""
+        if rate:
+            self.size(rate)
+            return
+        cap = self.capacity
+        self.target = cap.bound
+        if cap.bound > self.limit:
+            self._set_limit(float(cap.bound))
+        else:
+            self.limit = float(max(self.minimum, cap.bound))
+        self._note(cap.reason)
+
+    def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None) -> None:
+        """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow.
+
+        ``sent_at``: when its request left (the clock's time; None: now less the latency).
+        """
         self._record(False)
         if not self.adaptive:
             return
+        used, self._used = self._used, self.in_flight
+        if self.capacity.on_answer(latency, max(used, self.in_flight + 1), sent_at):
+            self._capacity_moved(rate)
         self._latencies += 1
         mean = self._mean_latency
         self._mean_latency = latency if mean is None else mean + (latency - mean) * max(0.05, 1.0 / self._latencies)
@@ -248,12 +350,14 @@ class AdaptiveLimit:
             base = self._base_latency
             self._base_latency = self._latency if base is None else min(self._latency, base * 1.002)
             if self._latency > 4 * self._base_latency + 0.05:
-                self.on_congestion()  # queueing at the server: back off before it starts failing
+                self.on_congestion(reason="latency")  # queueing at the server: back off before it starts failing
                 return
         if self.limit < self.target:
             self._set_limit(min(self.target, self.limit + 1.0 / max(1.0, self.limit)))
+            if self.history[-1][2] != "start":
+                self._note(self.history[-1][2])  # regrowth after a cut: the same entry's reason
 
-    def on_congestion(self, factor: float = CUT) -> None:
+    def on_congestion(self, factor: float = CUT, reason: str = "latency") -> None:
         """The server has more than it can take (a spent budget, queueing): cut the bound, once a second at most."""
         if not self.adaptive:
             return
@@ -264,6 +368,7 @@ class AdaptiveLimit:
         self.cuts += 1
         self._cut_since_sized = True
         self.limit = max(self.minimum, self.limit * factor)
+        self._note(reason)
         self._latency, self._answers = 0.0, 0  # judge the latency afresh at the new bound
 
     def on_rate_limited(self, spent: bool = False) -> None:
@@ -289,9 +394,9 @@ class AdaptiveLimit:
         first = now - self._last_429 > EPISODE_QUIET_S
         self._last_429 = now
         if spent:
-            self.on_congestion()
+            self.on_congestion(reason="429")
         elif first:
-            self.on_congestion(ISOLATED_CUT)
+            self.on_congestion(ISOLATED_CUT, "429")
 
     def on_fault(self) -> None:
         """A retryable failure that is not a 429 (5xx, reset, timeout, malformed): cut only when failures persist.
@@ -331,7 +436,7 @@ class AdaptiveLimit:
         if failed:
             self._failed += 1
             if self.failing:
-                self.on_congestion()
+                self.on_congestion(reason="faults")
 
 
 class _Ahead:

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from inferframe.providers.interface import LimitHints
 from inferframe.runtime.breaker import Breaker
+from inferframe.runtime.capacity import CapacityFinder
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.runtime.config import RuntimeConfig
@@ -74,7 +75,7 @@ class InFlightBound(Protocol):
     def size(self, rate: float | None) -> None:
         """Size the bound from the rate the limits allow."""
 
-    def on_success(self, latency: float, rate: float | None = None) -> None: ...
+    def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None) -> None: ...
 
     def on_rate_limited(self, spent: bool = False) -> None: ...
 
@@ -163,6 +164,7 @@ class Coordinator(Protocol):
 # The rate limiter of this process's latest job per endpoint, model and key: the next job's starts from
 # what it learned (``RateLimiter.recall``) instead of probing the server with one request again.
 _EARLIER: dict[tuple[str, str], RateLimiter] = {}
+_EARLIER_CAPACITY: dict[tuple[str, str], CapacityFinder] = {}
 _EARLIER_LOCK = threading.Lock()
 
 
@@ -188,4 +190,11 @@ class LocalCoordinator:
                     if earlier is not None and found.limiter.recall(earlier):
                         found.sized()
                     _EARLIER[(key, account)] = found.limiter
+                    # The capacity found (a self-hosted server's: no limit headers) is remembered the same way.
+                    capacity = getattr(found.slots, "capacity", None)
+                    if capacity is not None:
+                        known = _EARLIER_CAPACITY.get((key, account))
+                        if known is not None:
+                            found.slots.recall_capacity(known)
+                        _EARLIER_CAPACITY[(key, account)] = capacity
             return found

@@ -69,6 +69,9 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
         self.clock = clock
         shared = limits or SharedLimits.for_config(config, clock)
         self.limiter, self.slots, self.breaker = shared.limiter, shared.slots, shared.breaker
+        # The in-flight bound over time and why it moved, for last_run() and the report (a cluster's has none).
+        self.stats.concurrency = getattr(self.slots, "history", self.stats.concurrency)
+        self._count_sends = hasattr(self.slots, "started")
         # A limiter that can admit without waiting (``RateLimiter.admit_now``; a cluster's leases always await).
         self._admit_now = getattr(self.limiter, "admit_now", None)
         self.rng = random.Random(seed)
@@ -383,6 +386,8 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
             hold.release()
         self.stats.in_flight += 1
         self.stats.requests += 1
+        if self._count_sends:  # the capacity finder's latency floor: the answers of the first requests sent
+            self._count_sends = self.slots.started()
         started = ticket.sent_at = self.clock.monotonic()
         return started
 

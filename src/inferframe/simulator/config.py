@@ -143,6 +143,11 @@ class SimulatorConfig:
         latency_lo_ms / latency_hi_ms: bounds of the uniform distribution.
         latency_sigma: sigma of the lognormal.
         latency_per_output_token_ms: extra time per generated token.
+    Capacity (a self-hosted server: vLLM, llama.cpp, TGI, SGLang; see :mod:`.capacity`):
+        capacity: requests served at once; the rest wait in a FIFO (their wait is in
+            ``/_sim/stats``: ``queued``, ``queue_wait_s``, ``mean_queue_wait_s``). None = no bound.
+        capacity_slowdown: a request served with n others takes its latency times
+            ``1 + capacity_slowdown x n / capacity`` (a batch of decode steps is slower the more it holds).
     Prefix cache and prefill (chat and responses; see :mod:`.prefix_cache`):
         prefix_cache_tokens: capacity of a vLLM-style automatic prefix cache in
             tokens (LRU of hashed blocks); 0 = off.  Cached tokens are reported in
@@ -204,6 +209,9 @@ class SimulatorConfig:
     latency_hi_ms: float = 0.0
     latency_sigma: float = 0.5
     latency_per_output_token_ms: float = 0.0
+    # capacity (self-hosted server)
+    capacity: Optional[int] = None
+    capacity_slowdown: float = 0.0
     # prefix cache and prefill
     prefix_cache_tokens: int = 0
     prefix_block_tokens: int = 16
@@ -255,8 +263,11 @@ class SimulatorConfig:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
                 raise ValueError(f"{name} must be None or a positive int, got {v!r}")
+        cap = self.capacity
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+            raise ValueError(f"capacity must be None or an int >= 1 (requests served at once), got {cap!r}")
         for name in ("latency_ms", "latency_lo_ms", "latency_hi_ms", "latency_sigma",
-                     "latency_per_output_token_ms", "timeout_hang_s"):
+                     "latency_per_output_token_ms", "timeout_hang_s", "capacity_slowdown"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name, least in (("prefix_cache_tokens", 0), ("prefix_block_tokens", 1)):

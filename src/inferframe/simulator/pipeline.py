@@ -284,7 +284,11 @@ async def _process(request: web.Request, st: Any, ep: Any, headers: dict, t0: fl
     out = dumps(payload)
     if kind == "malformed":
         out = out[: max(1, len(out) // 2)]
-    if delay:
+    serving = st.serving
+    if serving is not None:
+        async with serving.slot() as factor:  # a self-hosted server's batch: wait in its FIFO when full
+            await asyncio.sleep(delay * factor)
+    elif delay:
         await asyncio.sleep(delay)
     return out
 

@@ -26,6 +26,7 @@ from hashlib import blake2b
 from typing import Any, Optional
 
 from .answers import is_async, resolve_responder
+from .capacity import ServingSlots
 from .config import FailRule, SimulatorConfig
 from .errors import SimError, invalid_request, model_not_found
 from .faults import FaultPicker, LatencyModel
@@ -50,6 +51,10 @@ def _limiter(cfg: SimulatorConfig) -> Optional[RateLimiter]:
                        cfg.ratelimit_quantum_s, cfg.ratelimit_headers)
 
 
+def _serving(cfg: SimulatorConfig) -> Optional[ServingSlots]:
+    return ServingSlots(cfg.capacity, cfg.capacity_slowdown) if cfg.capacity else None
+
+
 def _prefix_cache(cfg: SimulatorConfig) -> Optional[PrefixCache]:
     return PrefixCache(cfg.prefix_cache_tokens, cfg.prefix_block_tokens) if cfg.prefix_cache_tokens else None
 
@@ -72,6 +77,7 @@ class SimState:
         self.limiter: Optional[RateLimiter] = None
         self.prefix_cache: Optional[PrefixCache] = None
         self.prefill_engine: Optional[PrefillEngine] = None
+        self.serving: Optional[ServingSlots] = None  # the capacity's slots and FIFO (None: no bound)
         self.endpoints: dict[str, Any] = {}  # path -> endpoint object, filled by inference_handler
         self._id_base = os.urandom(6).hex()
         self._id_n = 0
@@ -106,6 +112,8 @@ class SimState:
             self.prefix_cache = _prefix_cache(cfg)
         if old is None or cfg.prefill_tokens_per_second != old.prefill_tokens_per_second:
             self.prefill_engine = _prefill_engine(cfg)
+        if old is None or (cfg.capacity, cfg.capacity_slowdown) != (old.capacity, old.capacity_slowdown):
+            self.serving = _serving(cfg)  # requests already waiting finish on the slots they queued for
         if self.records.maxlen != cfg.record_max:
             self.records = deque(self.records, maxlen=cfg.record_max)
 
@@ -122,6 +130,7 @@ class SimState:
         self.limiter = _limiter(self.cfg)
         self.prefix_cache = _prefix_cache(self.cfg)
         self.prefill_engine = _prefill_engine(self.cfg)
+        self.serving = _serving(self.cfg)
 
     def prefill(self, prep: Any, now: Optional[float]) -> float:
         """Serve a prepared request's prompt from the prefix cache and queue its prefill.
@@ -239,4 +248,10 @@ class SimState:
             out["prefix_cache"] = self.prefix_cache.snapshot()
         if self.prefill_engine is not None:
             out["prefill_busy_s"] = round(self.prefill_engine.busy_s, 6)
+        serving = self.serving
+        if serving is not None:
+            out.update(capacity=serving.capacity, served=serving.served, serving=serving.serving, waiting=serving.waiting,
+                       queued=serving.queued, max_waiting=serving.max_waiting,
+                       queue_wait_s=round(serving.queue_wait_s, 6),
+                       mean_queue_wait_s=round(serving.queue_wait_s / max(1, serving.served), 6))
         return out

@@ -1,0 +1,254 @@
+"""Find a self-hosted server's capacity from latency alone, without making it queue.
+
+vLLM, llama.cpp's server, TGI and SGLang send no rate-limit headers: such a server has a capacity
+(its batch size) instead of a rate. Up to it the latency stays near its floor; past it requests
+queue and the latency grows with the queue. ``CapacityFinder`` moves a bound on requests in flight
+from what the latency shows, after the published adaptive concurrency limiters:
+
+* **The floor (minimum RTT).** Netflix's Vegas keeps the lowest single RTT seen; Gradient2 a long
+  average; Envoy's adaptive concurrency filter measures ``minRTT`` while it pins concurrency low, so
+  nothing queues, and repeats that now and then. A batch job gets Envoy's measurement for free at
+  its start: the first ``FIRST`` requests sent reach an idle server, so their median latency is the
+  floor before any queue formed (in a FIFO the earliest sent are served first, even when the job
+  starts above the capacity). After that the floor is the least median of the windows below,
+  rising ``DRIFT_PER_S`` a second toward what is seen (Gradient2's long average decays the same
+  way), and re-based at once when a cut left nothing queued yet the latency stayed up (the server
+  became slower, as Vegas's periodic probe re-bases its ``rtt_noload``). Medians, not single
+  answers: a mix of prompt-cache hits and misses has fast single answers that are no floor.
+* **The gradient.** Every window of answers to requests sent since the bound last moved (at
+  least ``WINDOW`` of them, so at least one round trip) gives the median latency; ``ratio`` =
+  median / floor. Envoy's and Gradient2's rule ``new = bound x floor / sample`` is taken for the
+  cut, with the in-flight count the window actually had: by Little's law, requests in flight over
+  latency is the throughput, so in flight x floor / latency is the number the server serves at
+  once (its capacity, for a FIFO) and the cut loses no throughput. As in both, one cut at most
+  halves the bound (a stall of the client's own loop must not wipe it out). A cut that cost more than
+  ``1 - KEPT`` of the throughput is undone, and no later cut goes below halfway: cutting a queue at
+  the server costs no throughput (Little's law), so that cut went below the capacity, or the latency
+  came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
+  busy machine).
+* **Growth.** Vegas's slow start (grow by a lot while the queue estimate is small) and Envoy's
+  gradient (up to 2x per interval): until the first queueing is seen the bound doubles per
+  window while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
+  does not grow a limit the application leaves half empty). Once a capacity is found, it grows by
+  ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's Gradient), so it follows a
+  server that gained capacity without flooding one that did not. Between ``GROW_BELOW`` and
+  ``CUT_ABOVE`` it holds: the steady state keeps a queue of at most about a tenth of the floor.
+
+Example:
+    >>> from inferframe.runtime.clock import FakeClock
+    >>> clock = FakeClock()
+    >>> finder = CapacityFinder(start=64, maximum=1024, clock=clock)
+    >>> clock.now = 1.0
+    >>> for _ in range(64):                  # the first round trip: 1 s, the bound used, so the floor; double it
+    ...     finder.sent(); _ = finder.on_answer(1.0, in_flight=64, sent_at=0.0)
+    >>> finder.floor, finder.bound, finder.found
+    (1.0, 128, False)
+    >>> clock.now = 1.5
+    >>> for _ in range(64):                  # half a floor later: the next window's cohort leaves
+    ...     finder.sent()
+    >>> clock.now = 3.5
+    >>> for _ in range(64):                  # sent at 128: twice the floor, so the capacity is 64
+    ...     _ = finder.on_answer(2.0, in_flight=128, sent_at=1.5)
+    >>> finder.bound, finder.found, finder.reason
+    (64, True, 'capacity')
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from inferframe.runtime.clock import REAL, Clock
+
+# The first requests of a job: their median latency is the floor (they reach an idle server).
+FIRST = 16
+# A send time worked out as the answer's time less its latency is two reads of the clock apart: this much early.
+SLACK_S = 1e-4
+# Answers a window needs at least (and at most a quarter of the bound more): one median per round trip.
+WINDOW = 16
+# Grow while the window's median is within this share of the floor; cut when it is this far above.
+GROW_BELOW = 0.10
+CUT_ABOVE = 0.25
+# A window this far above the floor cuts at once; one less far cuts only when the window before was not quiet.
+SURE = 1.6
+# One cut keeps at least this share of the bound (Envoy's and Gradient2's least gradient).
+LEAST_GRADIENT = 0.5
+# The floor rises by at most this share a second toward the medians seen.
+DRIFT_PER_S = 0.002
+# A cut after which the latency / floor stays above this share of what it was left no queue to drain.
+STALE = 0.9
+# Requests sent within this share of the floor after the bound moved are left out of the next window.
+SETTLE = 0.5
+# A cut must keep this share of the throughput (answers/s) of the window before it, or it is undone.
+KEPT = 0.85
+# The bound counts as used when the window saw this share of it in flight.
+USED = 0.8
+
+
+class CapacityFinder:
+    """A bound on requests in flight that finds a server's capacity from latency (see module docstring).
+
+    Parameters:
+        start: the bound before anything is known.
+        maximum: the bound never grows past this (the user's max_concurrency, or the default ceiling).
+        minimum: the bound never shrinks below this.
+        clock: where time comes from (a FakeClock in tests).
+
+    Attributes:
+        bound: the bound now; ``found``: queueing was seen, so the bound is a capacity found, not a probe;
+        ``floor``: the latency floor in seconds (None until the first answers); ``reason``: why the
+        bound last moved: "latency" (grown: the latency stayed at its floor), "capacity" (cut: queueing),
+        "cap" (grown to ``maximum``).
+    """
+
+    def __init__(self, start: int, maximum: int, minimum: int = 1, clock: Clock = REAL) -> None:
+        self.clock = clock
+        self.maximum = maximum
+        self.minimum = minimum
+        self.bound = max(minimum, min(start, maximum))
+        # Starting at the ceiling: the user's own max_concurrency (or a local server's slots). A queue beyond doubt
+        # (SURE, two windows in a row) cuts it; what a busy client's own loop adds to the latency must not.
+        self.careful = start >= maximum
+        self.found = False
+        self.floor: float | None = None
+        self.reason = ""
+        self.moves = 0  # times the bound moved
+        self._sends = 0  # requests sent while the first FIRST were counted
+        self._first: list[float] = []  # latencies of the first FIRST requests sent
+        self._first_by: float | None = None  # when the FIRST-th request was sent
+        # A window is a cohort: the next ``_cohort`` requests sent from ``_since`` on (until ``_cohort_end``), judged
+        # when most are answered. Judging the first answers back instead judged the fastest: they were the ones
+        # that found a free slot, while the rest of their cohort still queued.
+        self._since = -math.inf
+        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
+        self._cohort_end = math.inf
+        self._window: list[float] = []
+        self._in_flight = 0  # the most in flight during the window
+        self._floor_at = 0.0
+        self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
+        self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
+        self._least = 0.0  # no cut goes below this: a cut there cost throughput once
+        self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
+        self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
+
+    def sent(self) -> None:
+        """A request left: the first ``FIRST`` give the floor, then each window's cohort is counted."""
+        if self._sends <= FIRST:
+            self._sends += 1
+            if self._sends <= FIRST:
+                return
+            self._first_by = self.clock.monotonic()  # a request leaves just after it is counted: the 17th marks the end
+        if self._cohort_left and self.clock.monotonic() >= self._since:
+            self._cohort_left -= 1
+            if not self._cohort_left:
+                self._cohort_end = self.clock.monotonic()
+
+    def recall(self, earlier: "CapacityFinder") -> None:
+        """Start from what an earlier job learned about the same endpoint (its floor and capacity).
+
+        Example:
+            >>> a, b = CapacityFinder(64, 1024), CapacityFinder(64, 1024)
+            >>> a.floor, a.bound, a.found = 0.2, 256, True
+            >>> b.recall(a); b.floor, b.bound, b.found
+            (0.2, 256, True)
+        """
+        if earlier.floor is None:
+            return
+        self.floor, self.found = earlier.floor, earlier.found
+        self.bound = max(self.minimum, min(self.maximum, earlier.bound))
+        self._sends = FIRST + 1  # the floor is known: no first window
+        self._since = self.clock.monotonic()
+        self._floor_at = self.clock.monotonic()
+
+    def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None) -> bool:
+        """One answer after ``latency`` seconds; True when the bound moved.
+
+        ``in_flight``: the most requests in flight since the last answer (counted as they were sent: as answers
+        come back together, the count at each answer falls through the wave and says less).
+        ``sent_at``: when the request left, on the clock's time (None: now less the latency).
+        """
+        now = self.clock.monotonic()
+        if sent_at is None:
+            sent_at = now - latency - SLACK_S
+        if self.floor is None and (self._first_by is None or sent_at <= self._first_by):
+            self._first.append(latency)
+            if len(self._first) >= FIRST:
+                self.floor = _upper_quartile(self._first)
+                self._first = []
+                self._floor_at = now
+            return False
+        self._answers += 1
+        if sent_at < self._since or sent_at > self._cohort_end:
+            return False  # not one of the window's cohort
+        self._window.append(latency)
+        self._in_flight = max(self._in_flight, in_flight)
+        if self.floor is None or self._cohort_left or len(self._window) < 0.75 * self._cohort:
+            return False
+        return self._judge(now)
+
+    def _judge(self, now: float) -> bool:
+        # The cohort's upper quartile: the answers not back yet are the slowest (its requests left together). Not the
+        # median: a cohort that left at a job's start or just after a move is half served at once and half queued.
+        window = sorted(self._window)
+        rank = (3 * self._cohort) // 4
+        sample = window[rank] if len(window) > rank else window[-1]
+        used = self._in_flight
+        throughput = self._answers / max(1e-9, now - self._judged_at)
+        self._answers, self._judged_at = 0, now
+        self._window, self._in_flight = [], 0
+        # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
+        # the earlier requests free as they end, and a queue shows only about a round trip later.
+        self._since = now + SETTLE * self.floor
+        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
+        self._cohort_end = math.inf
+        floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
+            if sample < self.floor * (1 + CUT_ABOVE) else self.floor
+        self._floor_at = now
+        ratio = sample / floor
+        bound = self.bound
+        cut, self._cut = self._cut, None
+        if cut is not None and throughput < KEPT * cut[1]:
+            # The cut cost throughput: it went below what the server serves at once (cutting a queue costs none, by
+            # Little's law), or the latency was this client's own loop, whose lag grows with the answers it handles.
+            # Back to the bound before; no later cut goes below halfway between the two.
+            self._least = (cut[0] + self.bound) / 2
+            self._last_ratio, self.found = None, cut[2]
+            self.bound, self.reason = cut[0], "latency"
+            self.moves += 1
+            return True
+        quiet, self._quiet = self._quiet, ratio <= 1 + GROW_BELOW
+        if self.careful and ratio >= 1 + CUT_ABOVE and (ratio < SURE or self._last_ratio is None):
+            self._last_ratio = ratio if ratio >= SURE else None
+            return False  # the user's own bound: only a queue beyond doubt, two windows in a row, cuts it
+        if ratio >= 1 + CUT_ABOVE and quiet and ratio < SURE:
+            self._last_ratio = None
+            return False  # once after a quiet window, and not by far: noise of this client's own loop, perhaps
+        if ratio >= 1 + CUT_ABOVE:
+            last, self._last_ratio = self._last_ratio, ratio
+            if last is not None and ratio >= STALE * last and not self.careful:
+                # The last cut did not bring the latency down: no queue of ours made it (a queue shrinks with
+                # the requests in flight), the server or this client's own loop is slower now. A new floor.
+                self.floor, self._last_ratio = sample, None
+                return False
+            new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT, self._least)))  # Little's law
+            if new >= bound:
+                return False
+            self._cut = (bound, throughput, self.found)
+            self.found, reason = True, "capacity"
+        else:
+            self._last_ratio = None
+            if ratio > 1 + GROW_BELOW or used < USED * bound:
+                return False
+            want = bound * 2 if not self.found else bound + max(1, int(math.sqrt(bound)))
+            new = min(self.maximum, want)
+            reason = "latency" if new == want else "cap"
+        if new == bound:
+            return False
+        self.bound, self.reason = new, reason
+        self.moves += 1
+        return True
+
+
+def _upper_quartile(values: list[float]) -> float:
+    """The upper quartile of the latencies (the statistic of the floor and of every window)."""
+    return statistics.quantiles(values, n=4, method="inclusive")[2]

@@ -1,0 +1,144 @@
+"""A self-hosted server's capacity is found from latency alone (issue 46): no limit headers, no 429s.
+
+The server here is the simulator's own model of one (``simulator.capacity.ServingSlots``: C requests
+served at once, the rest wait first come first served) behind the real runtime, in virtual time
+(the loop's clock jumps to the next timer), so a 1 s latency costs no wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from inferframe.providers.interface import MockProvider, Outcome, Request
+from inferframe.runtime import InferenceRuntime, RuntimeConfig
+from inferframe.runtime.capacity import CapacityFinder
+from inferframe.runtime.clock import FakeClock
+from inferframe.runtime.concurrency import AdaptiveLimit
+from inferframe.simulator.capacity import ServingSlots
+from tests.runtime.virtual_time import LoopClock, VirtualTimeLoop
+
+
+def _serve(capacity: int, latency: float, rows: int, **config):
+    """Rows through a runtime with default settings against a FIFO server: (rows/s, mean queued s, history, slots)."""
+    loop = VirtualTimeLoop()
+    waits = []
+
+    async def main():
+        slots = ServingSlots(capacity)
+
+        async def answer(r):
+            began = loop.time()
+            async with slots.slot():
+                waits.append(loop.time() - began)
+                await asyncio.sleep(latency)
+            return Outcome(value="ok")
+
+        rt = InferenceRuntime(MockProvider(answer), RuntimeConfig(cache_policy="off", **config), model="m",
+                              clock=LoopClock(loop))
+        t0 = loop.time()
+        out = await rt.send_many([Request("chat", {"q": i}, 5) for i in range(rows)], [None] * rows)
+        assert [r.value for r in out] == ["ok"] * rows
+        return rows / (loop.time() - t0), rt
+
+    rate, rt = loop.run(main())
+    return rate, sum(waits) / len(waits), rt.slots.history, rt.slots
+
+
+@pytest.mark.parametrize("capacity", [32, 256])
+def test_default_settings_find_the_capacity_without_a_queue(capacity):
+    latency = 1.0
+    rate, queued, history, slots = _serve(capacity, latency, capacity * 30)
+    best = capacity / latency
+    assert rate >= 0.85 * best, (rate, history)
+    assert queued <= 0.5 * latency, (queued, history)
+    assert slots.capacity.found and abs(slots.capacity.bound - capacity) <= 0.3 * capacity, history
+    assert {reason for _, _, reason in history} >= {"start", "capacity"}
+
+
+def test_main_s_fixed_start_of_64_is_what_it_replaces():
+    """adaptive=False keeps the bound where it starts: a quarter of a capacity-256 server (the issue's 24%)."""
+    rate, queued, history, _ = _serve(256, 1.0, 256 * 10, adaptive=False, base_concurrency=64)
+    assert rate <= 0.3 * 256
+    assert history == [[0.0, 64, "start"]]
+
+
+def test_the_user_s_max_concurrency_caps_what_is_found():
+    rate, queued, history, slots = _serve(1024, 1.0, 4000, max_concurrency=200)
+    assert slots.peak <= 200
+    assert history[-1][1] == 200 and history[-1][2] == "cap", history
+
+
+def test_a_rate_limit_still_governs_and_a_capacity_found_caps_it():
+    lim = AdaptiveLimit(initial=64, maximum=1024, base=64, clock=FakeClock())
+    lim.size(200.0)  # 200 requests/s known from the headers: 400 in flight at 1 s
+    lim.on_success(1.0, rate=200.0)
+    assert int(lim.limit) == 400 and lim.history[-1][2] == "limits"
+    lim.capacity.found, lim.capacity.bound = True, 150  # a capacity found below the rate's need
+    lim.size(200.0)
+    assert int(lim.limit) == 150 and lim.history[-1][2] == "capacity"
+
+
+def test_a_slower_server_is_a_new_floor_not_a_queue():
+    """A server that became twice as slow for good (not a queue: fewer requests in flight do not help) is cut
+    once, then its latency is the new floor: the bound does not fall to the minimum."""
+    clock = FakeClock()
+    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
+    for _ in range(64):
+        finder.sent()
+    clock.now = 1.0
+    for _ in range(64):
+        finder.on_answer(1.0, 64, sent_at=0.0)
+    for window in range(8):
+        clock.now += 0.5
+        for _ in range(200):
+            finder.sent()
+        clock.now += 2.0
+        for _ in range(200):
+            finder.on_answer(2.0, int(finder.bound), sent_at=clock.now - 2.0)
+    assert finder.bound >= 32, finder.bound
+    assert finder.floor >= 1.9
+
+
+def test_the_simulator_counts_a_capacity_s_queue():
+    from inferframe.simulator import SimState, SimulatorConfig
+
+    state = SimState(SimulatorConfig(capacity=2, capacity_slowdown=0.5))
+    snap = state.stats_snapshot()
+    assert (snap["capacity"], snap["queued"], snap["mean_queue_wait_s"]) == (2, 0, 0.0)
+    with pytest.raises(ValueError, match="capacity must be None or an int >= 1"):
+        SimulatorConfig(capacity=0)
+
+
+def test_a_capacity_found_is_remembered_by_the_next_job_of_the_process():
+    from inferframe.runtime.coordinator import LocalCoordinator
+
+    config = RuntimeConfig()
+    first = LocalCoordinator().limits("openai:http://gpu-box/v1|m", config, "k")
+    first.slots.capacity.floor, first.slots.capacity.bound, first.slots.capacity.found = 0.05, 300, True
+    second = LocalCoordinator().limits("openai:http://gpu-box/v1|m", config, "k")
+    assert int(second.slots.limit) == 300 and second.slots.capacity.found
+    other = LocalCoordinator().limits("openai:http://other/v1|m", config, "k")
+    assert int(other.slots.limit) == 64
+
+
+def test_a_cluster_worker_s_share_is_where_its_capacity_finder_starts():
+    """A Ray or Spark worker's bound starts at 1 and gets its share of max_concurrency from the coordinator: the
+    capacity finder probes on from the share, never pulls the bound under it while the latency stays flat."""
+    clock = FakeClock()
+    lim = AdaptiveLimit(1, 1, base=1, clock=clock)
+    lim.set_ceiling(256, base=64, initial=64)
+    assert int(lim.limit) == 64
+    bounds = []
+    for round_trip in range(6):
+        taken = 0
+        while lim.enter_now():  # a round trip's requests: as many as the bound admits
+            lim.started()
+            taken += 1
+        clock.now += 1.0
+        for _ in range(taken):
+            lim.leave()
+            lim.on_success(1.0, None, sent_at=clock.now - 1.0)
+        bounds.append(int(lim.limit))
+    assert min(bounds) >= 64 and bounds[-1] == 256, bounds  # grown to the share: the latency stayed flat
