@@ -62,7 +62,10 @@ ALLOWED = {
     "inferframe.providers.secrets:_lock": "lock: guards _keys",
     "inferframe.runtime.coordinator:_EARLIER": ("what the latest job's rate limiter learned, by endpoint, model and "
                                                 "key fingerprint: the next job of this process starts from it"),
-    "inferframe.runtime.coordinator:_EARLIER_LOCK": "lock: guards _EARLIER",
+    "inferframe.runtime.coordinator:_EARLIER_CAPACITY": ("the capacity the latest job found at a self-hosted server, by "
+                                                         "endpoint, model and key fingerprint: the next job of this "
+                                                         "process starts from it, as from _EARLIER's limits"),
+    "inferframe.runtime.coordinator:_EARLIER_LOCK": "lock: guards _EARLIER and _EARLIER_CAPACITY",
     "inferframe.execution.gc_scope:_state": ("the collector's threshold is process state: the jobs running now, and the "
                                              "threshold the first of them found, put back by the last"),
     "inferframe.execution.gc_scope:_lock": "lock: guards _state",
