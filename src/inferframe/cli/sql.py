@@ -24,11 +24,12 @@ from inferframe.cli.writes import Mode, write_out
     "Run one DuckDB SELECT over files ('reviews.parquet', read_csv('x.csv')) with the AI functions "
     "ai_complete, ai_query, ai_classify, ai_extract, ai_filter, ai_score, ai_embed, ai_similarity, "
     "ai_agg and ai_summarize_agg, planned by inferframe: only the rows the query needs are sent, through "
-    "the cache and the rate limits. --explain shows the AI calls and their estimated calls, tokens and "
+    "the cache and the rate limits. COPY (SELECT ...) TO 'out.parquet' (FORMAT parquet|csv|json) writes one "
+    "file atomically. --explain shows the AI calls and their estimated calls, tokens and "
     "dollars, and sends nothing.\n\n\b\nExample:\n"
     "  inferframe sql \"select ai_classify(review, ['pos','neg']) as label from 'reviews.parquet' limit 5\""))
 def sql(
-    query: Annotated[str, typer.Argument(help="The SELECT statement.")],
+    query: Annotated[str, typer.Argument(help="The statement: a SELECT, or COPY (SELECT ...) TO 'file'.")],
     explain: Annotated[bool, typer.Option("--explain", help="Show the plan and the estimate; send nothing.")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write every row to this Parquet directory.")] = None,
     show: Annotated[int, typer.Option("--show", help="Rows to print.")] = 20,
