@@ -151,6 +151,11 @@ def test_the_cli_runs_a_copy(sim, tmp_path):
                                              f"TO '{out}' (FORMAT parquet)"])
     assert result.exit_code == 0, result.output
     assert pq.read_table(out).to_pydict() == {"id": [1, 2], "label": ["positive", "negative"]}
+    assert sim.stats()["total_requests"] == 2
+    refused = CliRunner().invoke(app, ["sql", f"COPY (SELECT {classify(sim)} FROM '{data}') TO '{tmp_path}/b.csv'",
+                                       "--out", str(tmp_path / "dir")])
+    assert refused.exit_code != 0 and "--out" in refused.output
+    assert sim.stats()["total_requests"] == 2 and sorted(os.listdir(tmp_path)) == ["labels.parquet", "reviews.csv"]
 
 
 @pytest.fixture(scope="module")

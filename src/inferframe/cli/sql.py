@@ -18,6 +18,7 @@ import inferframe as ifr
 from inferframe.cli.base import app, guard
 from inferframe.cli.output import show_rows
 from inferframe.cli.writes import Mode, write_out
+from inferframe.sql.writes import write_of
 
 
 @app.command(short_help="Run SQL with AI functions over files.", help=(
@@ -39,6 +40,9 @@ def sql(
         if explain:
             typer.echo("\n".join(ifr.sql("EXPLAIN " + query).to_pydict()["explain"]))
             return
+        if out is not None and write_of(query) is not None:  # refused before the statement runs: it writes itself
+            raise ifr.PlanError("--out writes a SELECT's rows; this statement writes its own (COPY ... TO 'file'): "
+                                "drop --out, or pass the SELECT alone.")
         df = ifr.sql(query)
         if out is not None:
             write_out(df, out, mode)

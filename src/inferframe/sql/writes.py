@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -41,11 +42,13 @@ from inferframe.sql.tree import statement_kind
 
 FORMATS = ("parquet", "csv", "json")
 OPTIONS = ("FORMAT", "COMPRESSION", "HEADER")
-_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json",
+_EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json",
                ".ndjson": "json"}
 _CODECS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".lz4": "lz4", ".br": "brotli"}
 _PARQUET_CODECS = ("snappy", "zstd", "gzip", "brotli", "lz4")
 _ONE_FILE = 2**62  # rows per file: COPY writes one file, whatever its size
+# The statement's first word, past comments: only a query starting so can be a write (DuckDB's parse then decides).
+_WRITE_WORD = re.compile(r"\s*(?:(?:--[^\n]*(?:\n|$)|/\*.*?\*/)\s*)*\(*\s*(?:COPY|CREATE|DROP)\b", re.I | re.S)
 
 
 class Write(NamedTuple):
@@ -65,6 +68,8 @@ def write_of(query: str) -> Write | None:
 
     Every option is checked here, before anything is planned or sent.
     """
+    if not _WRITE_WORD.match(query):  # most queries: no DuckDB connection (tens of ms) to learn they are not writes
+        return None
     kind = statement_kind(query)
     if kind not in ("COPY", "CREATE", "DROP"):
         return None
