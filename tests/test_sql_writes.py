@@ -90,6 +90,16 @@ def test_a_failing_run_leaves_no_file_at_the_path_and_an_old_file_as_it_was(sim,
     assert path.read_bytes() == b"old" and os.listdir(tmp_path) == ["out.parquet"]
 
 
+def test_copy_through_a_link_writes_its_file_and_a_device_is_refused(sim, tmp_path):
+    (tmp_path / "real.csv").write_text("old")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "real.csv")
+    ifr.sql(f"COPY reviews (id) TO '{tmp_path}/link.csv'", reviews=REVIEWS)
+    assert (tmp_path / "link.csv").is_symlink() and pacsv.read_csv(tmp_path / "real.csv").num_rows == 4
+    with pytest.raises(PlanError, match="not a regular file"):
+        ifr.sql("COPY reviews TO '/dev/null' (FORMAT csv)", reviews=REVIEWS)
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
 @pytest.mark.parametrize("option, named", [
     ("(FORMAT xlsx)", "FORMAT xlsx"), ("(DELIMITER ';')", "DELIMITER"), ("(FORMAT parquet, COMPRESSION lzma)", "lzma"),
     ("(FORMAT json, HEADER false)", "HEADER"),

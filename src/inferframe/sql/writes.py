@@ -25,8 +25,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import stat
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -198,6 +200,13 @@ def _format(path: str, options: dict[str, Any]) -> tuple[str, str | None]:
 def _copy_file(write: Write, frame: Any) -> int:
     """Write ``frame``'s rows to ``write.target`` as one file, atomically; the rows written."""
     fs, path = filesystem_for(write.target)
+    if fs.type_name == "local":
+        # The rename below replaces what is at the path: a link's target is the file written, and a device
+        # (/dev/stdout) or pipe would be replaced itself, so only a regular file or nothing may be there.
+        path = os.path.realpath(path)
+        if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path):
+            raise PlanError(f"sql(): COPY ... TO {write.target!r}: that is not a regular file (a device or a pipe); "
+                            "COPY writes a file, renamed into place when it is complete.")
     if fs.get_file_info(path).type == pafs.FileType.Directory:
         raise PlanError(f"sql(): COPY ... TO {write.target!r}: that is a directory; COPY writes one file "
                         "(ifr.sql('SELECT ...').write_parquet(dir) writes a directory of parts).")
