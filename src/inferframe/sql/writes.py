@@ -200,7 +200,7 @@ def _format(path: str, options: dict[str, Any]) -> tuple[str, str | None]:
 def _copy_file(write: Write, frame: Any) -> int:
     """Write ``frame``'s rows to ``write.target`` as one file, atomically; the rows written."""
     fs, path = filesystem_for(write.target)
-    if fs.type_name == "local":
+    if isinstance(fs, pafs.LocalFileSystem):
         # The rename below replaces what is at the path: a link's target is the file written, and a device
         # (/dev/stdout) or pipe would be replaced itself, so only a regular file or nothing may be there.
         path = os.path.realpath(path)
