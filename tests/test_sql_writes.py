@@ -100,6 +100,17 @@ def test_copy_through_a_link_writes_its_file_and_a_device_is_refused(sim, tmp_pa
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
 
 
+def test_an_interrupted_copy_leaves_no_file(tmp_path):
+    def interrupted(x):
+        raise KeyboardInterrupt  # as Ctrl-C lands while a column is computed
+
+    stop = ifr.func(interrupted, return_dtype=ifr.DataType.int64())
+    rows = ifr.from_pydict({"a": [1, 2]}).with_column("b", stop(ifr.col("a")))
+    with pytest.raises(KeyboardInterrupt):
+        ifr.sql(f"COPY (SELECT a, b FROM t) TO '{tmp_path}/out.parquet'", t=rows)
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("option, named", [
     ("(FORMAT xlsx)", "FORMAT xlsx"), ("(DELIMITER ';')", "DELIMITER"), ("(FORMAT parquet, COMPRESSION lzma)", "lzma"),
     ("(FORMAT json, HEADER false)", "HEADER"),
