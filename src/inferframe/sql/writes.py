@@ -127,7 +127,7 @@ def _sql(node: Any) -> str:
     return node.sql(dialect=_dialect(), normalize_functions=False)
 
 
-_DIALECT: list = []
+_DIALECT: list = []  # built at the first write: sqlglot is imported only by a query that needs it
 
 
 def _dialect() -> Any:
@@ -135,11 +135,12 @@ def _dialect() -> Any:
     if not _DIALECT:
         from sqlglot.dialects.duckdb import DuckDB
 
-        class Dialect(DuckDB):
+        # sqlglot registers a dialect by its class's name: this one's is its own, clobbering none of sqlglot's.
+        class InferframeDuckDB(DuckDB):
             class Parser(DuckDB.Parser):
                 FUNCTIONS = {k: v for k, v in DuckDB.Parser.FUNCTIONS.items() if not k.upper().startswith("AI_")}
 
-        _DIALECT.append(Dialect)
+        _DIALECT.append(InferframeDuckDB)
     return _DIALECT[0]
 
 
@@ -170,8 +171,10 @@ def _copy(tree: Any, exp: Any) -> Write:
     if isinstance(source, exp.Subquery):
         select = _sql(source.this)
     else:  # COPY table [(columns)] TO: the table's rows (a DataFrame given, or a session table)
-        columns = [c.name for c in source.expressions] if isinstance(source, exp.Schema) else []
-        select = _sql(exp.select(*(columns or ["*"])).from_(exp.to_table(_table_name(source, exp))))
+        _table_name(source, exp)  # a plain name
+        table = source.this if isinstance(source, exp.Schema) else source
+        columns = [exp.column(c.copy()) for c in source.expressions] if isinstance(source, exp.Schema) else []
+        select = _sql(exp.select(*(columns or [exp.Star()])).from_(table.copy()))
     fmt, codec = _format(path, options)
     return Write("copy", select, path, fmt, codec)
 
