@@ -79,6 +79,10 @@ ALLOWED = {
     "inferframe.runners.ray_limits.host:_HOSTS": ("cache: the driver's host actors by Ray session and role, each job's "
                                                   "state an instance in them, dropped at the job's end"),
     "inferframe.runners.ray_limits.host:_HOSTS_LOCK": "lock: one host per role and Ray session",
+    "inferframe.sql.catalog:_TABLES": ("the tables CREATE TABLE ... AS made in this process (SQL's session "
+                                       "catalog): data the user made, read by later queries, dropped by DROP TABLE"),
+    "inferframe.sql.catalog:_LOCK": "lock: guards _TABLES",
+    "inferframe.sql.writes:_DIALECT": "cache: sqlglot's DuckDB dialect with ai_* as plain functions, built once",
     "inferframe.sql.nested:_WITH_AI": ("weak set of the DataFrames planned from a CTE or subquery with AI calls, by "
                                        "identity: an entry lives as long as its DataFrame"),
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",

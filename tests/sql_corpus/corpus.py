@@ -2,7 +2,9 @@
 
 ``queries.sql`` holds the queries, each after ``-- name:``, ``-- shape:`` (the vendor doc shape it
 follows) and ``-- requests:`` (how many requests it must send to the simulator: the rows the plan
-needs, counted by hand from ``reviews.csv``). ``answers.json`` holds each query's answer, recorded once
+needs, counted by hand from ``reviews.csv``). A write (``COPY (...) TO``, ``CREATE TABLE ... AS``) has a
+``-- then:`` query that reads what it wrote, and that is its answer; ``{dir}`` in either is a fresh
+temporary directory, so a written file never lands in the working directory. ``answers.json`` holds each query's answer, recorded once
 from a run and read by a person (``python tests/sql_corpus/corpus.py --record`` rewrites it).
 ``run(name, sim)`` runs one query over the bundled tables and returns its answer and requests.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,7 @@ class Query:
     shape: str
     requests: int
     sql: str
+    then: str | None = None  # a write's read-back query: its answer
 
 
 def queries() -> list[Query]:
@@ -38,7 +42,7 @@ def queries() -> list[Query]:
         lines = block.strip().splitlines()
         head = {line[3:].split(":", 1)[0]: line.split(":", 1)[1].strip() for line in lines[1:] if line.startswith("-- ")}
         sql = " ".join(line for line in lines[1:] if not line.startswith("-- ")).strip().rstrip(";")
-        out.append(Query(lines[0].strip(), head["shape"], int(head["requests"]), sql))
+        out.append(Query(lines[0].strip(), head["shape"], int(head["requests"]), sql, head.get("then")))
     return out
 
 
@@ -70,7 +74,10 @@ def run(query: Query, sim, frames: dict) -> tuple[dict, int]:
     import inferframe as ifr
 
     before = sim.stats()["total_requests"]
-    out = ifr.sql(query.sql, **frames).to_pydict()
+    with tempfile.TemporaryDirectory() as directory:
+        out = ifr.sql(query.sql.replace("{dir}", directory), **frames).to_pydict()
+        if query.then is not None:
+            out = ifr.sql(query.then.replace("{dir}", directory), **frames).to_pydict()
     return out, sim.stats()["total_requests"] - before
 
 

@@ -222,3 +222,21 @@ SELECT count(reply) AS n FROM (SELECT r.id, ai_complete('Reply to: ' || r.review
 -- shape: LEFT JOIN ... ON AI.IF(...): every left row, its matches or NULL (the pairs as sem_join sends them)
 -- requests: 3
 WITH r AS (SELECT id, review FROM reviews WHERE id IN (4, 7)) SELECT r.id, p.name FROM r LEFT JOIN products p ON ai_filter(r.review || ' is about ' || p.description, model => 'gpt-5-mini') ORDER BY r.id, p.name;
+
+-- name: write_copy_classified_parquet
+-- shape: Databricks/Snowflake: the AI results of a query written to a Parquet file (COPY (...) TO); read back
+-- requests: 8
+-- then: SELECT * FROM '{dir}/labels.parquet'
+COPY (SELECT id, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS sentiment FROM reviews WHERE stars >= 4 ORDER BY id) TO '{dir}/labels.parquet' (FORMAT parquet);
+
+-- name: write_copy_limit_csv
+-- shape: COPY of a LIMIT query to CSV: the limit reaches the source, 3 rows asked and written
+-- requests: 3
+-- then: SELECT id, reply FROM read_csv('{dir}/replies.csv') ORDER BY id
+COPY (SELECT id, ai_complete('Reply to: ' || review, model => 'gpt-5-mini') AS reply FROM reviews ORDER BY id LIMIT 3) TO '{dir}/replies.csv' (FORMAT csv);
+
+-- name: write_create_table_then_group
+-- shape: Snowflake/Databricks CREATE OR REPLACE TABLE ... AS SELECT AI_CLASSIFY(...); a later query reads it, sending nothing
+-- requests: 6
+-- then: SELECT label, count(*) AS n FROM corpus_labeled GROUP BY label ORDER BY label NULLS LAST
+CREATE OR REPLACE TABLE corpus_labeled AS SELECT id, category, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews WHERE category = 'audio';

@@ -10,7 +10,8 @@ The modules, each one job (their imports form no cycle):
 - ``planner``: each AI call becomes an AI column of the source it reads (``limit``, ``join``, ``aggregates``);
 - ``filters``: each SELECT's WHERE on a DataFrame, off the tree, as a predicate run before its AI columns;
   ``reads``: the columns DuckDB's plan reads of each DataFrame; ``source``: the query's Arrow stream;
-- ``explain``: ``EXPLAIN <query>``.
+- ``explain``: ``EXPLAIN <query>``; ``writes``: ``COPY (...) TO`` and ``CREATE TABLE ... AS`` (read by sqlglot, their
+  SELECT planned as any query), ``catalog``: the session tables ``CREATE TABLE`` makes.
 
 ``inferframe/__init__.py`` imports this package before it binds ``ifr.sql`` (the function): Python sets a
 package as an attribute of its parent when it is first imported, which would otherwise hide the function.

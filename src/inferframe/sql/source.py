@@ -39,7 +39,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from inferframe.sql import catalog
 from inferframe.sql.planner import has_ai, plan
+from inferframe.sql.writes import run_write, write_of
 from inferframe.sql.engine import run
 from inferframe.sql.tree import parsed
 from inferframe.sql.reads import cheap_columns, columns_read, reads
@@ -71,13 +73,22 @@ def sql_source(query: str, frames: dict[str, Any], to_frame: Callable[[StreamSou
     if not isinstance(query, str) or not query.strip():
         raise ArgumentTypeError(f"sql() takes the query as a non-empty string, got {query!r}.")
     to_frame = to_frame or _class_of(frames)
-    frames = {name: _frame(name, frame, to_frame) for name, frame in frames.items()}
     query = query.strip().rstrip(";").strip()
+    write = write_of(query)
+    if write is not None:  # COPY, CREATE TABLE, DROP TABLE: run now, as a SQL session runs them
+        done = run_write(write, frames, lambda text: to_frame(sql_source(text, frames, to_frame)))
+        return stream_source(done)
+    explain = _explained(query)
+    if explain is not None:
+        write = write_of(explain)
+        explain = explain if write is None or write.select is None else write.select  # a write explains its SELECT
+    # A session table (CREATE TABLE ... AS) is read by name as a DataFrame given; a DataFrame given hides it.
+    frames = {**catalog.tables_read(query if explain is None else explain), **frames}
+    frames = {name: _frame(name, frame, to_frame) for name, frame in frames.items()}
 
     def frame_of(text: str, over: dict[str, Any]) -> Any:
         return to_frame(sql_source(text, over, to_frame))
 
-    explain = _explained(query)
     if explain is not None:
         from inferframe.sql.explain import explain_source
 

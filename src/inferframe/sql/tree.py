@@ -43,11 +43,11 @@ def statement(query: str) -> dict:
     """The SELECT node of a one-statement query; PlanError when DuckDB cannot parse it."""
     out = parsed(query)
     if out.get("error"):
-        kind = _kind(query)
+        kind = statement_kind(query)
         if kind in _WRITES:
-            raise PlanError(f"sql(): {_WRITES[kind]} with AI functions is not planned yet (only a SELECT is): run the "
-                            "SELECT with ifr.sql(...) and write its DataFrame with inferframe's atomic writers, e.g. "
-                            "ifr.sql('SELECT ...', reviews=df).write_parquet('out/').")
+            raise PlanError(f"sql(): {_WRITES[kind]} with AI functions is not planned yet (a SELECT, COPY (...) TO "
+                            "and CREATE TABLE ... AS are): run the SELECT with ifr.sql(...) and write its DataFrame "
+                            "with inferframe's atomic writers, e.g. ifr.sql('SELECT ...', reviews=df).write_parquet('out/').")
         raise PlanError(f"sql(): DuckDB cannot parse the query: {out.get('error_message', out)}")
     statements = out.get("statements") or []
     if len(statements) != 1:
@@ -55,11 +55,18 @@ def statement(query: str) -> dict:
     return statements[0]["node"]
 
 
-_WRITES = MappingProxyType({"COPY": "COPY (...) TO", "CREATE": "CREATE TABLE ... AS", "INSERT": "INSERT INTO ... SELECT"})
+# COPY and CREATE reach here only nested (a subquery's text); ``sql.writes`` plans them as whole statements.
+_WRITES = MappingProxyType({"COPY": "COPY (...) TO", "CREATE": "CREATE ... AS", "INSERT": "INSERT INTO ... SELECT",
+                            "UPDATE": "UPDATE", "DELETE": "DELETE"})
 
 
-def _kind(query: str) -> str:
-    """The statement's kind as DuckDB names it (COPY, CREATE, SELECT...; "" when DuckDB cannot split it)."""
+def statement_kind(query: str) -> str:
+    """The statement's kind as DuckDB names it (COPY, CREATE, SELECT...; "" when DuckDB cannot split it).
+
+    Example:
+        >>> statement_kind("COPY (SELECT 1) TO 'x.csv'"), statement_kind("select 1"), statement_kind("select 1; select 2")
+        ('COPY', 'SELECT', '')
+    """
     con = optional("duckdb", "sql", "sql()").connect()
     try:
         found = con.extract_statements(query)
