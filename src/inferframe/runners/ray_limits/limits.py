@@ -33,7 +33,9 @@ def shared_slots(config: RuntimeConfig, clock: Clock = REAL) -> AdaptiveLimit:
         >>> slots.maximum, int(slots.limit)
         (1, 1)
     """
-    return AdaptiveLimit(1, 1, adaptive=config.adaptive, clock=clock, base=1)
+    slots = AdaptiveLimit(1, 1, adaptive=config.adaptive, clock=clock, base=1)
+    slots.follow()  # the coordinator's one capacity finder leads it (ray_limits.cluster_capacity)
+    return slots
 
 
 def shared_breaker() -> Breaker:
@@ -115,7 +117,8 @@ class LeasedLimiter:
         self.in_flight_tokens = 0.0
         self._lock = asyncio.Lock()
         self.link, self.key, self.slots, self.breaker = link, key, slots, breaker
-        self.config = {"rpm": config.rpm, "tpm": config.tpm, "max_concurrency": config.max_concurrency}
+        self.config = {"rpm": config.rpm, "tpm": config.tpm, "max_concurrency": config.max_concurrency,
+                       "adaptive": config.adaptive, "base": config.concurrency_base}
         self.slot_base = config.concurrency_base  # the configured bound, applied within each share
         self.slot_initial = config.initial_concurrency or self.slot_base
         self.worker = uuid.uuid4().hex[:16]
@@ -337,6 +340,8 @@ class LeasedLimiter:
         report["possible"] = max(0, self.in_flight_requests) + max(0, self.left_requests)
         report["received"] = self.received
         report["unlimited"] = now < self.unlimited_until
+        if self.slots.observed is not None and self.slots.capacity is not None:  # answers for the cluster's finder
+            report["capacity"] = self.slots.take_observed(self.slots.clock.monotonic())
         self._last_call = now
         self.calls += 1
         reply = await self.link.call("lease", self.key, self.worker, self.config, tokens, report, self.link.wait_s)
@@ -358,7 +363,7 @@ class LeasedLimiter:
             self._draining = True
             self._urgent()
         self.share = reply["share"]
-        self.slots.set_ceiling(reply["share"], base=self.slot_base, initial=self.slot_initial)
+        self.slots.set_ceiling(reply["share"], base=self.slot_base, initial=self.slot_initial, found=reply.get("found"))
         granted = reply["granted"]
         if granted:
             if self.left_requests <= 0:
