@@ -109,6 +109,9 @@ class CapacityFinder:
         # Starting at the ceiling: the user's own max_concurrency (or a local server's slots). A queue beyond doubt
         # (SURE, two windows in a row) cuts it; what a busy client's own loop adds to the latency must not.
         self.careful = start >= maximum
+        # Seconds more before a window's cohort starts: a cluster's answers reach its finder up to a report late, and
+        # a move reaches the workers at their next call (``runners.ray_limits.cluster_capacity``); 0 in one process.
+        self.delay_s = 0.0
         self.found = False
         self.floor: float | None = None
         self.reason = ""
@@ -131,17 +134,19 @@ class CapacityFinder:
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
 
-    def sent(self) -> None:
-        """A request left: the first ``FIRST`` give the floor, then each window's cohort is counted."""
+    def sent(self, at: float | None = None) -> None:
+        """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
+        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when."""
+        at = self.clock.monotonic() if at is None else at
         if self._sends <= FIRST:
             self._sends += 1
             if self._sends <= FIRST:
                 return
-            self._first_by = self.clock.monotonic()  # a request leaves just after it is counted: the 17th marks the end
-        if self._cohort_left and self.clock.monotonic() >= self._since:
+            self._first_by = at  # a request leaves just after it is counted: the 17th marks the end
+        if self._cohort_left and at >= self._since:
             self._cohort_left -= 1
             if not self._cohort_left:
-                self._cohort_end = self.clock.monotonic()
+                self._cohort_end = at
 
     def recall(self, earlier: "CapacityFinder") -> None:
         """Start from what an earlier job learned about the same endpoint (its floor and capacity).
@@ -198,7 +203,7 @@ class CapacityFinder:
         self._window, self._in_flight = [], 0
         # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
         # the earlier requests free as they end, and a queue shows only about a round trip later.
-        self._since = now + SETTLE * self.floor
+        self._since = now + SETTLE * self.floor + self.delay_s
         self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
         self._cohort_end = math.inf
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \

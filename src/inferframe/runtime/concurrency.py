@@ -105,7 +105,8 @@ class AdaptiveLimit:
         self._used = 0  # the most in flight since the last answer (for the capacity finder)
         # A cluster worker's: the coordinator's one finder leads the bound (``follow``); the answers go to it.
         self.observed: list[tuple[float, float]] | None = None
-        self.sends, self.peak_since = 0, 0  # requests sent, and the most in flight, since the last report
+        self.sends: list[float] = []  # when requests were sent since the last report (``take_observed``)
+        self.peak_since = 0  # the most in flight since the last report
         self._t0 = clock.monotonic()
         # (seconds since the start, bound, why it moved): "start", "limits" (sized from rate-limit headers or the
         # user's rpm/tpm), "latency" (grown: the latency stayed at its floor), "capacity" (queueing: cut to the
@@ -147,7 +148,7 @@ class AdaptiveLimit:
         if self.capacity is None:
             return False
         if self.observed is not None:
-            self.sends += 1  # counted by the coordinator's finder (``take_observed``)
+            self.sends.append(self.clock.monotonic())  # counted by the coordinator's finder (``take_observed``)
         else:
             self.capacity.sent()
         return True
@@ -166,11 +167,11 @@ class AdaptiveLimit:
         self.observed = []
 
     def take_observed(self, now: float) -> dict:
-        """Since the last call: requests sent, the most in flight, each answer's (latency, seconds since sent)."""
+        """Since the last call: each send's age, the most in flight, each answer's (latency, age of its request)."""
         observed, self.observed = self.observed or [], []
-        out = {"sent": self.sends, "peak": max(self.peak_since, self.in_flight),
+        out = {"sent": [now - at for at in self.sends], "peak": max(self.peak_since, self.in_flight),
                "answers": [(latency, now - sent_at) for latency, sent_at in observed]}
-        self.sends, self.peak_since = 0, self.in_flight
+        self.sends, self.peak_since = [], self.in_flight
         return out
 
     def _note(self, reason: str) -> None:

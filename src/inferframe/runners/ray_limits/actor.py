@@ -296,7 +296,7 @@ class LimitsActor:
             keys[k] = {"rpm": lim.requests.rate, "tpm": lim.tokens.rate, "level": lim.requests.level,
                        "sent": lim.requests.sent, "paused_for": st.paused_for(now), "tripped": st.tripped,
                        "shares": dict(st.share), "held": dict(st.held), "workers": len(st.seen),
-                       "bound": st.bound(), "found": st.capacity.found,
+                       "bound": st.bound(), "found": st.capacity.found, "capacity": list(st.capacity.history),
                        "calls": st.calls, "granted": st.granted}
         return {"calls": self.calls, "restarted": self.restarted, "keys": keys}
 

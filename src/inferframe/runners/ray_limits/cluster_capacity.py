@@ -20,29 +20,32 @@ Example (two workers, 64 in flight each, against a server that serves 64 at once
     >>> clock = FakeClock()
     >>> cap = ClusterCapacity({"adaptive": True, "base": 128, "max_concurrency": 1024}, clock)
     >>> for w in ("w1", "w2"):   # each sends 64
-    ...     _ = cap.observe(w, {"sent": 64, "peak": 64, "answers": []})
+    ...     _ = cap.observe(w, {"sent": [0.0] * 64, "peak": 64, "answers": []})
     >>> clock.now = 1.0
     >>> for w in ("w1", "w2"):   # answered in 1 s with the bound used: the floor; double it
-    ...     _ = cap.observe(w, {"sent": 0, "peak": 64, "answers": [(1.0, 1.0)] * 64})
+    ...     _ = cap.observe(w, {"sent": [], "peak": 64, "answers": [(1.0, 1.0)] * 64})
     >>> cap.bound(1024, rate_known=False), cap.found
     (256, False)
-    >>> clock.now = 1.5
+    >>> clock.now = 1.8
     >>> for w in ("w1", "w2"):
-    ...     _ = cap.observe(w, {"sent": 128, "peak": 128, "answers": []})
-    >>> clock.now = 3.5
+    ...     _ = cap.observe(w, {"sent": [0.0] * 128, "peak": 128, "answers": []})
+    >>> clock.now = 3.8
     >>> for w in ("w1", "w2"):   # sent at 256 in all, answered in twice the floor: the capacity is 128
-    ...     _ = cap.observe(w, {"sent": 0, "peak": 128, "answers": [(2.0, 2.0)] * 128})
+    ...     _ = cap.observe(w, {"sent": [], "peak": 128, "answers": [(2.0, 2.0)] * 128})
     >>> cap.bound(1024, rate_known=False), cap.found, cap.reason
     (128, True, 'capacity')
 """
 
 from __future__ import annotations
 
+from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS
 from inferframe.runtime.capacity import CapacityFinder
 from inferframe.runtime.clock import Clock
 
-# Answers one report carries at most (about 100 ms of a worker's answers: more is a worker far past any server).
+# Sends and answers one report carries at most (about 100 ms of a worker's answers: more is a worker far past any server).
 MAX_ANSWERS = 4096
+# Moves of the bound kept for ``describe`` (the first ones: how it was found).
+HISTORY_MAX = 200
 
 
 class ClusterCapacity:
@@ -59,7 +62,12 @@ class ClusterCapacity:
         start = int(config.get("base") or top)
         self.clock = clock
         self.finder = CapacityFinder(start, top, clock=clock) if config.get("adaptive") else None
+        if self.finder is not None:  # answers come a report late, a move reaches the workers at their next call
+            self.finder.delay_s = 2 * CHUNK_SECONDS
         self.peaks: dict[str, int] = {}  # worker -> the most it had in flight since its report before the last
+        self._t0 = clock.monotonic()
+        # (seconds since the first lease, bound, why it moved): what ``describe`` shows, as ``AdaptiveLimit.history``.
+        self.history: list[tuple[float, int, str]] = []
 
     @property
     def found(self) -> bool:
@@ -76,11 +84,13 @@ class ClusterCapacity:
             return False
         self.peaks[worker] = int(observed.get("peak", 0))
         in_flight = sum(self.peaks.values())
-        for _ in range(int(observed.get("sent", 0))):
-            finder.sent()
         now, moved = self.clock.monotonic(), False
+        for age in observed.get("sent", ())[:MAX_ANSWERS]:  # when each left: a cohort is the requests sent after a move
+            finder.sent(now - float(age))
         for latency, age in observed.get("answers", ())[:MAX_ANSWERS]:
             moved |= finder.on_answer(float(latency), in_flight, sent_at=now - float(age))
+        if moved and len(self.history) < HISTORY_MAX:
+            self.history.append((round(now - self._t0, 3), finder.bound, finder.reason))
         return moved
 
     def forget(self, worker: str) -> None:

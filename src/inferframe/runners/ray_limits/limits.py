@@ -59,9 +59,11 @@ class _Report:
     probe_done: bool = False
     ack: bool = False  # a smaller in-flight share was applied: the actor may hand the rest to others
     contradicted: int = 0  # 429s the headers did not predict: the cluster's burst shrinks
+    answers: bool = False  # answers for the cluster's capacity finder wait (sent at most once per CHUNK_SECONDS)
 
     def urgent(self) -> bool:
-        return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted)
+        return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted
+                    or self.answers)
 
     def take(self, now: float) -> dict:
         out = {}
@@ -80,7 +82,7 @@ class _Report:
             out["contradicted"] = self.contradicted
         self.hint, self.extra_tokens, self.pause_until, self.tripped, self.probe_done = None, 0, 0.0, None, False
         self.contradicted = 0
-        self.ack = False
+        self.ack = self.answers = False
         return out
 
 
@@ -206,6 +208,11 @@ class LeasedLimiter:
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.observe(hints, ticket)
+        if self.slots.observed and self.clock.monotonic() - self._last_call >= CHUNK_SECONDS:
+            # The capacity finder needs the answers as they come, and leases stop once every row was admitted
+            # (rows are admitted before they wait for a place): a report of its own, once per chunk's time at most.
+            self._pending.answers = True
+            self._urgent()
         if self._draining and self.slots.in_flight <= max(1, self.share):
             self._draining = False
             self._pending.ack = True  # drained to the smaller share: the rest is free for other workers
