@@ -119,6 +119,7 @@ class CapacityFinder:
         self._sends = 0  # requests sent while the first FIRST were counted
         self._first: list[float] = []  # latencies of the first FIRST requests sent
         self._first_by: float | None = None  # when the FIRST-th request was sent
+        self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
         # A window is a cohort: the next ``_cohort`` requests sent from ``_since`` on (until ``_cohort_end``), judged
         # when most are answered. Judging the first answers back instead judged the fastest: they were the ones
         # that found a free slot, while the rest of their cohort still queued.
@@ -140,9 +141,12 @@ class CapacityFinder:
         at = self.clock.monotonic() if at is None else at
         if self._sends <= FIRST:
             self._sends += 1
+            # The latest of the first sends: a cluster's reports come out of order, and a 17th counted before
+            # requests sent later left too few answers for the floor (in one process: the 17th's time).
+            self._first_last = max(self._first_last, at)
             if self._sends <= FIRST:
                 return
-            self._first_by = at  # a request leaves just after it is counted: the 17th marks the end
+            self._first_by = self._first_last  # a request leaves just after it is counted: the 17th marks the end
         if self._cohort_left and at >= self._since:
             self._cohort_left -= 1
             if not self._cohort_left:

@@ -297,6 +297,7 @@ class LimitsActor:
                        "sent": lim.requests.sent, "paused_for": st.paused_for(now), "tripped": st.tripped,
                        "shares": dict(st.share), "held": dict(st.held), "workers": len(st.seen),
                        "bound": st.bound(), "found": st.capacity.found, "capacity": list(st.capacity.history),
+                       "floor": st.capacity.floor,
                        "calls": st.calls, "granted": st.granted}
         return {"calls": self.calls, "restarted": self.restarted, "keys": keys}
 

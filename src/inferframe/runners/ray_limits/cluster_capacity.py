@@ -74,6 +74,11 @@ class ClusterCapacity:
         return self.finder is not None and self.finder.found
 
     @property
+    def floor(self) -> float | None:
+        """The latency floor found (seconds; None: not yet, or no finder)."""
+        return self.finder.floor if self.finder is not None else None
+
+    @property
     def reason(self) -> str:
         return self.finder.reason if self.finder is not None else ""
 
