@@ -109,8 +109,9 @@ class CapacityFinder:
         # Starting at the ceiling: the user's own max_concurrency (or a local server's slots). A queue beyond doubt
         # (SURE, two windows in a row) cuts it; what a busy client's own loop adds to the latency must not.
         self.careful = start >= maximum
-        # Seconds more before a window's cohort starts: a cluster's answers reach its finder up to a report late, and
-        # a move reaches the workers at their next call (``runners.ray_limits.cluster_capacity``); 0 in one process.
+        # Seconds more before a window's cohort starts, and of slack on send times: a cluster's answers reach its finder
+        # a report late, a move reaches the workers at their next call, and a send time from one report and an
+        # answer's from another are each a call's delay off (``runners.ray_limits.cluster_capacity``); 0 in one process.
         self.delay_s = 0.0
         self.found = False
         self.floor: float | None = None
@@ -120,6 +121,7 @@ class CapacityFinder:
         self._first: list[float] = []  # latencies of the first FIRST requests sent
         self._first_by: float | None = None  # when the FIRST-th request was sent
         self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
+        self._latest = -math.inf  # the latest send time counted
         # A window is a cohort: the next ``_cohort`` requests sent from ``_since`` on (until ``_cohort_end``), judged
         # when most are answered. Judging the first answers back instead judged the fastest: they were the ones
         # that found a free slot, while the rest of their cohort still queued.
@@ -147,10 +149,11 @@ class CapacityFinder:
             if self._sends <= FIRST:
                 return
             self._first_by = self._first_last  # a request leaves just after it is counted: the 17th marks the end
+        self._latest = max(self._latest, at)
         if self._cohort_left and at >= self._since:
             self._cohort_left -= 1
             if not self._cohort_left:
-                self._cohort_end = at
+                self._cohort_end = self._latest  # the latest counted: a cluster's reports come out of order
 
     def recall(self, earlier: "CapacityFinder") -> None:
         """Start from what an earlier job learned about the same endpoint (its floor and capacity).
@@ -179,7 +182,8 @@ class CapacityFinder:
         now = self.clock.monotonic()
         if sent_at is None:
             sent_at = now - latency - SLACK_S
-        if self.floor is None and (self._first_by is None or sent_at <= self._first_by):
+        # ``delay_s``: a cluster's send times come from reports other than the answers', each a call's delay off.
+        if self.floor is None and (self._first_by is None or sent_at <= self._first_by + self.delay_s):
             self._first.append(latency)
             if len(self._first) >= FIRST:
                 self.floor = _upper_quartile(self._first)
@@ -187,7 +191,7 @@ class CapacityFinder:
                 self._floor_at = now
             return False
         self._answers += 1
-        if sent_at < self._since or sent_at > self._cohort_end:
+        if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
             return False  # not one of the window's cohort
         self._window.append(latency)
         self._in_flight = max(self._in_flight, in_flight)
