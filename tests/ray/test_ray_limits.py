@@ -275,3 +275,23 @@ def test_runtimes_in_three_workers_share_the_servers_limit(workers, coordinator)
     assert denied <= 3, stats["by_status"]
     took = max(o["t1"] for o in out) - min(o["t0"] for o in out)
     assert 90 <= 10 + 10 * took + 3, took  # and the server's own limit was what paced them
+
+
+def test_workers_find_one_servers_capacity_together(workers, coordinator):
+    """Four workers against one self-hosted server (64 served at once, FIFO beyond, no limit headers): the
+    coordinator's one capacity finder bounds them together. Each probing alone from its share of max_concurrency
+    (256 each) sent 4 x 64 at the start and queued the server for seconds."""
+    from inferframe.simulator import Simulator, SimulatorConfig
+
+    capacity, latency, rows = 64, 0.2, 300
+    with Simulator.spawn(SimulatorConfig(capacity=capacity, latency_ms=latency * 1000)) as sim:
+        start_at = time.time() + 0.5
+        out = ray.get([w.prompts.remote(coordinator, sim.base_url, rows, start_at) for w in workers])
+        stats = sim.stats()
+    assert [o["ok"] for o in out] == [rows] * WORKERS
+    found = coordinator.describe(KEY)["keys"][KEY]["capacity"]
+    assert stats["mean_queue_wait_s"] <= 0.5 * latency, (stats["mean_queue_wait_s"], stats["max_in_flight"], found)
+    assert stats["max_in_flight"] <= 2 * capacity, stats  # a slow-start probe past the capacity at most, not 4x
+    took = max(o["t1"] for o in out) - min(o["t0"] for o in out)
+    # Slow start included, on a loaded 2-core machine: a third of capacity / latency (one worker alone: a quarter).
+    assert WORKERS * rows / took >= capacity / latency / 3, took

@@ -20,21 +20,27 @@ from inferframe.simulator.capacity import ServingSlots
 from tests.runtime.virtual_time import LoopClock, VirtualTimeLoop
 
 
+def _fifo_server(loop, capacity: int, latency: float, waits: list):
+    """A provider's answer from a server of ``capacity`` slots (FIFO beyond); each request's queue wait goes to ``waits``."""
+    slots = ServingSlots(capacity)
+
+    async def answer(r):
+        began = loop.time()
+        async with slots.slot():
+            waits.append(loop.time() - began)
+            await asyncio.sleep(latency)
+        return Outcome(value="ok")
+
+    return answer
+
+
 def _serve(capacity: int, latency: float, rows: int, **config):
     """Rows through a runtime with default settings against a FIFO server: (rows/s, mean queued s, history, slots)."""
     loop = VirtualTimeLoop()
     waits = []
 
     async def main():
-        slots = ServingSlots(capacity)
-
-        async def answer(r):
-            began = loop.time()
-            async with slots.slot():
-                waits.append(loop.time() - began)
-                await asyncio.sleep(latency)
-            return Outcome(value="ok")
-
+        answer = _fifo_server(loop, capacity, latency, waits)
         rt = InferenceRuntime(MockProvider(answer), RuntimeConfig(cache_policy="off", **config), model="m",
                               clock=LoopClock(loop))
         t0 = loop.time()
@@ -123,22 +129,57 @@ def test_a_capacity_found_is_remembered_by_the_next_job_of_the_process():
     assert int(other.slots.limit) == 64
 
 
-def test_a_cluster_worker_s_share_is_where_its_capacity_finder_starts():
-    """A Ray or Spark worker's bound starts at 1 and gets its share of max_concurrency from the coordinator: the
-    capacity finder probes on from the share, never pulls the bound under it while the latency stays flat."""
-    clock = FakeClock()
-    lim = AdaptiveLimit(1, 1, base=1, clock=clock)
-    lim.set_ceiling(256, base=64, initial=64)
-    assert int(lim.limit) == 64
-    bounds = []
-    for round_trip in range(6):
-        taken = 0
-        while lim.enter_now():  # a round trip's requests: as many as the bound admits
-            lim.started()
-            taken += 1
-        clock.now += 1.0
-        for _ in range(taken):
-            lim.leave()
-            lim.on_success(1.0, None, sent_at=clock.now - 1.0)
-        bounds.append(int(lim.limit))
-    assert min(bounds) >= 64 and bounds[-1] == 256, bounds  # grown to the share: the latency stayed flat
+class _InProcess:
+    """The lease calls of ``ray_limits.transport.ActorLink``, answered by an in-process LimitsActor."""
+
+    wait_s = 1.0
+
+    def __init__(self, actor) -> None:
+        self.actor = actor
+
+    def unreachable(self, why: str):
+        return RuntimeError(why)
+
+    async def call(self, method: str, *args):
+        return await getattr(self.actor, method)(*args)
+
+
+def test_cluster_workers_find_one_capacity_through_the_coordinator():
+    """Four workers (their real leased limits, one LimitsActor) against one capacity-256 server: the coordinator's
+    one finder finds the capacity from all their answers, and their shares split it (no worker probes alone)."""
+    from inferframe.runners.ray_limits import IDLE_S, LeasedLimiter, LimitsActor, shared_breaker, shared_slots
+    from inferframe.runtime.coordinator import SharedLimits
+
+    capacity, latency, workers, rows = 256, 1.0, 4, 256 * 6
+    loop = VirtualTimeLoop()
+    clock = LoopClock(loop)
+    actor = LimitsActor(clock=clock)
+    waits = []
+
+    async def main():
+        answer = _fifo_server(loop, capacity, latency, waits)
+        config = RuntimeConfig(cache_policy="off")
+        runtimes = []
+        for _ in range(workers):
+            slots, breaker = shared_slots(config, clock), shared_breaker()
+            lim = LeasedLimiter(_InProcess(actor), "k", config, slots, breaker)
+            lim.clock = clock
+            runtimes.append(InferenceRuntime(MockProvider(answer), config, model="m", clock=clock,
+                                             limits=SharedLimits(lim, slots, breaker)))
+        t0 = loop.time()
+        outs = await asyncio.gather(*(rt.send_many([Request("chat", {"q": i}, 5) for i in range(rows)], [None] * rows)
+                                      for rt in runtimes))
+        assert all(r.value == "ok" for out in outs for r in out)
+        took = loop.time() - t0
+        await asyncio.sleep(IDLE_S)  # virtual: the leases' heartbeats end before the loop closes
+        return workers * rows / took, runtimes
+
+    rate, runtimes = loop.run(main())
+    state = actor.describe("k")["keys"]["k"]
+    # Found, then held within the finder's steady state: it grows while the queue is under a tenth of the floor.
+    assert state["found"] and 0.8 * capacity <= state["bound"] <= 1.4 * capacity, state
+    # The shares split it (a share grows only into what the others gave up, so the last growth may lag a call).
+    assert 0.85 * state["bound"] <= sum(state["shares"].values()) <= state["bound"], state
+    assert all(rt.slots.capacity.found for rt in runtimes)
+    assert rate >= 0.7 * capacity / latency, rate  # slow start included (one process: 0.67 over as many rows)
+    assert sum(waits) / len(waits) <= 0.5 * latency

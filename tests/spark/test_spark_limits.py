@@ -95,3 +95,17 @@ def test_lazy_spark_dataframes_share_one_service_per_session_and_jobs_leave_no_t
     assert set(_service_threads()) <= {"inferframe-spark-session", "inferframe-spark-session-limits",
                                        "inferframe-spark-session-conn", "inferframe-spark-session-runs"}
     assert session_service(spark) is session_service(spark) and session_service(spark).open
+
+
+def test_the_executors_find_one_servers_capacity_together(spark):
+    """Partitions on two Python workers against one self-hosted server (64 served at once, FIFO beyond, no limit
+    headers): the job service's one capacity finder bounds them together (``ray_limits.cluster_capacity``)."""
+    capacity, latency = 64, 0.2
+    run = uuid.uuid4().hex
+    sdf = spark.createDataFrame([(i, f"q {i} {run}") for i in range(600)], "id long, body string").repartition(4)
+    with Simulator.spawn(SimulatorConfig(capacity=capacity, latency_ms=latency * 1000)) as sim:
+        rows = inferframe_with_columns(sdf, sim).collect()
+        stats = sim.stats()
+    assert len(rows) == 600 and all(r.a is not None for r in rows)
+    assert stats["mean_queue_wait_s"] <= 0.5 * latency, stats
+    assert stats["max_in_flight"] <= 2 * capacity, stats  # a slow-start probe past the capacity at most

@@ -109,6 +109,10 @@ class CapacityFinder:
         # Starting at the ceiling: the user's own max_concurrency (or a local server's slots). A queue beyond doubt
         # (SURE, two windows in a row) cuts it; what a busy client's own loop adds to the latency must not.
         self.careful = start >= maximum
+        # Seconds more before a window's cohort starts, and of slack on send times: a cluster's answers reach its finder
+        # a report late, a move reaches the workers at their next call, and a send time from one report and an
+        # answer's from another are each a call's delay off (``runners.ray_limits.cluster_capacity``); 0 in one process.
+        self.delay_s = 0.0
         self.found = False
         self.floor: float | None = None
         self.reason = ""
@@ -116,6 +120,8 @@ class CapacityFinder:
         self._sends = 0  # requests sent while the first FIRST were counted
         self._first: list[float] = []  # latencies of the first FIRST requests sent
         self._first_by: float | None = None  # when the FIRST-th request was sent
+        self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
+        self._latest = -math.inf  # the latest send time counted
         # A window is a cohort: the next ``_cohort`` requests sent from ``_since`` on (until ``_cohort_end``), judged
         # when most are answered. Judging the first answers back instead judged the fastest: they were the ones
         # that found a free slot, while the rest of their cohort still queued.
@@ -131,17 +137,23 @@ class CapacityFinder:
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
 
-    def sent(self) -> None:
-        """A request left: the first ``FIRST`` give the floor, then each window's cohort is counted."""
+    def sent(self, at: float | None = None) -> None:
+        """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
+        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when."""
+        at = self.clock.monotonic() if at is None else at
         if self._sends <= FIRST:
             self._sends += 1
+            # The latest of the first sends: a cluster's reports come out of order, and a 17th counted before
+            # requests sent later left too few answers for the floor (in one process: the 17th's time).
+            self._first_last = max(self._first_last, at)
             if self._sends <= FIRST:
                 return
-            self._first_by = self.clock.monotonic()  # a request leaves just after it is counted: the 17th marks the end
-        if self._cohort_left and self.clock.monotonic() >= self._since:
+            self._first_by = self._first_last  # a request leaves just after it is counted: the 17th marks the end
+        self._latest = max(self._latest, at)
+        if self._cohort_left and at >= self._since:
             self._cohort_left -= 1
             if not self._cohort_left:
-                self._cohort_end = self.clock.monotonic()
+                self._cohort_end = self._latest  # the latest counted: a cluster's reports come out of order
 
     def recall(self, earlier: "CapacityFinder") -> None:
         """Start from what an earlier job learned about the same endpoint (its floor and capacity).
@@ -170,7 +182,8 @@ class CapacityFinder:
         now = self.clock.monotonic()
         if sent_at is None:
             sent_at = now - latency - SLACK_S
-        if self.floor is None and (self._first_by is None or sent_at <= self._first_by):
+        # ``delay_s``: a cluster's send times come from reports other than the answers', each a call's delay off.
+        if self.floor is None and (self._first_by is None or sent_at <= self._first_by + self.delay_s):
             self._first.append(latency)
             if len(self._first) >= FIRST:
                 self.floor = _upper_quartile(self._first)
@@ -178,7 +191,7 @@ class CapacityFinder:
                 self._floor_at = now
             return False
         self._answers += 1
-        if sent_at < self._since or sent_at > self._cohort_end:
+        if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
             return False  # not one of the window's cohort
         self._window.append(latency)
         self._in_flight = max(self._in_flight, in_flight)
@@ -198,7 +211,7 @@ class CapacityFinder:
         self._window, self._in_flight = [], 0
         # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
         # the earlier requests free as they end, and a queue shows only about a round trip later.
-        self._since = now + SETTLE * self.floor
+        self._since = now + SETTLE * self.floor + self.delay_s
         self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
         self._cohort_end = math.inf
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \

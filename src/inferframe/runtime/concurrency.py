@@ -103,6 +103,10 @@ class AdaptiveLimit:
         # The server's capacity, found from the latency: the bound while no rate limit is known.
         self.capacity = CapacityFinder(self.base, maximum, minimum, clock) if adaptive else None
         self._used = 0  # the most in flight since the last answer (for the capacity finder)
+        # A cluster worker's: the coordinator's one finder leads the bound (``follow``); the answers go to it.
+        self.observed: list[tuple[float, float]] | None = None
+        self.sends: list[float] = []  # when requests were sent since the last report (``take_observed``)
+        self.peak_since = 0  # the most in flight since the last report
         self._t0 = clock.monotonic()
         # (seconds since the start, bound, why it moved): "start", "limits" (sized from rate-limit headers or the
         # user's rpm/tpm), "latency" (grown: the latency stayed at its floor), "capacity" (queueing: cut to the
@@ -132,6 +136,8 @@ class AdaptiveLimit:
             self.peak = self.in_flight
         if self.in_flight > self._used:
             self._used = self.in_flight
+        if self.in_flight > self.peak_since:
+            self.peak_since = self.in_flight
 
     def started(self) -> bool:
         """A request left (its place taken and its admission granted); False: no need to say so again.
@@ -141,8 +147,32 @@ class AdaptiveLimit:
         """
         if self.capacity is None:
             return False
-        self.capacity.sent()
+        if self.observed is not None:
+            self.sends.append(self.clock.monotonic())  # counted by the coordinator's finder (``take_observed``)
+        else:
+            self.capacity.sent()
         return True
+
+    def follow(self) -> None:
+        """Let a cluster coordinator's one capacity finder lead this bound: the ceiling set is the bound.
+
+        N workers probing one server alone each find its capacity and together queue it N-fold: so this
+        finder stops, the answers go to the coordinator (``take_observed``), and the share told is the bound.
+
+        Example:
+            >>> lim = AdaptiveLimit(1, 1, base=1); lim.follow(); lim.set_ceiling(40, base=64, initial=64, found=True)
+            >>> int(lim.limit), lim.capacity.found, lim.history[-1][2]
+            (40, True, 'capacity')
+        """
+        self.observed = []
+
+    def take_observed(self, now: float) -> dict:
+        """Since the last call: each send's age, the most in flight, each answer's (latency, age of its request)."""
+        observed, self.observed = self.observed or [], []
+        out = {"sent": [now - at for at in self.sends], "peak": max(self.peak_since, self.in_flight),
+               "answers": [(latency, now - sent_at) for latency, sent_at in observed]}
+        self.sends, self.peak_since = [], self.in_flight
+        return out
 
     def _note(self, reason: str) -> None:
         """The bound moved for ``reason``: one more entry of ``history`` (merged with the last of the same reason)."""
@@ -220,12 +250,13 @@ class AdaptiveLimit:
         if int(limit) > grew:
             self._wake(int(limit) - grew)
 
-    def set_ceiling(self, ceiling: int, *, base: int, initial: int) -> None:
+    def set_ceiling(self, ceiling: int, *, base: int, initial: int, found: bool | None = None) -> None:
         """Make ``ceiling`` (at least ``minimum``) the hard bound; the size follows within it.
 
         For a bound that is a share of a larger one (a cluster worker's part of ``max_concurrency``):
         ``base`` and ``initial`` are the configured target floor and starting bound, applied within
-        the ceiling. A smaller ceiling applies at once; a larger one lets the bound grow.
+        the ceiling. A smaller ceiling applies at once; a larger one lets the bound grow. Led by a
+        coordinator's finder (``follow``), the ceiling is the bound and ``found`` says whether it is a capacity found.
 
         Example:
             >>> lim = AdaptiveLimit(1, 1, base=1)
@@ -237,6 +268,9 @@ class AdaptiveLimit:
             (10, 10)
         """
         ceiling = max(self.minimum, int(ceiling))
+        led = self.observed is not None and self.capacity is not None
+        if led and found is not None:
+            self.capacity.found = found
         if ceiling == self.maximum:
             return
         grew = ceiling > self.maximum
@@ -251,6 +285,13 @@ class AdaptiveLimit:
             start = initial if not self.adaptive else max(self.limit, self.base)
             if min(start, ceiling) > self.limit:
                 self._set_limit(float(min(start, ceiling)))
+        if led:  # the share is this worker's part of the cluster's bound: the coordinator's finder decided it
+            cap.maximum = cap.bound = ceiling
+            if not self.sized:
+                self.target = ceiling
+                self._set_limit(float(ceiling))
+            self._note("capacity" if cap.found else "latency")
+            return
         if cap is not None:  # the capacity finder probes on from this worker's bound, within its share
             cap.maximum, cap.careful = ceiling, self.base >= ceiling
             cap.bound = max(cap.minimum, min(ceiling, max(cap.bound, int(self.limit))))
@@ -334,7 +375,9 @@ class AdaptiveLimit:
         if not self.adaptive:
             return
         used, self._used = self._used, self.in_flight
-        if self.capacity.on_answer(latency, max(used, self.in_flight + 1), sent_at):
+        if self.observed is not None:  # led by the coordinator's finder: it judges the latency
+            self.observed.append((latency, self.clock.monotonic() - latency if sent_at is None else sent_at))
+        elif self.capacity.on_answer(latency, max(used, self.in_flight + 1), sent_at):
             self._capacity_moved(rate)
         self._latencies += 1
         mean = self._mean_latency

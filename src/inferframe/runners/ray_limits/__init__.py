@@ -18,7 +18,8 @@ cluster until its answer's hints arrive, then (if the server names no limit) lea
 free admission.
 
 What travels with the next lease call (batched, not one call per event): the newest limit hints,
-token corrections (usage beyond the estimate), and the worker's in-flight count. What goes at once
+token corrections (usage beyond the estimate), the worker's in-flight count, and its answers' latencies
+for the cluster's one capacity finder (``cluster_capacity``). What goes at once
 (its own call): a 429's pause, a tripped breaker, the probe's answer. Only a 429 that shows the
 budget spent pauses (its headers say nothing is left, or a storm of them without headers: the
 local runtime's rule, ``RateLimiter.on_429``, decided in the worker that got it); an isolated 429
@@ -29,7 +30,8 @@ reaches every other worker within about one chunk's time: a worker waiting for b
 at once, a worker with budget left learns it at its next lease (at most one chunk later), and drops
 what is left of its lease.
 
-In-flight bound: the actor splits ``max_concurrency`` among the workers that lease for the key; each
+In-flight bound: the actor splits ``max_concurrency`` (or, below it, the server's capacity found by its
+one ``CapacityFinder`` from every worker's answers: ``cluster_capacity``) among the workers that lease for the key; each
 worker's ``AdaptiveLimit`` ceiling is its share, and capacity moves to another worker only once the
 worker that gives it up cannot fill it (it drained below its new share, or its lease lets it send
 fewer), so the requests in flight across the cluster never exceed ``max_concurrency`` (with more

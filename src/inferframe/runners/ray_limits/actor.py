@@ -7,9 +7,11 @@ import time
 
 from inferframe.providers.interface import LimitHints
 from inferframe.runners.ray_limits.budget_grants import BudgetLedger
+from inferframe.runners.ray_limits.cluster_capacity import ClusterCapacity
 from inferframe.runners.ray_limits.relay import CounterBoard
 from inferframe.runners.ray_limits.transport import ray_module
 from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS, IDLE_S, LEASE_WAIT_S, PROBE_TIMEOUT_S
+from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.ratelimit import RateLimiter, Ticket
 
 
@@ -25,13 +27,14 @@ def _was_restarted() -> bool:
 class _KeyState:
     """The authoritative limits of one endpoint+model key: the cluster's RateLimiter and its shares."""
 
-    def __init__(self, config: dict, restarted: bool) -> None:
+    def __init__(self, config: dict, restarted: bool, clock: Clock = REAL) -> None:
         self.limiter = RateLimiter(config.get("rpm"), config.get("tpm"))
         if restarted:  # the server's bucket may be nearly spent: a known rate starts from an empty bucket
             for bucket in (self.limiter.requests, self.limiter.tokens):
                 if bucket.rate is not None:
                     bucket.level = 0.0
         self.max_concurrency = max(1, int(config.get("max_concurrency") or 1))
+        self.capacity = ClusterCapacity(config, clock)  # the server's capacity, found from every worker's answers
         self.seen: dict[str, float] = {}  # worker -> when it last called
         self.share: dict[str, int] = {}  # worker -> the in-flight share it was told
         self.held: dict[str, int] = {}  # worker -> the most slots it may fill until its next call (see hold)
@@ -74,8 +77,12 @@ class _KeyState:
             self.tripped = str(report["tripped"])
             self.interrupt()
 
+    def bound(self) -> int:
+        """The cluster's in-flight bound: ``max_concurrency``, or the capacity found below it (``cluster_capacity``)."""
+        return self.capacity.bound(self.max_concurrency, self.limiter.requests_per_second() is not None)
+
     def share_for(self, worker: str, now: float) -> int:
-        """The in-flight share of ``worker``: ``max_concurrency`` split evenly among the workers that lease.
+        """The in-flight share of ``worker``: the cluster's ``bound()`` split evenly among the workers that lease.
 
         A share shrinks at once; it grows only into capacity no other worker may still be using
         (``held``), so the requests in flight across the cluster never exceed the bound.
@@ -87,14 +94,16 @@ class _KeyState:
                     self._set_held(other, 0)
                     for d in (self.seen, self.share, self.held, self.sent):
                         d.pop(other, None)
+                    self.capacity.forget(other)
         self.seen[worker] = now
-        fair = self.max_concurrency // len(self.seen)
+        bound = self.bound()
+        fair = bound // len(self.seen)
         current = self.share.get(worker, 0)
         if current >= fair:
             new = fair
         else:
             others = self.held_sum - self.held.get(worker, 0)
-            new = max(current, min(fair, self.max_concurrency - others))
+            new = max(current, min(fair, bound - others))
         self.share[worker] = new
         # It may fill the new share once a grant reaches it: held so before this call ends (hold() then tells).
         self._set_held(worker, max(self.held.get(worker, 0), new))
@@ -150,7 +159,8 @@ class LimitsActor:
         (1, True)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = REAL) -> None:
+        self.clock = clock  # the capacity finders' (a virtual clock in tests)
         self.keys: dict[str, _KeyState] = {}
         self.counters = CounterBoard()
         self.budgets = BudgetLedger()  # max_cost/max_tokens_budget: what each call's workers were granted
@@ -164,7 +174,7 @@ class LimitsActor:
     def _state(self, key: str, config: dict) -> _KeyState:
         st = self.keys.get(key)
         if st is None:  # the first lease's settings win, as with LocalCoordinator
-            st = self.keys[key] = _KeyState(config, self.restarted)
+            st = self.keys[key] = _KeyState(config, self.restarted, self.clock)
         return st
 
     async def lease(self, key: str, worker: str, config: dict, tokens: int, report: dict | None = None,
@@ -183,7 +193,7 @@ class LimitsActor:
         Returns a dict: ``granted`` requests (and ``tokens``, None when no TPM is known), ``ticket``
         (the cluster's counters at the chunk's first request), ``probe``, ``unlimited_for`` (seconds of
         free admission), ``paused_for``, ``tripped``, ``share`` (in-flight ceiling), ``rpm``/``tpm``/
-        ``mean_tokens`` (what is known), ``retry_in`` (ask again after this many seconds).
+        ``mean_tokens`` (what is known), ``found`` (the share splits a capacity found), ``retry_in`` (ask again after this many seconds).
         """
         self.calls += 1
         st = self._state(key, config)
@@ -192,6 +202,7 @@ class LimitsActor:
         now = time.monotonic()
         report = report or {}
         st.apply(report, now)
+        st.capacity.observe(worker, report.get("capacity"))
         if lim.probe_out and st.probe_since is not None and now - st.probe_since > PROBE_TIMEOUT_S:
             lim.probe_lost()  # the probe's worker never answered: the next asker probes
             st.probe_since = None
@@ -219,6 +230,7 @@ class LimitsActor:
             "paused_for": st.paused_for(now),
             "tripped": st.tripped,
             "share": share,
+            "found": st.capacity.found,
             "rpm": lim.requests.rate,
             "tpm": lim.tokens.rate,
             "mean_tokens": lim.mean_tokens,
@@ -284,6 +296,8 @@ class LimitsActor:
             keys[k] = {"rpm": lim.requests.rate, "tpm": lim.tokens.rate, "level": lim.requests.level,
                        "sent": lim.requests.sent, "paused_for": st.paused_for(now), "tripped": st.tripped,
                        "shares": dict(st.share), "held": dict(st.held), "workers": len(st.seen),
+                       "bound": st.bound(), "found": st.capacity.found, "capacity": list(st.capacity.history),
+                       "floor": st.capacity.floor,
                        "calls": st.calls, "granted": st.granted}
         return {"calls": self.calls, "restarted": self.restarted, "keys": keys}
 

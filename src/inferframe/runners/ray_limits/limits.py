@@ -33,7 +33,9 @@ def shared_slots(config: RuntimeConfig, clock: Clock = REAL) -> AdaptiveLimit:
         >>> slots.maximum, int(slots.limit)
         (1, 1)
     """
-    return AdaptiveLimit(1, 1, adaptive=config.adaptive, clock=clock, base=1)
+    slots = AdaptiveLimit(1, 1, adaptive=config.adaptive, clock=clock, base=1)
+    slots.follow()  # the coordinator's one capacity finder leads it (ray_limits.cluster_capacity)
+    return slots
 
 
 def shared_breaker() -> Breaker:
@@ -57,9 +59,11 @@ class _Report:
     probe_done: bool = False
     ack: bool = False  # a smaller in-flight share was applied: the actor may hand the rest to others
     contradicted: int = 0  # 429s the headers did not predict: the cluster's burst shrinks
+    answers: bool = False  # answers for the cluster's capacity finder wait (sent at most once per CHUNK_SECONDS)
 
     def urgent(self) -> bool:
-        return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted)
+        return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted
+                    or self.answers)
 
     def take(self, now: float) -> dict:
         out = {}
@@ -78,7 +82,7 @@ class _Report:
             out["contradicted"] = self.contradicted
         self.hint, self.extra_tokens, self.pause_until, self.tripped, self.probe_done = None, 0, 0.0, None, False
         self.contradicted = 0
-        self.ack = False
+        self.ack = self.answers = False
         return out
 
 
@@ -115,7 +119,8 @@ class LeasedLimiter:
         self.in_flight_tokens = 0.0
         self._lock = asyncio.Lock()
         self.link, self.key, self.slots, self.breaker = link, key, slots, breaker
-        self.config = {"rpm": config.rpm, "tpm": config.tpm, "max_concurrency": config.max_concurrency}
+        self.config = {"rpm": config.rpm, "tpm": config.tpm, "max_concurrency": config.max_concurrency,
+                       "adaptive": config.adaptive, "base": config.concurrency_base}
         self.slot_base = config.concurrency_base  # the configured bound, applied within each share
         self.slot_initial = config.initial_concurrency or self.slot_base
         self.worker = uuid.uuid4().hex[:16]
@@ -203,6 +208,11 @@ class LeasedLimiter:
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self.observe(hints, ticket)
+        if self.slots.observed and self.clock.monotonic() - self._last_call >= CHUNK_SECONDS:
+            # The capacity finder needs the answers as they come, and leases stop once every row was admitted
+            # (rows are admitted before they wait for a place): a report of its own, once per chunk's time at most.
+            self._pending.answers = True
+            self._urgent()
         if self._draining and self.slots.in_flight <= max(1, self.share):
             self._draining = False
             self._pending.ack = True  # drained to the smaller share: the rest is free for other workers
@@ -337,6 +347,8 @@ class LeasedLimiter:
         report["possible"] = max(0, self.in_flight_requests) + max(0, self.left_requests)
         report["received"] = self.received
         report["unlimited"] = now < self.unlimited_until
+        if self.slots.observed is not None and self.slots.capacity is not None:  # answers for the cluster's finder
+            report["capacity"] = self.slots.take_observed(self.slots.clock.monotonic())
         self._last_call = now
         self.calls += 1
         reply = await self.link.call("lease", self.key, self.worker, self.config, tokens, report, self.link.wait_s)
@@ -358,7 +370,7 @@ class LeasedLimiter:
             self._draining = True
             self._urgent()
         self.share = reply["share"]
-        self.slots.set_ceiling(reply["share"], base=self.slot_base, initial=self.slot_initial)
+        self.slots.set_ceiling(reply["share"], base=self.slot_base, initial=self.slot_initial, found=reply.get("found"))
         granted = reply["granted"]
         if granted:
             if self.left_requests <= 0:
