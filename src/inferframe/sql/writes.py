@@ -38,6 +38,7 @@ import pyarrow.fs as pafs
 
 from inferframe.errors import PlanError
 from inferframe.io.filesystems import filesystem_for
+from inferframe.io.formats import SUFFIXES
 from inferframe.io.interop import optional
 from inferframe.io.writers import PendingWrite
 from inferframe.sql import catalog
@@ -45,8 +46,6 @@ from inferframe.sql.tree import statement_kind
 
 FORMATS = ("parquet", "csv", "json")
 OPTIONS = ("FORMAT", "COMPRESSION", "HEADER")
-_EXTENSIONS = MappingProxyType({".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json",
-                                ".ndjson": "json"})
 _CODECS = MappingProxyType({".gz": "gzip", ".zst": "zstd", ".bz2": "bz2", ".lz4": "lz4", ".br": "brotli"})
 _PARQUET_CODECS = ("snappy", "zstd", "gzip", "brotli", "lz4")
 _ONE_FILE = 2**62  # rows per file: COPY writes one file, whatever its size
@@ -187,7 +186,7 @@ def _format(path: str, options: dict[str, Any]) -> tuple[str, str | None]:
     if suffix in _CODECS:
         stem = stem[: -len(suffix)]
         codec = codec or _CODECS[suffix]
-    fmt = str(options.get("FORMAT") or _EXTENSIONS.get(posixpath.splitext(stem)[1], "csv")).lower()
+    fmt = str(options.get("FORMAT") or SUFFIXES.get(posixpath.splitext(stem)[1], "csv")).lower()  # io.formats' one suffix table
     if fmt not in FORMATS:
         raise PlanError(f"sql(): COPY ... TO (FORMAT {fmt}) is not supported; the formats are {', '.join(FORMATS)}.")
     if options.get("HEADER") not in (None, True, "true", "1") or ("HEADER" in options and fmt != "csv"):
