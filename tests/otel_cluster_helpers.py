@@ -86,3 +86,22 @@ def check_one_trace(driver_spans: list, folder, requests_sent: int) -> dict:
     assert not any(KEY in t for t in texts)  # the key never reaches a span
     assert job.attributes["inferframe.rows"] == ROWS and job.attributes["inferframe.outcome"] == "ok"
     return {"workers": len(texts), "stage spans": len(stages), "request spans": len(requests)}
+
+
+def traced_job_on(use_runner) -> "callable":
+    """Run the traced job on the runner ``use_runner()`` selects (back to the native one after) and check its one
+    trace: a function of the test's ``tmp_path`` returning ``check_one_trace``'s counts."""
+    from inferframe.simulator import Simulator, SimulatorConfig
+
+    def run(folder) -> dict:
+        use_runner()
+        try:
+            with Simulator(SimulatorConfig(require_api_key=KEY, seed=5)) as sim:
+                out, driver_spans = run_traced_job(sim, folder)
+                sent = sim.stats()["total_requests"]
+        finally:
+            ifr.set_runner_native()
+        assert len(out["a"]) == ROWS and all(out["a"])
+        return check_one_trace(driver_spans, folder, sent)
+
+    return run

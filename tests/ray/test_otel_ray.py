@@ -11,19 +11,10 @@ import otel_cluster_helpers as helpers  # noqa: E402
 import ray  # noqa: E402
 
 import inferframe as ifr  # noqa: E402
-from inferframe.simulator import Simulator, SimulatorConfig  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[helpers.__name__])  # the workers' SDK set-up travels by value
 
 
 def test_workers_request_spans_join_the_drivers_job_trace_under_their_stages(ray_cluster, tmp_path):
-    ifr.set_runner_ray()
-    try:
-        with Simulator(SimulatorConfig(require_api_key=helpers.KEY, seed=5)) as sim:
-            out, driver_spans = helpers.run_traced_job(sim, tmp_path)
-            sent = sim.stats()["total_requests"]
-    finally:
-        ifr.set_runner_native()
-    assert len(out["a"]) == helpers.ROWS and all(out["a"])
-    counts = helpers.check_one_trace(driver_spans, tmp_path, sent)
+    counts = helpers.traced_job_on(ifr.set_runner_ray)(tmp_path)
     print("ray:", counts)
