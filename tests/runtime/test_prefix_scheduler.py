@@ -250,3 +250,32 @@ def test_pending_rows_are_compared_with_the_groups_being_sent_once_not_once_per_
     # Once per change of the groups being sent (two groups here: "Question 00.." and "Question 01.."),
     # not once per released row (604,000 comparisons before: 150 pumps x 2,000 rows x 2 groups).
     assert asyncio.run(run()) <= 4 * 2000
+
+
+def _slots_used(texts: list[str], lanes: int) -> list[set[int]]:
+    """The slots each text went to, through the runtime, on a mock server of ``lanes`` slots."""
+    provider = _Chat(lanes=lanes)
+    rt = InferenceRuntime(provider, RuntimeConfig(cache_policy="off", max_concurrency=16), model="m")
+    results = asyncio.run(rt.run_many(_requests([(0, t) for t in texts])))
+    assert all(r.error is None for r in results)
+    slots: dict[str, set[int]] = {}
+    for b in provider.sent:
+        slots.setdefault(b["messages"][-1]["content"], set()).add(b["id_slot"])
+    return [slots[t] for t in texts]
+
+
+def test_rows_whose_long_shared_start_outweighs_the_rest_stay_on_one_slot():
+    # Few-shot label scoring: 40 examples (the shared start, read by every slot that serves a row) before
+    # a short row. A second slot would read the start again for less work than the start itself.
+    shots = "".join(f"Text: example review number {i} with some words\nLabel: positive\n\n" for i in range(40))
+    texts = [shots + f"Text: row {i} short\nLabel:" for i in range(8)]
+    used = _slots_used(texts, lanes=4)
+    assert set().union(*used) == {0}, used
+
+
+def test_rows_with_much_more_of_their_own_than_the_shared_start_use_every_slot():
+    # A short system message before long documents: each slot reads the start once, for far more work.
+    system = "You answer questions about the document below, in one sentence, from the document only.\n\n"
+    texts = [system + f"Document {d}: " + chr(ord("a") + d) * 2000 for d in range(8)]
+    used = _slots_used(texts, lanes=4)
+    assert set().union(*used) == {0, 1, 2, 3}, used

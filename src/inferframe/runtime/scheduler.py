@@ -58,6 +58,11 @@ MIN_SHARED_CHARS = 64
 # 16, 512 slots at 200 ms held 280-300 requests in flight on 2 loaded CPUs (bare aiohttp about 350);
 # with 128 (one batch of rows), 360-430 (issue 23).
 AHEAD = 128
+# A slot that holds nothing of a round's shared start joins the round only when the round's rows have at least
+# this many times as many characters of their own as that start: the slot reads the start once more, and on a
+# CPU server (prompt reading is compute-bound, so slots add no reading speed) parallel slots sped the demo by
+# 1.24x (bench/local_model.py); a second slot for 8 few-shot rows read 970 tokens again for 50 a row.
+JOIN_WORK = 4
 # The tree is split this deep at most; below, rows stay in sorted order (which still keeps
 # neighbours sharing the most together). Bounds the cost on pathological texts (a, aa, aaa, ...).
 MAX_DEPTH = 8
@@ -75,6 +80,7 @@ class _Group:
     prefix: str  # what every row of the group starts with
     key: str  # a stable name of the shared prefix: the cache-routing hint
     rows: collections.deque  # of (text, future), in sending order
+    work: int = 0  # characters of its rows beyond the round's shared start: what a slot reads for it
 
 
 def _key(prefix: str) -> str:
@@ -160,6 +166,9 @@ class PrefixScheduler:
         self._arrivals: list[tuple[str, asyncio.Future]] = []
         self._round: collections.deque[_Group] = collections.deque()
         self._held: list[_Group | None] = [None] * self.lanes
+        self._lane_prefix = [""] * self.lanes  # what each slot last read a group of (pinned lanes)
+        self._root = ""  # what every row of the current round starts with
+        self._round_work = 0  # ``work`` of the round's groups no lane has taken yet
         self._busy = [0] * self.lanes
         self._warmed: _Group | None = None  # the next group, looked at for warming (one lane)
         self._warm_due: _Group | None = None  # its first row goes out next
@@ -274,10 +283,11 @@ class PrefixScheduler:
                         if not self.pinned and self._warmed is None:
                             self._warm(group)
                         return fut, group
-            group = self._take_group()
+            group = self._take_group(lane)
             self._held[lane] = group
             if group is None:
                 return None
+            self._lane_prefix[lane] = group.prefix
 
     def _warm(self, group: _Group) -> None:
         """One lane: the next group's first row goes out next, so its prefix is cached when the group starts."""
@@ -286,12 +296,16 @@ class PrefixScheduler:
         if nxt is not None and len(nxt.rows) > 1 and len(nxt.prefix) >= MIN_SHARED_CHARS:
             self._warm_due = nxt
 
-    def _take_group(self) -> _Group | None:
+    def _take_group(self, lane: int) -> _Group | None:
         self._warmed = None
         if not self._round and self._arrivals:
             self._form_round()
         if self._round:
-            return self._round.popleft()
+            if self.pinned and not self._worth_a_cold_slot(lane):
+                return None
+            group = self._round.popleft()
+            self._round_work -= group.work
+            return group
         # Every group is held by a lane: help the one with the most rows left per lane holding it, when
         # the helper's cost (its slot reads the prefix once more) buys parallel work: more than two
         # rounds of its holders' places each. The tail of a group stays with its slots.
@@ -302,6 +316,16 @@ class PrefixScheduler:
             if per_lane > most:
                 best, most = g, per_lane
         return best
+
+    def _worth_a_cold_slot(self, lane: int) -> bool:
+        """Whether this slot may take a group of the round: it holds the round's shared start already, no
+        slot does, or the round's rows left have enough of their own to pay for reading the start again."""
+        root = self._root
+        if len(root) < MIN_SHARED_CHARS or self._lane_prefix[lane].startswith(root):
+            return True
+        if not any(p.startswith(root) for p in self._lane_prefix):
+            return True
+        return self._round_work >= JOIN_WORK * len(root)
 
     def _form_round(self) -> None:
         arrivals = [(t, f) for t, f in self._arrivals if not f.done()]
@@ -321,10 +345,13 @@ class PrefixScheduler:
         groups = _groups(texts)
         self._flat = False  # a round of one stream with no rows to keep together took the branch above
         root = groups[0][0] if len(groups) == 1 else _shared(texts)  # what every row of the round starts with
+        self._root = root
         for prefix, idx in groups:
             # A lone row's key is the round's shared prefix: rows that share only that still route together.
             key = _key(prefix if len(idx) > 1 else root)
-            self._round.append(_Group(prefix, key, collections.deque(arrivals[i] for i in idx)))
+            work = sum(len(texts[i]) for i in idx) - len(idx) * len(root)
+            self._round.append(_Group(prefix, key, collections.deque(arrivals[i] for i in idx), work))
+            self._round_work += work
 
 
 def _flat(texts: list[str]) -> bool:
