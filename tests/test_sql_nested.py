@@ -86,6 +86,18 @@ def test_a_correlated_subquery_with_ai_names_the_construct_and_the_rewrite(sim, 
         ifr.sql(query, **frames)
 
 
+@pytest.mark.parametrize("wrap", ["WITH x AS ({q}) SELECT * FROM x", "SELECT * FROM ({q})"], ids=["cte", "subquery"])
+def test_a_misspelt_column_inside_a_cte_gets_the_top_level_did_you_mean(wrap, sim, frames):
+    inner = f"SELECT id, ai_classify(reviw, ['positive', 'negative'], {M}) AS label FROM reviews"
+    with pytest.raises(PlanError) as top:
+        ifr.sql(inner, **frames)
+    with pytest.raises(PlanError) as nested:
+        ifr.sql(wrap.format(q=inner), **frames)
+    assert 'Candidate bindings: "review"' in str(top.value)  # DuckDB's did-you-mean, at top level
+    assert str(nested.value).startswith(str(top.value)), nested.value  # the same words, then where it is
+    assert "correlated" not in str(nested.value)  # not the advice for a subquery reading the outer query
+
+
 def test_a_left_semantic_join_over_an_ai_cte_names_the_rewrite_before_any_request(sim, frames):
     before = sim.stats()["total_requests"]
     query = (f"WITH l AS (SELECT id, review, ai_classify(review, ['positive', 'negative'], {M}) AS label FROM reviews) "
