@@ -10,20 +10,10 @@ from __future__ import annotations
 import pytest
 
 import inferframe as ifr
-from sql_corpus.corpus import ON_CLUSTERS, answers, queries, run, simulated, tables, tagged
+from sql_corpus.corpus import ON_CLUSTERS, answers, queries, run, tagged
+from sql_corpus.fixtures import frames, sim  # noqa: F401 - pytest fixtures, by name
 
 QUERIES = queries()
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with simulated() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def frames():
-    return tables()
 
 
 def test_the_corpus_has_40_queries_each_with_an_answer_and_a_request_count():

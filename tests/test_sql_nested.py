@@ -11,20 +11,10 @@ import pytest
 
 import inferframe as ifr
 from inferframe.errors import PlanError
-from sql_corpus.corpus import queries, simulated, tables
+from sql_corpus.corpus import queries
+from sql_corpus.fixtures import frames, sim  # noqa: F401 - pytest fixtures, by name
 
 M = "model => 'gpt-5-mini'"
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with simulated() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def frames():
-    return tables()
 
 
 def sent(sim, run):

@@ -3,22 +3,14 @@ row, and the run sends what EXPLAIN says; the corpus holds its answers and reque
 
 from __future__ import annotations
 
-import pytest
-
 import inferframe as ifr
-from sql_corpus.corpus import queries, simulated, tables
+from sql_corpus.corpus import queries
+from sql_corpus.fixtures import frames, sim  # noqa: F401 - pytest fixtures, by name
 
 REPEATED = next(q for q in queries() if q.name == "order_by_score_limit_repeated_texts")
 
 
-@pytest.fixture(scope="module")
-def sim():
-    with simulated() as s:
-        yield s
-
-
-def test_explain_names_the_top_k_plan_and_the_run_sends_its_calls(sim):
-    frames = tables()
+def test_explain_names_the_top_k_plan_and_the_run_sends_its_calls(sim, frames):
     before = sim.stats()["total_requests"]
     text = "\n".join(ifr.sql("EXPLAIN " + REPEATED.sql, **frames).to_pydict()["explain"])
     assert sim.stats()["total_requests"] == before  # EXPLAIN sends nothing
