@@ -22,8 +22,12 @@ Then two queries of the shapes analysts write (issue 45), each against scoring e
   cte               WITH labeled AS (SELECT id, stars, ai_classify(review, ['yes', 'no']) AS label FROM reviews)
                     SELECT label, count(*) FROM labeled WHERE stars >= 4 GROUP BY label: the outer WHERE
                     reaches the CTE's source, so only the 4- and 5-star rows are asked
-  order by score    SELECT id FROM reviews ORDER BY ai_score(review, ...) DESC, id LIMIT 10: DuckDB's top-k
-                    over the AI column, each row asked once
+  order by score    SELECT id FROM reviews ORDER BY ai_score(review, ...) DESC, id LIMIT 10: the top-k plan
+                    (sql.topk), each distinct review asked once; every review here differs, so every row
+  order by score,   the same over ``summary``, a short text that repeats (100 distinct of the rows, as stock
+  repeated texts    replies do): the top-k plan asks each distinct text once
+
+Each shape's line also prints the calls EXPLAIN says the plan sends (nothing sent) beside the calls it sent.
 
 Usage:
     .venv/bin/python bench/sql_ai_filter.py [--rows 10000] [--every 5] [--latency-ms 20]
@@ -63,6 +67,8 @@ def main() -> None:
         "id": list(range(n)),
         "stars": [i % 5 + 1 for i in range(n)],
         "review": [("I loved it" if i % args.every == 3 else "I did not like it") + f", film {i}" for i in range(n)],
+        "summary": [("I loved it" if i % args.every == 3 else "I did not like it") + f", batch {i % 100}"
+                    for i in range(n)],
     })
     with Simulator(SimulatorConfig(responder=planted, latency_ms=args.latency_ms)) as sim:
         opts = (f"provider => 'openai', base_url => '{sim.base_url}', model => 'gpt-5-mini', "
@@ -100,22 +106,26 @@ def main() -> None:
     print(f"naive / inferframe: {naive / max(results[0][1], 1):.1f}x fewer calls")
     print()
     print(f"Analysts' shapes over the same {n:,} rows, against scoring every row once ({n:,} calls)")
-    print(f"{'query':<16}{'calls sent':>12}{'rows':>8}{'wall s':>9}{'calls vs every row':>21}")
-    for name, calls, rows, wall in shapes:
-        print(f"{name:<16}{calls:>12,}{rows:>8,}{wall:>9.2f}{calls / n:>20.4f}x")
+    print(f"{'query':<32}{'EXPLAIN says':>13}{'calls sent':>12}{'rows':>8}{'wall s':>9}{'calls vs every row':>21}")
+    for name, said, calls, rows, wall in shapes:
+        print(f"{name:<32}{said:>13,}{calls:>12,}{rows:>8,}{wall:>9.2f}{calls / n:>20.4f}x")
 
 
 def _shapes(sim, opts, reviews):
-    """The CTE query and the ORDER BY ai_score LIMIT 10 query: (name, calls, rows, wall s) of each."""
+    """The CTE query and the two ORDER BY ai_score LIMIT 10 queries: (name, calls EXPLAIN says, calls, rows, wall s)."""
     cte = (f"WITH labeled AS (SELECT id, stars, ai_classify(review, ['yes', 'no'], {opts}) AS label FROM reviews) "
            "SELECT label, count(*) AS n FROM labeled WHERE stars >= 4 GROUP BY label")
-    topk = (f"SELECT id FROM reviews ORDER BY ai_score(review, 'The review is positive.', {opts}) DESC, id LIMIT 10")
+    topk = "SELECT id FROM reviews ORDER BY ai_score({col}, 'The review is positive.', {opts}) DESC, id LIMIT 10"
     out = []
-    for name, query in (("cte", cte), ("order by score", topk)):
+    for name, query in (("cte", cte), ("order by score", topk.format(col="review", opts=opts)),
+                        ("order by score, repeated texts", topk.format(col="summary", opts=opts))):
+        explained = ifr.sql("EXPLAIN " + query, reviews=reviews).to_pydict()["explain"]
+        said = int(explained[explained.index(next(line for line in explained if "whole query" in line)) + 1]
+                   .split()[0].replace(",", ""))  # "  4,000 calls, ... input tokens": the whole query's estimate
         before = sim.stats()["total_requests"]
         t = time.perf_counter()
         rows = ifr.sql(query, reviews=reviews).to_pydict()
-        out.append((name, sim.stats()["total_requests"] - before, len(next(iter(rows.values()))),
+        out.append((name, said, sim.stats()["total_requests"] - before, len(next(iter(rows.values()))),
                     time.perf_counter() - t))
     return out
 

@@ -10,33 +10,17 @@ from __future__ import annotations
 import pytest
 
 import inferframe as ifr
-from inferframe.session import reset_provider
-from inferframe.simulator import Simulator, SimulatorConfig
-from sql_corpus.corpus import NESTED_AND_AGGREGATES, answers, queries, run, shaped, tables
-from sql_corpus.responder import respond
+from sql_corpus.corpus import ON_CLUSTERS, answers, queries, run, tagged
+from sql_corpus.fixtures import frames, sim  # noqa: F401 - pytest fixtures, by name
 
 QUERIES = queries()
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(SimulatorConfig(responder=respond)) as s:
-        ifr.set_provider("openai", base_url=s.base_url, api_key="sk-corpus")
-        ifr.set_cache("off")
-        yield s
-    reset_provider()
-    ifr.set_cache("read_write")
-
-
-@pytest.fixture(scope="module")
-def frames():
-    return tables()
 
 
 def test_the_corpus_has_40_queries_each_with_an_answer_and_a_request_count():
     assert len(QUERIES) >= 40 and len({q.name for q in QUERIES}) == len(QUERIES)
     assert set(answers()) == {q.name for q in QUERIES}
-    assert len(shaped(*NESTED_AND_AGGREGATES)) >= 15
+    assert all(set(q.tags) <= set(ON_CLUSTERS) for q in QUERIES)  # a misspelt tag would drop a query from the clusters
+    assert {tag: len(tagged(tag)) >= 3 for tag in ON_CLUSTERS} == dict.fromkeys(ON_CLUSTERS, True)
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=[q.name for q in QUERIES])

@@ -11,27 +11,10 @@ import pytest
 
 import inferframe as ifr
 from inferframe.errors import PlanError
-from inferframe.session import reset_provider
-from inferframe.simulator import Simulator, SimulatorConfig
-from sql_corpus.corpus import tables
-from sql_corpus.responder import respond
+from sql_corpus.corpus import queries
+from sql_corpus.fixtures import frames, sim  # noqa: F401 - pytest fixtures, by name
 
 M = "model => 'gpt-5-mini'"
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with Simulator(SimulatorConfig(responder=respond)) as s:
-        ifr.set_provider("openai", base_url=s.base_url, api_key="sk-corpus")
-        ifr.set_cache("off")
-        yield s
-    reset_provider()
-    ifr.set_cache("read_write")
-
-
-@pytest.fixture(scope="module")
-def frames():
-    return tables()
 
 
 def sent(sim, run):
@@ -84,6 +67,29 @@ def test_a_correlated_subquery_with_ai_names_the_construct_and_the_rewrite(sim, 
              f"AND ai_filter(r.review, 'The buyer is happy.', {M}))")
     with pytest.raises(PlanError, match="correlated subquery.*write it as a JOIN"):
         ifr.sql(query, **frames)
+
+
+@pytest.mark.parametrize("wrap", ["WITH x AS ({q}) SELECT * FROM x", "SELECT * FROM ({q})"], ids=["cte", "subquery"])
+def test_a_misspelt_column_inside_a_cte_gets_the_top_level_did_you_mean(wrap, sim, frames):
+    inner = f"SELECT id, ai_classify(reviw, ['positive', 'negative'], {M}) AS label FROM reviews"
+    with pytest.raises(PlanError) as top:
+        ifr.sql(inner, **frames)
+    with pytest.raises(PlanError) as nested:
+        ifr.sql(wrap.format(q=inner), **frames)
+    assert 'Candidate bindings: "review"' in str(top.value)  # DuckDB's did-you-mean, at top level
+    assert str(nested.value).startswith(str(top.value)), nested.value  # the same words, then where it is
+    assert "correlated" not in str(nested.value)  # not the advice for a subquery reading the outer query
+
+
+def test_a_semantic_join_beside_a_scalar_ai_call_explains_both_and_asks_only_the_joined_rows(sim, frames):
+    query = next(q for q in queries() if q.name == "semantic_join_then_classify").sql
+    text, nothing = sent(sim, lambda: "\n".join(ifr.sql("EXPLAIN " + query, **frames).to_pydict()["explain"]))
+    assert nothing == 0
+    assert "== sem_join '{review:left} is about {description:right}' ==" in text, text
+    assert "== __ifr_join: AI calls ==" in text and "ai_classify(...) on __ifr_join" in text, text
+    out, requests = sent(sim, lambda: ifr.sql(query, **frames).to_pydict())
+    assert out == {"id": [4], "name": ["Kettle"], "label": ["positive"]}
+    assert requests == 3 + 1  # the join's batched pairs (as test_sql_corpus checks), then the one pair it kept
 
 
 def test_a_left_semantic_join_over_an_ai_cte_names_the_rewrite_before_any_request(sim, frames):

@@ -18,10 +18,8 @@ from typer.testing import CliRunner
 
 import inferframe as ifr
 from inferframe.errors import PlanError, RowFailed
-from inferframe.session import reset_provider
 from inferframe.simulator import Simulator, SimulatorConfig
-from sql_corpus.corpus import answers, queries, tables
-from sql_corpus.responder import respond
+from sql_corpus.corpus import answers, queries, simulated, tables
 
 
 def labels(body):
@@ -181,12 +179,8 @@ def test_the_cli_runs_a_copy(sim, tmp_path):
 
 @pytest.fixture(scope="module")
 def corpus_sim():
-    with Simulator(SimulatorConfig(responder=respond)) as s:
-        ifr.set_provider("openai", base_url=s.base_url, api_key="sk-corpus")
-        ifr.set_cache("off")
+    with simulated() as s:
         yield s
-    reset_provider()
-    ifr.set_cache("read_write")
 
 
 @pytest.mark.parametrize("name", ["cte_classify_count", "subquery_where_limit_pushed", "two_ai_aggregates"])

@@ -45,106 +45,127 @@ SELECT DISTINCT ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mi
 
 -- name: cte_classify_count
 -- shape: Databricks docs: WITH labeled AS (... ai_classify ...) SELECT label, count(*) ... GROUP BY label
+-- tags: cte
 -- requests: 20
 WITH labeled AS (SELECT *, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews) SELECT label, count(*) AS n FROM labeled GROUP BY label ORDER BY label NULLS LAST;
 
 -- name: cte_reads_cte
 -- shape: a CTE that reads a CTE, the AI call in the second
+-- tags: cte
 -- requests: 6
 WITH audio AS (SELECT * FROM reviews WHERE category = 'audio'), labeled AS (SELECT id, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM audio) SELECT * FROM labeled ORDER BY id;
 
 -- name: cte_outer_where_pushed
 -- shape: an outer WHERE on an input column reaches the CTE's source
+-- tags: cte
 -- requests: 4
 WITH scored AS (SELECT id, stars, ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini') AS score FROM reviews) SELECT id, score FROM scored WHERE stars = 5 ORDER BY id;
 
 -- name: cte_outer_limit_pushed
 -- shape: an outer LIMIT reaches the CTE's source
+-- tags: cte
 -- requests: 4
 WITH replies AS (SELECT id, ai_complete('Reply to: ' || review, model => 'gpt-5-mini') AS reply FROM reviews) SELECT * FROM replies LIMIT 4;
 
 -- name: two_ctes_with_ai
 -- shape: several AI calls in several CTEs
+-- tags: cte, subquery
 -- requests: 8
 WITH neg AS (SELECT id, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews WHERE stars <= 1), pos AS (SELECT id, ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini') AS score FROM reviews WHERE stars >= 5) SELECT (SELECT count(*) FROM neg WHERE label = 'negative') AS negatives, (SELECT avg(score) FROM pos) AS happy_score;
 
 -- name: cte_filter_then_aggregate
 -- shape: AI.IF in a CTE, counted outside
+-- tags: cte
 -- requests: 3
 WITH base AS (SELECT * FROM reviews WHERE product = 'p2'), judged AS (SELECT id, ai_filter(review, 'The buyer is happy.', model => 'gpt-5-mini') AS ok FROM base) SELECT count(*) FILTER (WHERE ok) AS happy, count(*) AS n FROM judged;
 
 -- name: cte_ai_read_by_cte
 -- shape: a CTE with an AI column read by another CTE
+-- tags: cte
 -- requests: 20
 WITH labeled AS (SELECT *, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews), neg AS (SELECT * FROM labeled WHERE label = 'negative') SELECT product, count(*) AS n FROM neg GROUP BY product ORDER BY product;
 
 -- name: cte_joined_with_table
 -- shape: a CTE with an AI column joined to a dimension table
+-- tags: cte
 -- requests: 20
 WITH labeled AS (SELECT *, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews) SELECT p.name, count(*) AS n FROM labeled l JOIN products p USING (product) WHERE l.label = 'positive' GROUP BY p.name ORDER BY p.name;
 
 -- name: cte_with_ai_aggregate
 -- shape: Snowflake AI_AGG in a CTE
+-- tags: cte, ai_aggregate
 -- requests: 3
 WITH s AS (SELECT category, ai_summarize_agg(review, model => 'gpt-5-mini') AS summary FROM reviews GROUP BY category) SELECT * FROM s ORDER BY category;
 
 -- name: subquery_where_limit_pushed
 -- shape: SELECT * FROM (SELECT id, ai_complete(...) AS s FROM t) WHERE id < 100 LIMIT 5
+-- tags: subquery
 -- requests: 5
 SELECT * FROM (SELECT id, ai_complete('Reply to: ' || review, model => 'gpt-5-mini') AS s FROM reviews) WHERE id < 100 LIMIT 5;
 
 -- name: subquery_qualified_where
 -- shape: an aliased FROM subquery filtered on an input column
+-- tags: subquery
 -- requests: 4
 SELECT * FROM (SELECT id, stars, ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews) AS t WHERE t.stars = 1 ORDER BY id;
 
 -- name: subquery_grouped_outside
 -- shape: AI calls in a FROM subquery, grouped outside
+-- tags: subquery
 -- requests: 7
 SELECT label, count(*) AS n FROM (SELECT ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM reviews WHERE category = 'books') GROUP BY label ORDER BY label;
 
 -- name: subquery_two_levels
 -- shape: two nested FROM subqueries, each outer WHERE pushed down
+-- tags: subquery
 -- requests: 3
 SELECT * FROM (SELECT * FROM (SELECT id, ai_complete('Reply to: ' || review, model => 'gpt-5-mini') AS a FROM reviews) WHERE id > 5) WHERE id < 9 ORDER BY id;
 
 -- name: in_subquery_with_filter
 -- shape: WHERE x IN (SELECT ... WHERE AI.IF(...))
+-- tags: subquery
 -- requests: 20
 SELECT name FROM products WHERE product IN (SELECT product FROM reviews WHERE ai_filter(review, 'The buyer is happy.', model => 'gpt-5-mini')) ORDER BY name;
 
 -- name: scalar_subquery_with_filter
 -- shape: a scalar subquery counting AI.IF rows
+-- tags: subquery
 -- requests: 8
 SELECT count(*) AS products, (SELECT count(*) FROM reviews WHERE stars >= 4 AND ai_filter(review, 'The buyer is happy.', model => 'gpt-5-mini')) AS happy FROM products;
 
 -- name: subquery_averaged
 -- shape: AI.SCORE in a subquery, averaged outside
+-- tags: subquery
 -- requests: 6
 SELECT avg(score) AS avg_score FROM (SELECT ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini') AS score FROM reviews WHERE category = 'audio');
 
 -- name: ai_agg_per_group
 -- shape: Snowflake AI_AGG ... GROUP BY
+-- tags: ai_aggregate
 -- requests: 3
 SELECT category, ai_agg(review, 'List the complaints', model => 'gpt-5-mini') AS complaints, count(*) AS n FROM reviews GROUP BY category ORDER BY category;
 
 -- name: two_ai_aggregates
 -- shape: SELECT category, ai_agg(...), ai_summarize_agg(...), count(*) ... GROUP BY category
+-- tags: ai_aggregate
 -- requests: 6
 SELECT category, ai_agg(review, 'List the complaints', model => 'gpt-5-mini') AS complaints, ai_summarize_agg(review, model => 'gpt-5-mini') AS summary, count(*) AS n FROM reviews GROUP BY category ORDER BY category;
 
 -- name: summarize_all
 -- shape: Snowflake AI_SUMMARIZE_AGG over a table
+-- tags: ai_aggregate
 -- requests: 1
 SELECT ai_summarize_agg(review, model => 'gpt-5-mini') AS summary FROM reviews;
 
 -- name: ai_agg_with_where
 -- shape: AI_AGG over the low-star rows per product
+-- tags: ai_aggregate
 -- requests: 5
 SELECT product, ai_agg(review, 'List the complaints', model => 'gpt-5-mini') AS complaints FROM reviews WHERE stars <= 2 GROUP BY product ORDER BY product;
 
 -- name: ai_agg_beside_scalar_ai
 -- shape: an AI aggregate beside a scalar AI call in the same query
+-- tags: ai_aggregate
 -- requests: 23
 SELECT category, ai_agg(review, 'List the complaints', model => 'gpt-5-mini') AS complaints, count(*) FILTER (WHERE ai_classify(review, ['positive', 'negative'], model => 'gpt-5-mini') = 'positive') AS positive FROM reviews GROUP BY category ORDER BY category;
 
@@ -154,14 +175,22 @@ SELECT category, ai_agg(review, 'List the complaints', model => 'gpt-5-mini') AS
 SELECT product, count(*) AS n FROM reviews GROUP BY product HAVING avg(ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini')) >= 3 ORDER BY product;
 
 -- name: order_by_score_limit
--- shape: ORDER BY AI.SCORE(...) DESC LIMIT k: each row scored once
+-- shape: ORDER BY AI.SCORE(...) DESC LIMIT k: each distinct input scored once (here every row's differs)
+-- tags: topk
 -- requests: 20
 SELECT id FROM reviews ORDER BY ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini') DESC, id LIMIT 3;
 
 -- name: order_by_score_limit_cheap_where
 -- shape: top-k after a plain WHERE
+-- tags: topk
 -- requests: 7
 SELECT id FROM reviews WHERE category = 'kitchen' ORDER BY ai_score(review, 'How satisfied is the buyer?', model => 'gpt-5-mini') DESC, id LIMIT 2;
+
+-- name: order_by_score_limit_repeated_texts
+-- shape: top-k over repeated texts (the reviews less their order number: 8 distinct of 20): each distinct text scored once
+-- tags: topk
+-- requests: 8
+SELECT id, ai_score(regexp_replace(review, ' \(order \d+\)', ''), 'How satisfied is the buyer?', model => 'gpt-5-mini') AS score FROM reviews ORDER BY score DESC, id LIMIT 4;
 
 -- name: window_rank_by_score
 -- shape: an AI call in a window's ORDER BY
@@ -187,6 +216,11 @@ SELECT id, ai_complete('Reply to: ' || review, model => 'gpt-5-mini') AS text FR
 -- shape: JOIN ... ON AI.IF(...) (sem_join: what Python's sem_join sends for these 2 x 5 rows, its batched plan)
 -- requests: 3
 WITH r AS (SELECT id, review FROM reviews WHERE id IN (4, 7)) SELECT r.id, p.name FROM r JOIN products p ON ai_filter(r.review || ' is about ' || p.description, model => 'gpt-5-mini') ORDER BY r.id, p.name;
+
+-- name: semantic_join_then_classify
+-- shape: JOIN ... ON AI.IF(...) beside a scalar AI_CLASSIFY in the SELECT list: the join's 3 requests, then 1 for its one pair
+-- requests: 4
+WITH r AS (SELECT id, review FROM reviews WHERE id IN (4, 7)) SELECT r.id, p.name, ai_classify(r.review, ['positive', 'negative'], model => 'gpt-5-mini') AS label FROM r JOIN products p ON ai_filter(r.review || ' is about ' || p.description, model => 'gpt-5-mini') ORDER BY r.id, p.name;
 
 -- name: join_then_ai
 -- shape: AI calls over a plain join

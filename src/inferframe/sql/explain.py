@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from inferframe.plan.estimate_text import estimate_lines
 from inferframe.sql.planner import plan
+from inferframe.sql.topk import explain_lines
 from inferframe.sql.tree import parsed
 from inferframe.sql.reads import cheap_columns, reads
 from inferframe.io.arrow_stream import StreamSource
@@ -64,6 +65,9 @@ def _explain(query: str, frames: dict[str, Any], frame_of: Any, totals: dict) ->
         lines.append(f"== {source.alias}: AI calls ==")
         lines += [f"  {note}" for note in source.notes]
         lines += _cheap_filters(source.where, rows)
+        if source.topk is not None:  # the AI columns are those of the distinct inputs, past the WHERE already
+            lines += ["  " + line for line in explain_lines(source.topk, frame_of)]
+            frame, rows, keep = source.topk.scored, None, None
         if rows is not None:
             frame = frame.where(rows)
         if keep is not None:
@@ -72,7 +76,7 @@ def _explain(query: str, frames: dict[str, Any], frame_of: Any, totals: dict) ->
         if source.calls:
             lines.append(f"  AI columns the query reads: {', '.join(ai) or 'none (no call is sent)'}")
         lines += _plan_and_estimate(frame, totals)
-        if limit is not None and source.limit is None:
+        if limit is not None and source.limit is None and source.topk is None:
             lines.append(f"  LIMIT {limit}: the stream stops once DuckDB has its rows; the figures above count every "
                          "row past the cheap filter (an upper bound).")
         lines.append("")

@@ -25,7 +25,7 @@ from typing import Any
 
 from inferframe.sql.parse import Query
 from inferframe.sql.engine import connect
-from inferframe.sql.tree import expression_sql
+from inferframe.sql.tree import expression_sql, limit_rows
 
 _CHAIN = frozenset({"LIMIT", "STREAMING_LIMIT", "PROJECTION", "FILTER", "TOP_N", "ORDER_BY"})
 
@@ -55,13 +55,12 @@ def limit_push(q: Query, columns: list[str] | None) -> Push | None:
     order = _order(q, modifiers[0], columns) if len(modifiers) == 2 else None
     if len(modifiers) == 2 and order is None:
         return None
-    rows = _int(modifiers[-1].get("limit"))
-    offset = 0 if modifiers[-1].get("offset") is None else _int(modifiers[-1].get("offset"))
+    rows = limit_rows(modifiers[-1])
     where = tree.get("where_clause")
-    if rows is None or offset is None:
+    if rows is None:
         return None
     if not where:  # SELECT ai_complete(...) FROM t LIMIT n: the AI columns of n rows
-        return Push(rows + offset, frozenset(), None, order)
+        return Push(rows, frozenset(), None, order)
     conjuncts = where["children"] if where.get("type") == "CONJUNCTION_AND" else [where]
     tops = {id(c) for c in conjuncts if c.get("class") == "FUNCTION"}
     in_where = [c for c in q.calls if c.clause == "where"]
@@ -70,7 +69,7 @@ def limit_push(q: Query, columns: list[str] | None) -> Push | None:
               and keys.count(" ".join(c.text.split())) == 1]
     if len(pushed) != len(in_where):
         return None
-    return Push(rows + offset, frozenset(id(c.node) for c in pushed), where, order)
+    return Push(rows, frozenset(id(c.node) for c in pushed), where, order)
 
 
 def left_join_rows(q: Query) -> int | None:
@@ -94,9 +93,7 @@ def left_join_rows(q: Query) -> int | None:
             or ft["right"].get("type") == "JOIN" or tree.get("where_clause") or not projects_only(tree) \
             or [m.get("type") for m in modifiers] != ["LIMIT_MODIFIER"]:
         return None
-    rows = _int(modifiers[0].get("limit"))
-    offset = 0 if modifiers[0].get("offset") is None else _int(modifiers[0].get("offset"))
-    return None if rows is None or offset is None else rows + offset
+    return limit_rows(modifiers[0])
 
 
 def _order(q: Query, modifier: dict, columns: list[str]) -> str | None:
@@ -142,11 +139,3 @@ def _only_chain(nodes: Any) -> bool:
         return _only_chain(node.get("children", []))
     return False
 
-
-def _int(expr: Any) -> int | None:
-    if isinstance(expr, dict) and expr.get("class") == "CONSTANT":
-        try:
-            return int((expr.get("literal") or {}).get("text"))
-        except (TypeError, ValueError):
-            return None
-    return None

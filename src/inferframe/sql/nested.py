@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from inferframe.errors import PlanError
-from inferframe.sql.tree import conjunction, conjuncts, nodes, replace, statement, table_ref, to_sql
+from inferframe.sql.tree import conjunction, conjuncts, limit_rows, nodes, replace, statement, table_ref, to_sql
 from inferframe.io.interop import optional
 
 FrameOf = Callable[[str, dict], Any]
@@ -127,9 +128,28 @@ def _planned(node: dict, frames: dict[str, Any], frame_of: FrameOf, what: str, p
     except PlanError as e:
         if "Binder Error" not in str(e):
             raise
+        if _misspelt(str(e), frames):  # the top level's message (DuckDB's "Candidate bindings"), and where it is
+            raise PlanError(f"{e} (in {what})") from None
         raise PlanError(f"sql(): {what} with AI functions is planned as a query of its own, and DuckDB cannot run it "
                         f"alone ({e}). A subquery that reads the outer query's columns (a correlated subquery) is not "
                         "planned: write it as a JOIN, or compute its AI columns in a CTE first.") from None
+
+
+def _misspelt(error: str, frames: dict[str, Any]) -> bool:
+    """Whether DuckDB's binder error names a column that no table of the query has: a typo, not an outer column.
+
+    A correlated subquery reads a column of the outer query's tables, so one that is in none of them is misspelt.
+
+    Example:
+        >>> import inferframe as ifr
+        >>> frames = {"t": ifr.from_pydict({"review": ["a"]})}
+        >>> _misspelt('Referenced column "reviw" not found', frames), _misspelt('Referenced column "review" not found', frames)
+        (True, False)
+    """
+    found = re.search(r'Referenced column "([^"]+)" not found', error)
+    if found is None:
+        return False
+    return not any(found.group(1) in getattr(frame, "column_names", ()) for frame in frames.values())
 
 
 def _from_items(item: dict) -> list[dict]:
@@ -228,19 +248,8 @@ def _limit(outer: dict) -> dict | None:
     mods = outer.get("modifiers") or []
     if [m.get("type") for m in mods] != ["LIMIT_MODIFIER"]:
         return None
-    rows = [_int(mods[0].get("limit")), _int(mods[0].get("offset")) if mods[0].get("offset") else 0]
-    if None in rows:
-        return None
-    return statement(f"SELECT 1 LIMIT {sum(rows)}")["modifiers"][0]
-
-
-def _int(expr: Any) -> int | None:
-    if isinstance(expr, dict) and expr.get("class") == "CONSTANT":
-        try:
-            return int((expr.get("literal") or {}).get("text"))
-        except (TypeError, ValueError):
-            return None
-    return None
+    rows = limit_rows(mods[0])
+    return None if rows is None else statement(f"SELECT 1 LIMIT {rows}")["modifiers"][0]
 
 
 def _modifier(node: dict, kind: str) -> bool:

@@ -36,6 +36,7 @@ from inferframe.sql.aggregates import agg_plan
 from inferframe.sql.join import join_plan
 from inferframe.sql.limit import chain_ok, left_join_rows, limit_push
 from inferframe.sql.nested import unnest
+from inferframe.sql import topk
 from inferframe.sql.functions import CONST, FUNCTIONS, Function, expressions, options_of, similarity
 from inferframe.sql.parse import Arg, Call, Query, parse_tree
 from inferframe.sql.tree import conjunction, conjuncts, expression, expression_sql, replace, select_star, statement, table_ref, to_sql
@@ -62,6 +63,8 @@ class Source:
     limit: int | None = None  # rows kept after the pushed filters
     order: str | None = None  # the ORDER BY of a pushed LIMIT, over the source's columns
     notes: list[str] = field(default_factory=list)
+    distinct: bool = False  # a top-k (sql.topk): the AI columns are computed once per distinct input
+    topk: topk.TopK | None = None  # that plan's frames, for EXPLAIN
 
 
 @dataclass
@@ -124,13 +127,22 @@ def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_o
     sources = _sources(q, frames, frame_of)
     joins = [c for c in q.calls if c.clause == "join"]
     if joins:
-        if len(q.calls) != 1:
-            raise PlanError("sql(): a semantic join (ai_filter in JOIN ... ON) has no other AI function in this "
-                            "version; compute them over its result in an outer query.")
-        joined, template = join_plan(q, joins[0], sources)
-        return Planned(to_sql(q.tree), {**frames, **joined}, [], [],
-                       [(f"sem_join {template!r}", joined["__ifr_join"])])
+        joined, template = join_plan(q, joins[0], sources)  # the tree now reads the join's DataFrame, its columns
+        step = (f"sem_join {template!r}", joined["__ifr_join"])
+        if len(q.calls) == 1:
+            return Planned(to_sql(q.tree), {**frames, **joined}, [], [], [step])
+        # The other AI calls read the join's rows: planned over its DataFrame as over any one source, so they are
+        # asked for the pairs the join keeps, through the same engine.
+        rest = _plan_top(q.tree, given, {**frames, **joined}, frame_of, push)
+        if rest is None:  # cannot be: the tree still calls them; kept as an error, not a silent loss
+            raise PlanError("sql(): the AI calls beside the semantic join were lost in planning; compute them over "
+                            "its result in an outer query.")
+        rest.extra.insert(0, step)
+        return rest
     pushed = limit_push(q, sources[0].frame.column_names if len(sources) == 1 else None) if push else None
+    ranked = pushed is None and push and topk.applies(q, len(sources))
+    if ranked:  # the WHERE runs in DuckDB before the AI columns; DuckDB's top-n runs over their answers
+        sources[0].distinct, sources[0].where = True, topk.where_sql(q)
     done: dict[str, str] = {}
     for call in q.calls:
         if call.clause not in ("select", "where", "order", "having", "join", "group"):
@@ -143,8 +155,9 @@ def _plan_top(tree: dict, given: dict[str, Any], frames: dict[str, Any], frame_o
         replace(call.node, column)
         if call.clause == "order" and any(m.get("type") == "LIMIT_MODIFIER" for m in tree.get("modifiers") or []):
             _source_of(call, sources).notes.append(
-                f"ORDER BY {call.name}(...) LIMIT: top-k by DuckDB over the AI column, each row past the cheap "
-                "filters asked once (never more calls than rows)")
+                f"ORDER BY {call.name}(...) LIMIT: top-k by DuckDB over the AI column, " + (
+                    "each distinct input past the cheap filters asked once" if ranked else
+                    "each row past the cheap filters asked once (never more calls than rows)"))
     if pushed is not None:
         if pushed.where is not None:  # its pushed ai_filters are TRUE now: the rest runs before them
             kept = [c for c in conjuncts(pushed.where) if expression_sql(c).lower() != "true"]
@@ -307,11 +320,22 @@ def _attach(source: Source, frame_of: FrameOf) -> None:
         frame = frame.limit(source.limit)
         source.notes.append(f"LIMIT {source.limit}: the filter stops sending once {source.limit} rows passed"
                             if source.filters else f"LIMIT {source.limit}: AI columns for {source.limit} rows at most")
-    for column, fn, inputs, options in source.calls:
+    if source.distinct and source.calls:
+        keys = list(dict.fromkeys(inputs[name] for _, fn, inputs, _ in source.calls
+                                  for name, kind in fn.params if kind != CONST and name in inputs))
+        frame, source.topk = topk.distinct_scored(frame, keys, lambda f: _add_calls(f, source.calls), frame_of)
+    else:
+        frame = _add_calls(frame, source.calls)
+    source.notes += [f"{column} = {fn.name}(...) on {source.alias}" for column, fn, *_ in source.calls]
+    source.frame = frame
+
+
+def _add_calls(frame: Any, calls: list[tuple[str, Function, dict, dict]]) -> Any:
+    """``frame`` with the AI columns of ``calls`` (the result, and its error and other parts)."""
+    for column, fn, inputs, options in calls:
         for suffix, expr in expressions(fn, inputs, options):
             frame = frame.with_column(column + suffix, similarity(column + "_a", column + "_b") if expr is None else expr)
-        source.notes.append(f"{column} = {fn.name}(...) on {source.alias}")
-    source.frame = frame
+    return frame
 
 
 def _check_text(fn: Function, param: str, column: str, schema: Any, source: Source) -> None:

@@ -159,3 +159,24 @@ def table_ref(name: str, alias: str) -> dict:
     """The FROM item that reads the table ``name`` as ``alias``."""
     node = statement("SELECT * FROM __ifr_item AS __ifr_alias")["from_table"]
     return dict(node, table_name=name, alias=alias, qualified_name={"path": [name]})
+
+
+def limit_rows(modifier: dict) -> int | None:
+    """The rows a constant ``LIMIT n OFFSET m`` modifier reads: n + m (None: not constants).
+
+    Example:
+        >>> limit_rows(statement("select 1 limit 5 offset 2")["modifiers"][0])
+        7
+    """
+    rows = _constant_int(modifier.get("limit"))
+    offset = 0 if modifier.get("offset") is None else _constant_int(modifier.get("offset"))
+    return None if rows is None or offset is None else rows + offset
+
+
+def _constant_int(expr: Any) -> int | None:
+    if isinstance(expr, dict) and expr.get("class") == "CONSTANT":
+        try:
+            return int((expr.get("literal") or {}).get("text"))
+        except (TypeError, ValueError):
+            return None
+    return None
