@@ -44,7 +44,8 @@ SLOW_FILES = (
     "tests/test_quiet_output.py", "tests/test_first_hour.py", "tests/ai/test_plan_state.py",
     "tests/test_prefix_order.py", "tests/test_examples_seed002.py", "tests/test_structured_budget.py",
     "tests/test_promise_readme_examples.py", "tests/test_classify_cascade.py", "tests/test_local_server_restart.py",
-    "tests/test_otel_backend.py",
+    "tests/test_otel_backend.py", "tests/test_promise_structured_quality.py", "tests/test_semantic_search_example.py",
+    "tests/test_classify_embedding.py", "tests/test_llama_variants.py",
 )
 
 
