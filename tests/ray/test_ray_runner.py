@@ -7,6 +7,7 @@ for the paid API.
 
 import os
 import pathlib
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -173,6 +174,35 @@ def test_ray_datasets_round_trip(on_ray):
     assert isinstance(back, ray.data.Dataset)
     assert back.to_arrow_refs() and pa.concat_tables(ray.get(back.to_arrow_refs())).to_pydict() == {
         "a": [0, 1, 2, 3, 4], "b": ["x0", "x1", "x2", "x3", "x4"], "c": [0, 2, 4, 6, 8]}
+
+
+def _state_jobs() -> list[str]:
+    from inferframe.runners.ray_job_state import JobState
+    from inferframe.runners.ray_limits import driver_host
+
+    return ray.get(driver_host("state", JobState)[0].open_jobs.remote())
+
+
+def test_a_ray_dataset_with_ai_columns_keeps_its_job_state_while_it_is_used_and_frees_it_after(on_ray):
+    import gc
+
+    before = _state_jobs()
+    with Simulator(SimulatorConfig()) as sim:
+        ask = prompt(col("t"), provider="openai", base_url=sim.base_url, api_key="sk-test", model="gpt-5-mini")
+        ds = ifr.from_pydict({"t": [f"row {i}" for i in range(6)]}).with_column("a", ask).to_ray_dataset()
+        derived = ds.map_batches(lambda b: b, batch_format="pyarrow")  # a user's own step after ours
+        del ds
+        gc.collect()
+        assert len(_state_jobs()) == len(before) + 1  # the derived dataset still needs the job's keys and counters
+        rows = derived.take_all()
+        assert len(rows) == 6 and all(r["a"] for r in rows) and sim.stats()["total_requests"] == 6
+        del derived, rows
+    # Ray Data's executor lets go of the plan as its threads wind down, and the host ends the job on its own turn.
+    deadline = time.monotonic() + 30
+    while _state_jobs() != before and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.2)
+    assert _state_jobs() == before  # nothing of the job is left in the driver's host
 
 
 import ray  # noqa: E402

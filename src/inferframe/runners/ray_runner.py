@@ -23,6 +23,7 @@ import threading
 import time
 from types import MappingProxyType
 import uuid
+import weakref
 from typing import Any, Iterator
 
 import pyarrow as pa
@@ -234,6 +235,11 @@ class RayRunner(Runner):
         job = _Job(self.connect(), poll=False)  # lives as long as the dataset: no job on the driver reads its counters
         job.__enter__()
         ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
+        if job._services is not None:
+            # The datasets made from this one hold the workers' services in their plans: the job's state (keys,
+            # counters, limits) ends when the last of them is gone, not with the driver.
+            weakref.finalize(job._services, _end_quietly, job.coordinator, job.state)
+            job._services = None
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
 
 
@@ -374,6 +380,15 @@ class _Job:
         finally:
             self.coordinator.close()
             self.state.end()
+
+
+def _end_quietly(coordinator, state) -> None:
+    """End a dataset's job in the driver's hosts; at the interpreter's exit Ray may be gone already."""
+    try:
+        coordinator.close()
+        state.end()
+    except Exception:  # noqa: BLE001 - the cluster ended first: its hosts, and the job's state, with it
+        pass
 
 
 class _Builder:
