@@ -55,6 +55,8 @@ Example:
 
 from __future__ import annotations
 
+import collections
+import heapq
 import math
 import statistics
 
@@ -83,6 +85,21 @@ SETTLE = 0.5
 KEPT = 0.85
 # The bound counts as used when the window saw this share of it in flight.
 USED = 0.8
+# Slow start: an answer at the floor whose request left with n in flight proves the server serves n at once, and the
+# bound goes to GAIN x n at once (per answer, as TCP's slow start grows per ack: twice per round trip, not once a
+# judged window). Growth from what was proven, not from the bound, keeps the overshoot within GAIN x the capacity.
+GAIN = 2.0
+# Slow start ends when this many of the last WINDOW answers came back CUT_ABOVE over the floor (queued).
+SLOW_TO_EXIT = WINDOW // 2
+# Answers handled less than this share of the floor apart are one burst (a wave of answers that came together).
+BURST_GAP = 0.05
+# Answers are tallied once their requests left this many floors ago: a FIFO's queued requests come back a round trip
+# after the others sent with them (a tally that took the fast ones at once read too few as queued).
+MATURE = 2.5
+# Answers kept until they mature at most.
+PENDING_MAX = 8192
+# Send times remembered for their in-flight counts at most (beyond: the oldest are dropped; failures leave theirs).
+LOADS_MAX = 8192
 
 
 class CapacityFinder:
@@ -133,14 +150,35 @@ class CapacityFinder:
         self._floor_at = 0.0
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
         self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
+        # Answers to requests sent from ``_settled`` on (half a floor after the bound last moved), once matured (see
+        # MATURE): how many, how many queued (CUT_ABOVE over the floor), their latencies summed; the answers not
+        # matured yet, (send time, latency).
+        self._settled, self._tally = -math.inf, [0, 0, 0.0]
+        self._pending: list[tuple[float, float]] = []  # a heap: earliest sent first
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
+        # Send time -> the in-flight counts its requests left with (lowest first: in a FIFO the first sent of one
+        # instant are served first). Known in one process; a cluster's reports carry none (its windows double instead).
+        self._loads: dict[float, list[int]] = {}
+        self._proving = False  # in-flight counts come with the sends: slow start grows per answer from them
+        self._proven = 0  # slow start: the most in flight that came back at the floor
+        self._recent: collections.deque[bool] = collections.deque(maxlen=WINDOW)  # slow start: answers queued?
+        self._lately: collections.deque[float] = collections.deque()  # slow start: when answers came, last 2 floors
+        self._burst, self._last_at = -math.inf, -math.inf  # when this burst of answers began; the last answer's time
 
-    def sent(self, at: float | None = None) -> None:
+    def sent(self, at: float | None = None, in_flight: int | None = None) -> None:
         """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
-        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when."""
+        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when.
+        ``in_flight``: requests in flight as it left, itself included (what its answer proves, see ``GAIN``)."""
         at = self.clock.monotonic() if at is None else at
+        if in_flight is not None:
+            self._proving = True
+            loads = self._loads
+            loads.setdefault(at, []).append(in_flight)
+            if len(loads) > LOADS_MAX:
+                for key in list(loads)[: LOADS_MAX // 2]:
+                    del loads[key]
         if self._sends <= FIRST:
             self._sends += 1
             # The latest of the first sends: a cluster's reports come out of order, and a 17th counted before
@@ -180,8 +218,15 @@ class CapacityFinder:
         ``sent_at``: when the request left, on the clock's time (None: now less the latency).
         """
         now = self.clock.monotonic()
+        load = None
         if sent_at is None:
             sent_at = now - latency - SLACK_S
+        elif self._loads:
+            loads = self._loads.get(sent_at)
+            if loads:
+                load = loads.pop(loads.index(min(loads)))
+                if not loads:
+                    del self._loads[sent_at]
         # ``delay_s``: a cluster's send times come from reports other than the answers', each a call's delay off.
         if self.floor is None and (self._first_by is None or sent_at <= self._first_by + self.delay_s):
             self._first.append(latency)
@@ -191,13 +236,89 @@ class CapacityFinder:
                 self._floor_at = now
             return False
         self._answers += 1
+        if sent_at >= self._settled and self._proving and len(self._pending) < PENDING_MAX:
+            heapq.heappush(self._pending, (sent_at, latency))
+        if self.floor is not None and now - self._last_at > BURST_GAP * self.floor:
+            self._burst = now
+        self._last_at = now
+        moved = self._prove(latency, load, now) if load is not None and self.floor is not None else False
         if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
-            return False  # not one of the window's cohort
+            return moved  # not one of the window's cohort
         self._window.append(latency)
         self._in_flight = max(self._in_flight, in_flight)
         if self.floor is None or self._cohort_left or len(self._window) < 0.75 * self._cohort:
+            return moved
+        return self._judge(now) or moved
+
+    def _prove(self, latency: float, load: int, now: float) -> bool:
+        """One answer whose request left with ``load`` in flight: slow start grows from it or ends; True: moved."""
+        if self.found or self.careful:
             return False
-        return self._judge(now)
+        # A wave of answers that came together (a FIFO's batch, the requests of one round trip) is handled one at a
+        # time: the last ones wait for this client's loop, not the server, and on a busy machine (load 8-10 on 2
+        # cores) 8 of 16 of a 512-answer wave came late by a quarter floor, and slow start ended at half the
+        # capacity. Slow start counts each answer's latency from its burst's start; a burst longer than a floor is
+        # no wave (a steady stream on a busy loop), and its answers count as they are (the windows judge those).
+        lag = now - self._burst
+        if lag <= self.floor:
+            latency -= lag
+        fast = latency <= self.floor * (1 + GROW_BELOW)
+        lately = self._lately
+        lately.append(now)
+        while lately[0] <= now - 2 * self.floor:
+            lately.popleft()
+        if fast:
+            self._proven = max(self._proven, load)
+            self._recent.append(False)
+            new = min(self.maximum, int(GAIN * load))
+            if new <= self.bound:
+                return False
+            return self._move(new, "latency" if new < self.maximum else "cap", now)
+        self._recent.append(latency > self.floor * (1 + CUT_ABOVE))
+        if sum(self._recent) < SLOW_TO_EXIT:
+            return False
+        # Queued answers: the capacity is the most in flight that came back at the floor (in a FIFO exactly what it
+        # serves at once). Within a round trip of the first queued answer, not a judged window later (issue 46).
+        # The throughput it is judged by (``KEPT``): the answers of the last two floors, at the bound being cut. A busy
+        # client's own loop, working through a wave of answers, also makes them late: then the cut costs throughput
+        # and is undone (a server's queue costs none, by Little's law).
+        bound, throughput = self.bound, len(self._lately) / (2 * self.floor)
+        self.found, self._recent = True, collections.deque(maxlen=WINDOW)
+        self._new_window(now)
+        new = max(self.minimum, min(bound, max(self._proven, int(self._least))))
+        if new >= bound:
+            return False
+        self._cut, self._last_ratio = (bound, throughput, False), None
+        return self._move(new, "capacity", now)
+
+    def _move(self, new: int, reason: str, now: float) -> bool:
+        """The bound moves to ``new`` for ``reason``: the answers that judge it are those sent half a floor later."""
+        self.bound, self.reason = new, reason
+        self.moves += 1
+        self._settled, self._tally = now + SETTLE * self.floor + self.delay_s, [0, 0, 0.0]
+        self._pending.clear()
+        return True
+
+    def _matured(self, now: float) -> list:
+        """The tally of answers to requests sent since the bound settled, MATURE floors ago or more (see ``_tally``)."""
+        pending, tally, edge = self._pending, self._tally, now - MATURE * self.floor
+        queued = self.floor * (1 + CUT_ABOVE)
+        while pending and pending[0][0] <= edge:
+            latency = heapq.heappop(pending)[1]
+            tally[0] += 1
+            tally[1] += latency > queued
+            tally[2] += latency
+        return tally
+
+    def _new_window(self, now: float) -> None:
+        """Start the next window: its cohort leaves from half a floor on (see ``SETTLE``)."""
+        self._answers, self._judged_at = 0, now
+        self._window, self._in_flight = [], 0
+        # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
+        # the earlier requests free as they end, and a queue shows only about a round trip later.
+        self._since = now + SETTLE * self.floor + self.delay_s
+        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
+        self._cohort_end = math.inf
 
     def _judge(self, now: float) -> bool:
         # The cohort's upper quartile: the answers not back yet are the slowest (its requests left together). Not the
@@ -207,17 +328,19 @@ class CapacityFinder:
         sample = window[rank] if len(window) > rank else window[-1]
         used = self._in_flight
         throughput = self._answers / max(1e-9, now - self._judged_at)
-        self._answers, self._judged_at = 0, now
-        self._window, self._in_flight = [], 0
-        # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
-        # the earlier requests free as they end, and a queue shows only about a round trip later.
-        self._since = now + SETTLE * self.floor + self.delay_s
-        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
-        self._cohort_end = math.inf
+        # All answers to requests sent since the bound settled, not the cohort's alone: with a FIFO's answers in
+        # waves, a queue of a few slots delays a few answers by a whole round trip and leaves the cohort's quartile
+        # at the floor, and the bound crept up by its square root each window into a standing queue (0.28x the
+        # latency at capacity 32, 1 s). Their mean shows it (Little's law: in flight / mean latency is the
+        # throughput, so in flight x floor / mean latency is the capacity), and the share that queued.
+        count, queued, waited = self._matured(now)
+        tallied = self._proving and self.found and count >= WINDOW
+        mean, slow = (waited / count, queued / count) if tallied else (0.0, 0.0)
+        self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
-        ratio = sample / floor
+        ratio = max(sample, mean) / floor
         bound = self.bound
         cut, self._cut = self._cut, None
         if cut is not None and throughput < KEPT * cut[1]:
@@ -226,9 +349,7 @@ class CapacityFinder:
             # Back to the bound before; no later cut goes below halfway between the two.
             self._least = (cut[0] + self.bound) / 2
             self._last_ratio, self.found = None, cut[2]
-            self.bound, self.reason = cut[0], "latency"
-            self.moves += 1
-            return True
+            return self._move(cut[0], "latency", now)
         quiet, self._quiet = self._quiet, ratio <= 1 + GROW_BELOW
         if self.careful and ratio >= 1 + CUT_ABOVE and (ratio < SURE or self._last_ratio is None):
             self._last_ratio = ratio if ratio >= SURE else None
@@ -252,14 +373,17 @@ class CapacityFinder:
             self._last_ratio = None
             if ratio > 1 + GROW_BELOW or used < USED * bound:
                 return False
+            if self._proving and (not self.found or not tallied or slow > GROW_BELOW):
+                # Slow start grows per answer (``_prove``). Past a capacity found: only once the answers to requests
+                # sent at this bound matured (the requests a FIFO queues come back a round trip after the others)
+                # and at most a GROW_BELOW share of them queued.
+                return False
             want = bound * 2 if not self.found else bound + max(1, int(math.sqrt(bound)))
             new = min(self.maximum, want)
             reason = "latency" if new == want else "cap"
         if new == bound:
             return False
-        self.bound, self.reason = new, reason
-        self.moves += 1
-        return True
+        return self._move(new, reason, now)
 
 
 def _upper_quartile(values: list[float]) -> float:
