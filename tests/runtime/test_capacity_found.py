@@ -8,6 +8,7 @@ served at once, the rest wait first come first served) behind the real runtime, 
 from __future__ import annotations
 
 import asyncio
+import collections
 
 import pytest
 
@@ -185,20 +186,21 @@ def test_cluster_workers_find_one_capacity_through_the_coordinator():
     assert sum(waits) / len(waits) <= 0.5 * latency
 
 
-def _round_trips_to(finder: CapacityFinder, clock: FakeClock, target: int, rounds: int) -> int:
-    """Flat latency (1 s, no queue at any load): each round trip sends the whole bound at once, with the in-flight
-    count each request left with; the answers come back a floor later. The round trips until the bound reached
-    ``target`` (``rounds + 1``: not within ``rounds``)."""
-    for k in range(1, rounds + 1):
-        sent_at, bound = clock.now, int(finder.bound)
-        for n in range(1, bound + 1):
-            finder.sent(sent_at, in_flight=n)
-        clock.now = sent_at + 1.0
-        for n in range(bound):
-            finder.on_answer(1.0, bound, sent_at=sent_at)
-        if finder.bound >= target:
-            return k
-    return rounds + 1
+def _fifo_steps(finder: CapacityFinder, clock: FakeClock, capacity: int, steps: int):
+    """A FIFO server on a fake clock, one floor (1 s) a step: the client fills the bound, each request sent with the
+    count in flight as it left; a step later the server has answered the first ``capacity`` waiting (latency: the
+    steps each waited, plus one). Yields the bound after each step."""
+    waiting: collections.deque[float] = collections.deque()
+    for _ in range(steps):
+        now = clock.now
+        while len(waiting) < finder.bound:
+            waiting.append(now)
+            finder.sent(now, in_flight=len(waiting))
+        clock.now = now + 1.0
+        for _ in range(min(capacity, len(waiting))):
+            sent_at = waiting.popleft()
+            finder.on_answer(clock.now - sent_at, len(waiting) + 1, sent_at=sent_at)
+        yield finder.bound
 
 
 def test_slow_start_doubles_once_a_round_trip():
@@ -207,28 +209,25 @@ def test_slow_start_doubles_once_a_round_trip():
     bound doubled once a window, and a window began half a floor after the last move: 8 round trips."""
     clock = FakeClock()
     finder = CapacityFinder(start=64, maximum=1024, clock=clock)
-    assert _round_trips_to(finder, clock, 1024, rounds=8) <= 4, finder.bound
+    bounds = list(_fifo_steps(finder, clock, capacity=10**6, steps=4))
+    assert bounds == [128, 256, 512, 1024], bounds
     assert not finder.found and finder.reason == "cap"
 
 
 def test_slow_start_grows_only_from_what_came_back_at_the_floor():
     """The bound never passes twice the most in flight that came back at the floor: in a FIFO the requests sent past
-    the capacity queue, so however many round trips pass, slow start overshoots a capacity of 100 by 2x at most."""
+    the capacity queue and prove nothing, so slow start overshoots a capacity of 100 by 2x at most. It ends once
+    answers queued and the delivery rate stopped growing (BBR's full pipe: 64, 100, 100 answers a round trip), a
+    round trip after the first queued answer, cut to the capacity."""
     clock = FakeClock()
     finder = CapacityFinder(start=64, maximum=1024, clock=clock)
     capacity, cut = 100, None
-    for _ in range(6):
-        sent_at, bound = clock.now, int(finder.bound)
-        for n in range(1, bound + 1):
-            finder.sent(sent_at, in_flight=n)
-        clock.now = sent_at + 1.0
-        for n in range(1, bound + 1):  # served first come first served: past the capacity, a floor of waiting more
-            finder.on_answer(1.0 if n <= capacity else 2.0, bound, sent_at=sent_at)
-        assert finder.bound <= 2 * capacity, finder.bound
+    for step, bound in enumerate(_fifo_steps(finder, clock, capacity, steps=8)):
+        assert bound <= 2 * capacity, bound
         if finder.found and cut is None:
-            cut = finder.bound  # slow start ended: cut to the most in flight that came back at the floor
-    assert cut == capacity
-    assert capacity <= finder.bound <= capacity + capacity ** 0.5, finder.bound  # then the gradient's headroom
+            cut = (step, bound)  # slow start ended: cut to about what the server served at once
+    assert cut is not None and cut[0] <= 3 and capacity <= cut[1] <= 1.1 * capacity, cut
+    assert capacity <= finder.bound <= capacity + capacity ** 0.5 + 1, finder.bound  # then the gradient's headroom
 
 
 def _moves(history: list, capacity: int) -> tuple[float, float, int]:
@@ -245,7 +244,9 @@ def test_a_queue_cuts_the_bound_as_soon_as_its_answers_come_back():
     rate, queued, history, slots = _serve(capacity, latency, capacity * 20)
     over, cut, _ = _moves(history, capacity)
     assert cut - over <= 2 * latency, history
-    assert [bound for t, bound, _ in history if t == cut] == [capacity], history  # the most that came back fast
+    # Cut to what the server serves at once: the most in flight that came back at the floor, or the last round's
+    # delivery rate x the floor (here the answers of the round plus the queued ones that ended slow start).
+    assert all(capacity <= bound <= 1.05 * capacity for t, bound, _ in history if t == cut), history
 
 
 def test_a_capacity_found_is_not_crept_past_into_a_standing_queue():

@@ -26,13 +26,24 @@ from what the latency shows, after the published adaptive concurrency limiters:
   the server costs no throughput (Little's law), so that cut went below the capacity, or the latency
   came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
   busy machine).
-* **Growth.** Vegas's slow start (grow by a lot while the queue estimate is small) and Envoy's
-  gradient (up to 2x per interval): until the first queueing is seen the bound doubles per
-  window while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
-  does not grow a limit the application leaves half empty). Once a capacity is found, it grows by
-  ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's Gradient), so it follows a
-  server that gained capacity without flooding one that did not. Between ``GROW_BELOW`` and
-  ``CUT_ABOVE`` it holds: the steady state keeps a queue of at most about a tenth of the floor.
+* **Growth.** TCP's slow start (grow per acknowledgement, so the window doubles once a round trip)
+  with Vegas's proof of room: until the first queueing is seen, each answer within ``GROW_BELOW`` of
+  the floor whose request left with n in flight shows the server serves n at once, and the bound
+  goes to ``GAIN`` x n (2: twice a round trip's worth, as TCP). Growth from what was proven, not
+  from the bound, caps the overshoot at twice the capacity: requests sent past it queue and prove
+  nothing. BBR's startup gain (2/ln 2, about 2.89) reached the capacity a round trip sooner at 1,024
+  but queued a capacity of 32 for 0.8x its latency (it starts at 64, and 2.89 x 32 is 92). Slow
+  start ends as soon as ``SLOW_TO_EXIT`` of the last ``WINDOW`` answers queued (a round trip after
+  the bound passed the capacity, not a judged window later), cut to the most in flight that came
+  back at the floor (a FIFO's capacity). Its latencies count from the start of their burst: a wave
+  of answers that came together waits for this client's own loop, not for the server. Once a
+  capacity is found, it grows by ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's
+  Gradient), only once the answers to requests sent at the bound matured (``MATURE``: a FIFO's queued
+  requests come back a round trip after the others) and at most ``GROW_BELOW`` of them queued; their
+  mean latency also cuts (Little's law). So it follows a server that gained capacity without
+  flooding one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
+  keeps a queue of at most about a tenth of the floor. Where no in-flight counts come with the sends
+  (a cluster's coordinator), slow start doubles once per judged window instead.
 
 Example:
     >>> from inferframe.runtime.clock import FakeClock
@@ -91,8 +102,8 @@ USED = 0.8
 GAIN = 2.0
 # Slow start ends when this many of the last WINDOW answers came back CUT_ABOVE over the floor (queued).
 SLOW_TO_EXIT = WINDOW // 2
-# Answers handled less than this share of the floor apart are one burst (a wave of answers that came together).
-BURST_GAP = 0.05
+# Slow start's delivery rate still grows while a round trip's is this many times the one before's (BBR's full pipe).
+STILL_GROWING = 1.25
 # Answers are tallied once their requests left this many floors ago: a FIFO's queued requests come back a round trip
 # after the others sent with them (a tally that took the fast ones at once read too few as queued).
 MATURE = 2.5
@@ -165,7 +176,17 @@ class CapacityFinder:
         self._proven = 0  # slow start: the most in flight that came back at the floor
         self._recent: collections.deque[bool] = collections.deque(maxlen=WINDOW)  # slow start: answers queued?
         self._lately: collections.deque[float] = collections.deque()  # slow start: when answers came, last 2 floors
-        self._burst, self._last_at = -math.inf, -math.inf  # when this burst of answers began; the last answer's time
+        # Slow start's rounds (BBR's): a round ends at the first answer to a request sent after it began. When the
+        # current one began and its answers so far; the delivery rates (answers/s) of the last two rounds ended.
+        self._round_at, self._round_answers, self._rates = -math.inf, 0, (0.0, 0.0)
+        # Slow start: requests in flight sent over a floor ago ("due": answered at the server, their answers waiting
+        # for this client's loop, or queued there) take no slot a new request can prove. Counted from ``_due_from``:
+        # send times not yet a floor old, how many older were sent; answered send times not yet a floor old (a
+        # heap), how many older were answered.
+        self._due_from = math.inf
+        self._due_sends: collections.deque[float] = collections.deque()
+        self._due_answers: list[float] = []
+        self._sent_old = self._answered_old = 0
 
     def sent(self, at: float | None = None, in_flight: int | None = None) -> None:
         """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
@@ -174,6 +195,17 @@ class CapacityFinder:
         at = self.clock.monotonic() if at is None else at
         if in_flight is not None:
             self._proving = True
+            if self._settled == math.inf:
+                self._settled = at  # the first request sent after a cut (see ``_move``)
+            if self._since == math.inf:
+                self._since = at
+            if self.floor is not None and not self.found:
+                # What it proves: the requests the server holds as it arrives. A wave of answers is handled one at a
+                # time, and each sends the next while the rest of the wave still counts in flight: counted, a
+                # capacity of 256 at 1 s on a busy machine "proved" 338 and slow start overshot to 676.
+                self._due_from = min(self._due_from, at)
+                self._due_sends.append(at)
+                in_flight = max(1, in_flight - self._due(at))
             loads = self._loads
             loads.setdefault(at, []).append(in_flight)
             if len(loads) > LOADS_MAX:
@@ -238,10 +270,7 @@ class CapacityFinder:
         self._answers += 1
         if sent_at >= self._settled and self._proving and len(self._pending) < PENDING_MAX:
             heapq.heappush(self._pending, (sent_at, latency))
-        if self.floor is not None and now - self._last_at > BURST_GAP * self.floor:
-            self._burst = now
-        self._last_at = now
-        moved = self._prove(latency, load, now) if load is not None and self.floor is not None else False
+        moved = self._prove(latency, load, sent_at, now) if load is not None and self.floor is not None else False
         if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
             return moved  # not one of the window's cohort
         self._window.append(latency)
@@ -250,18 +279,29 @@ class CapacityFinder:
             return moved
         return self._judge(now) or moved
 
-    def _prove(self, latency: float, load: int, now: float) -> bool:
+    def _due(self, now: float) -> int:
+        """Requests in flight sent over a floor ago (see ``_due_from``)."""
+        edge = now - self.floor
+        sends, answers = self._due_sends, self._due_answers
+        while sends and sends[0] < edge:
+            sends.popleft()
+            self._sent_old += 1
+        while answers and answers[0] < edge:
+            heapq.heappop(answers)
+            self._answered_old += 1
+        return max(0, self._sent_old - self._answered_old)
+
+    def _prove(self, latency: float, load: int, sent_at: float, now: float) -> bool:
         """One answer whose request left with ``load`` in flight: slow start grows from it or ends; True: moved."""
         if self.found or self.careful:
             return False
-        # A wave of answers that came together (a FIFO's batch, the requests of one round trip) is handled one at a
-        # time: the last ones wait for this client's loop, not the server, and on a busy machine (load 8-10 on 2
-        # cores) 8 of 16 of a 512-answer wave came late by a quarter floor, and slow start ended at half the
-        # capacity. Slow start counts each answer's latency from its burst's start; a burst longer than a floor is
-        # no wave (a steady stream on a busy loop), and its answers count as they are (the windows judge those).
-        lag = now - self._burst
-        if lag <= self.floor:
-            latency -= lag
+        if sent_at >= self._due_from:
+            heapq.heappush(self._due_answers, sent_at)
+        if sent_at >= self._round_at:  # a round ended: its delivery rate
+            if self._round_answers:
+                self._rates = (self._rates[1], self._round_answers / max(1e-9, now - self._round_at))
+            self._round_at, self._round_answers = now, 0
+        self._round_answers += 1
         fast = latency <= self.floor * (1 + GROW_BELOW)
         lately = self._lately
         lately.append(now)
@@ -275,7 +315,13 @@ class CapacityFinder:
                 return False
             return self._move(new, "latency" if new < self.maximum else "cap", now)
         self._recent.append(latency > self.floor * (1 + CUT_ABOVE))
-        if sum(self._recent) < SLOW_TO_EXIT:
+        before, last = self._rates
+        if now - self._round_at >= self.floor:  # a round of queued answers lasts longer: judged from a floor on
+            before, last = last, self._round_answers / (now - self._round_at)
+        if sum(self._recent) < SLOW_TO_EXIT or not before or last >= STILL_GROWING * before:
+            # Late answers while the delivery rate still grows are no queue at the server (a queue caps it): a wave
+            # of answers that came together waits for this client's own loop, and on a busy machine (load 8-10 on
+            # 2 cores) 8 of 16 of a 512-answer wave came a quarter floor late; slow start ended at half the capacity.
             return False
         # Queued answers: the capacity is the most in flight that came back at the floor (in a FIFO exactly what it
         # serves at once). Within a round trip of the first queued answer, not a judged window later (issue 46).
@@ -284,6 +330,9 @@ class CapacityFinder:
         # and is undone (a server's queue costs none, by Little's law).
         bound, throughput = self.bound, len(self._lately) / (2 * self.floor)
         self.found, self._recent = True, collections.deque(maxlen=WINDOW)
+        self._due_from, self._sent_old, self._answered_old = math.inf, 0, 0  # tracked again if the cut is undone
+        self._due_sends.clear()
+        self._due_answers = []
         self._new_window(now)
         new = max(self.minimum, min(bound, max(self._proven, int(self._least))))
         if new >= bound:
@@ -292,10 +341,17 @@ class CapacityFinder:
         return self._move(new, "capacity", now)
 
     def _move(self, new: int, reason: str, now: float) -> bool:
-        """The bound moves to ``new`` for ``reason``: the answers that judge it are those sent half a floor later."""
+        """The bound moves to ``new`` for ``reason``: the answers that judge it are those sent half a floor later, or
+        after a cut, from the first request sent once the requests in flight fell below it (``sent``)."""
+        cut = new < self.bound
         self.bound, self.reason = new, reason
         self.moves += 1
-        self._settled, self._tally = now + SETTLE * self.floor + self.delay_s, [0, 0, 0.0]
+        # After a cut, requests sent at once would be judged by the queue the bound before left (its requests still in
+        # flight): their mean latency cut 338 to 177 at capacity 256 after slow start's overshoot.
+        settled = math.inf if cut else now + SETTLE * self.floor
+        self._settled, self._tally = settled + self.delay_s, [0, 0, 0.0]
+        if cut and self._proving:
+            self._since = math.inf  # the cohort too: from the first request sent after the cut (``sent``)
         self._pending.clear()
         return True
 
