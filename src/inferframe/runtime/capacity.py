@@ -358,7 +358,7 @@ class CapacityFinder:
     def _matured(self, now: float) -> list:
         """The tally of answers to requests sent since the bound settled, MATURE floors ago or more (see ``_tally``)."""
         pending, tally, edge = self._pending, self._tally, now - MATURE * self.floor
-        queued = self.floor * (1 + CUT_ABOVE)
+        queued = self.floor * SURE
         while pending and pending[0][0] <= edge:
             latency = heapq.heappop(pending)[1]
             tally[0] += 1
@@ -387,16 +387,16 @@ class CapacityFinder:
         # All answers to requests sent since the bound settled, not the cohort's alone: with a FIFO's answers in
         # waves, a queue of a few slots delays a few answers by a whole round trip and leaves the cohort's quartile
         # at the floor, and the bound crept up by its square root each window into a standing queue (0.28x the
-        # latency at capacity 32, 1 s). Their mean shows it (Little's law: in flight / mean latency is the
-        # throughput, so in flight x floor / mean latency is the capacity), and the share that queued.
-        count, queued, waited = self._matured(now)
-        tallied = self._proving and self.found and count >= WINDOW
-        mean, slow = (waited / count, queued / count) if tallied else (0.0, 0.0)
+        # latency at capacity 32, 1 s). The share of them a round trip late (SURE: not the spread of a busy
+        # client's loop, which held the bound at a fifth of a capacity of 256 at 50 ms when it counted) stops growth.
+        count, queued, _ = self._matured(now)
+        tallied = self._proving and self.found and not self.careful and count >= WINDOW
+        slow = queued / count if tallied else 0.0
         self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
-        ratio = max(sample, mean) / floor
+        ratio = sample / floor
         bound = self.bound
         cut, self._cut = self._cut, None
         if cut is not None and throughput < KEPT * cut[1]:
@@ -429,7 +429,7 @@ class CapacityFinder:
             self._last_ratio = None
             if ratio > 1 + GROW_BELOW or used < USED * bound:
                 return False
-            if self._proving and (not self.found or not tallied or slow > GROW_BELOW):
+            if self._proving and (not self.found or (not tallied and not self.careful) or slow > GROW_BELOW):
                 # Slow start grows per answer (``_prove``). Past a capacity found: only once the answers to requests
                 # sent at this bound matured (the requests a FIFO queues come back a round trip after the others)
                 # and at most a GROW_BELOW share of them queued.
