@@ -33,15 +33,15 @@ from what the latency shows, after the published adaptive concurrency limiters:
   from the bound, caps the overshoot at twice the capacity: requests sent past it queue and prove
   nothing. BBR's startup gain (2/ln 2, about 2.89) reached the capacity a round trip sooner at 1,024
   but queued a capacity of 32 for 0.8x its latency (it starts at 64, and 2.89 x 32 is 92). Slow
-  start ends as soon as ``SLOW_TO_EXIT`` of the last ``WINDOW`` answers queued (a round trip after
-  the bound passed the capacity, not a judged window later), cut to the most in flight that came
-  back at the floor (a FIFO's capacity). Its latencies count from the start of their burst: a wave
-  of answers that came together waits for this client's own loop, not for the server. Once a
+  start ends once ``SLOW_TO_EXIT`` of the last ``WINDOW`` answers queued and the answers per round
+  trip stopped growing (BBR's full pipe: late answers while they still grow are this client's own
+  loop working through a wave of them), cut to the most in flight that came back at the floor (a
+  FIFO's capacity); what an answer proves leaves out the requests in flight sent over a floor ago
+  (answered, their answers waiting for this client's loop, or queued). Once a
   capacity is found, it grows by ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's
   Gradient), only once the answers to requests sent at the bound matured (``MATURE``: a FIFO's queued
-  requests come back a round trip after the others) and at most ``GROW_BELOW`` of them queued; their
-  mean latency also cuts (Little's law). So it follows a server that gained capacity without
-  flooding one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
+  requests come back a round trip after the others) and at most ``GROW_BELOW`` of them came a round
+  trip late. So it follows a server that gained capacity without flooding one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
   keeps a queue of at most about a tenth of the floor. Where no in-flight counts come with the sends
   (a cluster's coordinator), slow start doubles once per judged window instead.
 
