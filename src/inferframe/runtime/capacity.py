@@ -162,9 +162,9 @@ class CapacityFinder:
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
         self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
         # Answers to requests sent from ``_settled`` on (half a floor after the bound last moved), once matured (see
-        # MATURE): how many, how many queued (CUT_ABOVE over the floor), their latencies summed; the answers not
-        # matured yet, (send time, latency).
-        self._settled, self._tally = -math.inf, [0, 0, 0.0]
+        # MATURE): how many, how many came a round trip late (SURE x the floor); the answers not matured yet,
+        # (send time, latency).
+        self._settled, self._tally = -math.inf, [0, 0]
         self._pending: list[tuple[float, float]] = []  # a heap: earliest sent first
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
@@ -349,7 +349,7 @@ class CapacityFinder:
         # After a cut, requests sent at once would be judged by the queue the bound before left (its requests still in
         # flight): their mean latency cut 338 to 177 at capacity 256 after slow start's overshoot.
         settled = math.inf if cut else now + SETTLE * self.floor
-        self._settled, self._tally = settled + self.delay_s, [0, 0, 0.0]
+        self._settled, self._tally = settled + self.delay_s, [0, 0]
         if cut and self._proving:
             self._since = math.inf  # the cohort too: from the first request sent after the cut (``sent``)
         self._pending.clear()
@@ -363,7 +363,6 @@ class CapacityFinder:
             latency = heapq.heappop(pending)[1]
             tally[0] += 1
             tally[1] += latency > queued
-            tally[2] += latency
         return tally
 
     def _new_window(self, now: float) -> None:
@@ -389,7 +388,7 @@ class CapacityFinder:
         # at the floor, and the bound crept up by its square root each window into a standing queue (0.28x the
         # latency at capacity 32, 1 s). The share of them a round trip late (SURE: not the spread of a busy
         # client's loop, which held the bound at a fifth of a capacity of 256 at 50 ms when it counted) stops growth.
-        count, queued, _ = self._matured(now)
+        count, queued = self._matured(now)
         tallied = self._proving and self.found and not self.careful and count >= WINDOW
         slow = queued / count if tallied else 0.0
         self._new_window(now)
