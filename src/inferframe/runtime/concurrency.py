@@ -139,18 +139,21 @@ class AdaptiveLimit:
         if self.in_flight > self.peak_since:
             self.peak_since = self.in_flight
 
-    def started(self) -> bool:
-        """A request left (its place taken and its admission granted); False: no need to say so again.
+    def started(self, at: float | None = None) -> bool:
+        """A request left at ``at`` (its place taken and its admission granted); False: no need to say so again.
 
-        The capacity finder takes the latency floor from the answers of the first requests sent, and
-        judges the latency of each cohort of requests sent after the bound moved.
+        The capacity finder takes the latency floor from the answers of the first requests sent,
+        judges the latency of each cohort of requests sent after the bound moved, and in slow start
+        grows from the requests in flight that each answer at the floor proves the server serves.
+        ``at``: the send time its answer's ``sent_at`` will carry (None: now).
         """
         if self.capacity is None:
             return False
+        at = self.clock.monotonic() if at is None else at
         if self.observed is not None:
-            self.sends.append(self.clock.monotonic())  # counted by the coordinator's finder (``take_observed``)
+            self.sends.append(at)  # counted by the coordinator's finder (``take_observed``)
         else:
-            self.capacity.sent()
+            self.capacity.sent(at, self.in_flight)
         return True
 
     def follow(self) -> None:
