@@ -235,11 +235,7 @@ class RayRunner(Runner):
         job = _Job(self.connect(), poll=False)  # lives as long as the dataset: no job on the driver reads its counters
         job.__enter__()
         ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
-        if job._services is not None:
-            # The datasets made from this one hold the workers' services in their plans: the job's state (keys,
-            # counters, limits) ends when the last of them is gone, not with the driver.
-            weakref.finalize(job._services, _end_quietly, job.coordinator, job.state)
-            job._services = None
+        job.end_with_its_plans()
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
 
 
@@ -353,6 +349,13 @@ class _Job:
                 forget_host("state")
         trace = self.counters.trace  # the driver's job trace (None: not traced): its context goes to the workers
         return WorkerServices(self.coordinator, self.state, trace.for_workers() if trace is not None else None)
+
+    def end_with_its_plans(self) -> None:
+        """For a dataset handed to the user: the datasets made from it hold the workers' services in their plans,
+        so the job's state (keys, counters, limits) ends when the last of them is gone, not with the driver."""
+        if self._services is not None:
+            weakref.finalize(self._services, _end_quietly, self.coordinator, self.state)
+            self._services = None  # the plans hold them now; this job object must not keep them alive
 
     def _merge(self) -> None:
         for source, snaps in self.coordinator.counter_reports().items():
