@@ -359,3 +359,19 @@ def test_read_tasks_are_split_by_file_and_row_group(tmp_path):
     big = [i["row_groups"] for i in items if i["path"].endswith("big.parquet")]
     assert big == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # about 64k rows a task
     assert [i["row_groups"] for i in items if i["path"].endswith("small.parquet")] == [None]  # one task per small file
+
+
+def test_an_ai_call_over_few_known_rows_runs_as_tasks_and_over_many_or_unknown_rows_on_an_actor_pool():
+    import ray.data
+
+    from inferframe.plan.physical import UDFStage, plan_physical
+    from inferframe.runners import ray_plan as rp
+
+    df = ifr.from_pydict({"q": ["a", "b", "c"]}).with_column(
+        "a", prompt(col("q"), provider="openai", base_url="http://127.0.0.1:9/v1", api_key="k", model="m"))
+    op = plan_physical(df._plan)
+    while not isinstance(op, UDFStage):
+        op = op.input
+    assert rp._actors_for(op.call, 2, 3) == {}  # no actor process to start for three rows
+    for rows in (None, rp.SMALL_AI_ROWS + 1):
+        assert isinstance(rp._actors_for(op.call, 2, rows)["compute"], ray.data.ActorPoolStrategy)
