@@ -209,14 +209,24 @@ def _ray_call(call: UDFCall) -> UDFCall:
     return dataclasses.replace(call, udf=spec)
 
 
-# An AI call over at most this many rows (known from the plan, ``plan.row_bound``) runs as tasks on Ray's already
-# started workers: an actor pool starts a process per actor first (a 20-row job: 4.0-5.3 s with the pool, load ~8).
+# An AI call over at most this many rows in at most two batches (known from the plan, ``plan.row_bound``) runs as
+# tasks on Ray's already started workers: an actor pool starts a process per actor first (a 20-row job: 4.0-5.3 s
+# with the pool, 0.3-1 s as tasks, load ~6-8). More batches go to the pool: a task sets up its services per batch.
 SMALL_AI_ROWS = 512
 
 
-def _actors_for(call: UDFCall, cluster_cpus: int, rows: int | None = None) -> dict:
+def small_input(op: pp.UDFStage, rows: int | None) -> bool:
+    """Whether a UDF stage sees at most ``SMALL_AI_ROWS`` rows in at most two batches (``rows``: the plan's bound
+    on its input's rows, None unknown); batches of its ``into_batches`` input, else of its call's batch size."""
+    if rows is None or rows > SMALL_AI_ROWS:
+        return False
+    size = op.input.size if isinstance(op.input, pp.Rebatch) else op.call.udf.batch_size
+    return not size or -(-rows // size) <= 2
+
+
+def _actors_for(call: UDFCall, cluster_cpus: int, small: bool = False) -> dict:
     """Ray Data options of one UDF stage: an actor pool for model classes and AI calls, tasks otherwise
-    (and for an AI call over at most ``SMALL_AI_ROWS`` rows: ``rows`` is the plan's bound, None unknown)."""
+    (and for an AI call over a ``small_input``)."""
     spec = call.udf
     owner = spec.owner
     is_ai = owner is not None and getattr(owner, "cls", None) is not None and hasattr(owner.cls, "for_run")
@@ -227,7 +237,7 @@ def _actors_for(call: UDFCall, cluster_cpus: int, rows: int | None = None) -> di
         size = max(1, owner.max_concurrency or 1)
         return {"compute": ray.data.ActorPoolStrategy(size=size), "num_gpus": owner.gpus or None,
                 "num_cpus": 1 if not owner.gpus else 0.5}
-    if is_ai and rows is not None and rows <= SMALL_AI_ROWS:
+    if is_ai and small:
         return {}
     if is_ai:
         import ray.data
@@ -241,7 +251,7 @@ def _actors_for(call: UDFCall, cluster_cpus: int, rows: int | None = None) -> di
 def udf_stage(ds, op: pp.UDFStage, services: Callable[[], Any], cluster_cpus: int, rows: int | None = None):
     """One UDF stage: stateless tasks for a plain ``@func`` and a small AI call, an actor pool for model classes and AI calls."""
     call = op.call
-    options = _actors_for(call, cluster_cpus, rows)
+    options = _actors_for(call, cluster_cpus, small_input(op, rows))
     batch_size = call.udf.batch_size or None
     args = (_ray_call(call), op.out_name, op.out_type, op.schema, services)
     if not options:  # a plain @func: stateless batch tasks
