@@ -389,3 +389,25 @@ def test_read_tasks_are_split_by_file_and_row_group(tmp_path):
     big = [i["row_groups"] for i in items if i["path"].endswith("big.parquet")]
     assert big == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # about 64k rows a task
     assert [i["row_groups"] for i in items if i["path"].endswith("small.parquet")] == [None]  # one task per small file
+
+
+
+def test_an_ai_call_over_few_known_rows_runs_as_tasks_and_over_many_or_unknown_rows_on_an_actor_pool():
+    import ray.data
+
+    from inferframe.plan.physical import UDFStage, plan_physical
+    from inferframe.runners import ray_plan as rp
+
+    def stage(df) -> UDFStage:
+        op = plan_physical(df.with_column("a", prompt(col("q"), provider="openai", base_url="http://127.0.0.1:9/v1",
+                                                      api_key="k", model="m"))._plan)
+        while not isinstance(op, UDFStage):
+            op = op.input
+        return op
+
+    few = stage(ifr.from_pydict({"q": ["a", "b", "c"]}))
+    assert rp.small_input(few, 3) and rp._actors_for(few.call, 2, True) == {}  # no actor process to start
+    spread = stage(ifr.from_pydict({"q": [str(i) for i in range(300)]}).into_batches(10))
+    assert not rp.small_input(spread, 300)  # thirty batches: one set-up per actor, not per batch
+    assert not rp.small_input(few, None) and not rp.small_input(few, rp.SMALL_AI_ROWS + 1)
+    assert isinstance(rp._actors_for(few.call, 2, False)["compute"], ray.data.ActorPoolStrategy)

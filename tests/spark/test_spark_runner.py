@@ -89,3 +89,32 @@ def test_the_runner_is_chosen_by_environment():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["spark"]
+
+
+
+def test_a_sort_and_a_distinct_of_few_known_rows_run_without_spark_s_sampling_job(on_spark, spark, monkeypatch):
+    from inferframe.runners import spark_runner
+
+    rows = {"k": [3, None, 1, 3, 2, 1, None], "v": list(range(7))}
+    tracker = spark.sparkContext.statusTracker()
+    plans = {"sort": lambda: ifr.from_pydict(rows).sort("k", desc=True), "distinct": lambda: ifr.from_pydict(rows).distinct("k")}
+
+    def run(name: str, group: str) -> tuple[dict, int]:
+        """The plan's answer and the Spark jobs it ran."""
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            out = plans[name]().to_pydict()
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        return out, len(tracker.getJobIdsForGroup(group))
+
+    ifr.set_runner_native()
+    local = {name: plan().to_pydict() for name, plan in plans.items()}
+    ifr.set_runner_spark(spark)
+    for name in plans:
+        small, small_jobs = run(name, f"ifr-small-{name}")
+        monkeypatch.setattr(spark_runner, "SMALL_SORT_ROWS", 0)  # as for an input of unknown or many rows
+        global_, global_jobs = run(name, f"ifr-global-{name}")
+        monkeypatch.undo()
+        assert small == global_ == local[name]  # nulls placed and ties in input order, as locally
+        assert small_jobs < global_jobs, name  # no range-bounds sampling job

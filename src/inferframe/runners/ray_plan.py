@@ -104,18 +104,19 @@ def source_table(table: pa.Table):
     return ray.data.from_arrow(blocks)
 
 
-def source_files(node: lp.Source):
-    """A file source: one read task per file, or per group of row groups of a big Parquet file."""
+def source_files(node: lp.Source) -> tuple[Any, int | None]:
+    """A file source: one read task per file, or per group of row groups of a big Parquet file; and its rows
+    where already read (an Arrow stream, read on the driver), else None."""
     import ray.data
 
     if isinstance(node.source, StreamSource):
         return _source_stream(node)
     items = _fragments(node)
     if not items:
-        return ray.data.from_arrow([node.schema.empty_table()])
+        return ray.data.from_arrow([node.schema.empty_table()]), 0
     ds = ray.data.from_items(items, override_num_blocks=len(items))
     ds = ds.map_batches(_read_items, fn_kwargs={"node": node}, batch_size=1, batch_format="pyarrow")
-    return ds.limit(node.limit) if node.limit is not None else ds
+    return (ds.limit(node.limit) if node.limit is not None else ds), None
 
 
 def _source_stream(node: lp.Source):
@@ -126,18 +127,19 @@ def _source_stream(node: lp.Source):
 
     from inferframe.io import scan as io_scan
 
-    refs, pending, rows = [], [], 0
+    refs, pending, rows, total = [], [], 0, 0
     columns = list(node.columns) if node.columns is not None else None
     pred = to_pyarrow_filter(node.filter) if node.filter is not None else None
     for batch in io_scan(node.source, columns=columns, filter=pred, limit=node.limit):
         pending.append(batch)
         rows += batch.num_rows
+        total += batch.num_rows
         if rows >= BLOCK_ROWS:
             refs.append(ray.put(pa.Table.from_batches(pending, schema=node.schema)))
             pending, rows = [], 0
     if pending or not refs:
         refs.append(ray.put(pa.Table.from_batches(pending, schema=node.schema)))
-    return ray.data.from_arrow_refs(refs)
+    return ray.data.from_arrow_refs(refs), total
 
 
 def _read_items(items: pa.Table, node: lp.Source) -> pa.Table:
@@ -207,8 +209,24 @@ def _ray_call(call: UDFCall) -> UDFCall:
     return dataclasses.replace(call, udf=spec)
 
 
-def _actors_for(call: UDFCall, cluster_cpus: int) -> dict:
-    """Ray Data options of one UDF stage: an actor pool for model classes and AI calls, tasks otherwise."""
+# An AI call over at most this many rows in at most two batches (known from the plan, ``plan.row_bound``) runs as
+# tasks on Ray's already started workers: an actor pool starts a process per actor first (a 20-row job: 4.0-5.3 s
+# with the pool, 0.3-1 s as tasks, load ~6-8). More batches go to the pool: a task sets up its services per batch.
+SMALL_AI_ROWS = 512
+
+
+def small_input(op: pp.UDFStage, rows: int | None) -> bool:
+    """Whether a UDF stage sees at most ``SMALL_AI_ROWS`` rows in at most two batches (``rows``: the plan's bound
+    on its input's rows, None unknown); batches of its ``into_batches`` input, else of its call's batch size."""
+    if rows is None or rows > SMALL_AI_ROWS:
+        return False
+    size = op.input.size if isinstance(op.input, pp.Rebatch) else op.call.udf.batch_size
+    return not size or -(-rows // size) <= 2
+
+
+def _actors_for(call: UDFCall, cluster_cpus: int, small: bool = False) -> dict:
+    """Ray Data options of one UDF stage: an actor pool for model classes and AI calls, tasks otherwise
+    (and for an AI call over a ``small_input``)."""
     spec = call.udf
     owner = spec.owner
     is_ai = owner is not None and getattr(owner, "cls", None) is not None and hasattr(owner.cls, "for_run")
@@ -219,6 +237,8 @@ def _actors_for(call: UDFCall, cluster_cpus: int) -> dict:
         size = max(1, owner.max_concurrency or 1)
         return {"compute": ray.data.ActorPoolStrategy(size=size), "num_gpus": owner.gpus or None,
                 "num_cpus": 1 if not owner.gpus else 0.5}
+    if is_ai and small:
+        return {}
     if is_ai:
         import ray.data
 
@@ -228,10 +248,10 @@ def _actors_for(call: UDFCall, cluster_cpus: int) -> dict:
     return {}
 
 
-def udf_stage(ds, op: pp.UDFStage, services: Callable[[], Any], cluster_cpus: int):
-    """One UDF stage: stateless tasks for a plain ``@func``, an actor pool for model classes and AI calls."""
+def udf_stage(ds, op: pp.UDFStage, services: Callable[[], Any], cluster_cpus: int, rows: int | None = None):
+    """One UDF stage: stateless tasks for a plain ``@func`` and a small AI call, an actor pool for model classes and AI calls."""
     call = op.call
-    options = _actors_for(call, cluster_cpus)
+    options = _actors_for(call, cluster_cpus, small_input(op, rows))
     batch_size = call.udf.batch_size or None
     args = (_ray_call(call), op.out_name, op.out_type, op.schema, services)
     if not options:  # a plain @func: stateless batch tasks

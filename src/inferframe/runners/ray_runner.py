@@ -34,6 +34,7 @@ from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import is_ai_call
 from inferframe.plan import physical as pp
+from inferframe.plan.row_bound import rows_at_most
 from inferframe.providers import secrets
 from inferframe.runners import ray_plan as rp
 from inferframe.runners.base import Runner
@@ -401,6 +402,7 @@ class _Builder:
     def __init__(self, job: _Job, cluster_cpus: int) -> None:
         self.job = job
         self.cpus = cluster_cpus
+        self.read_rows: dict[pp.PhysicalOp, int] = {}  # sources already read on the driver: their rows
 
     def build(self, op: pp.PhysicalOp):
         return pp.dispatch(_RUN, op)(self, op)
@@ -409,7 +411,10 @@ class _Builder:
         return rp.source_table(op.table)
 
     def read_files(self, op: pp.ReadFiles):
-        return rp.source_files(op.source)
+        ds, rows = rp.source_files(op.source)
+        if rows is not None:
+            self.read_rows[op] = rows
+        return ds
 
     def map(self, op: pp.Map):
         return self.build(op.input).map_batches(rp.map_block, fn_kwargs={"op": op.alone()}, batch_format="pyarrow")
@@ -426,7 +431,8 @@ class _Builder:
         return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
 
     def udf_stage(self, op: pp.UDFStage):
-        return rp.udf_stage(self.build(op.input), op, self.job.services, self.cpus)
+        ds = self.build(op.input)  # first: it reads the driver's sources, whose rows then bound the stage's
+        return rp.udf_stage(ds, op, self.job.services, self.cpus, rows_at_most(op.input, self.read_rows.get))
 
     def exchange(self, op: pp.Exchange):
         return _EXCHANGES[op.kind](*(self.build(i) for i in op.inputs), op.spec, self.cpus)

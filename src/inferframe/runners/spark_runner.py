@@ -55,6 +55,7 @@ from inferframe.io.arrow_stream import StreamSource
 from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
+from inferframe.plan.row_bound import rows_at_most
 from inferframe.providers import secrets
 from inferframe.runners import spark_plan as sp
 from inferframe.runners.base import Runner
@@ -64,6 +65,9 @@ from inferframe.runners.spark_service import JobService
 from inferframe.runtime.coordinator import LocalCoordinator
 
 ROW = "__ifr_row"  # a row id: monotonically increasing in the input's order
+# A sort of at most this many rows (known from the plan, ``plan.row_bound``) runs in one partition: Spark's global
+# sort first runs a sampling job over its whole input (upstream Python stages included) to pick range bounds.
+SMALL_SORT_ROWS = 10_000
 # Sources Spark's tasks read themselves, one file per task.
 EXECUTOR_FORMATS = ("parquet", "csv", "json")
 
@@ -307,6 +311,11 @@ class Builder:
         self.job = job
         self.spark = job.spark
         self.source = source
+        self.read_rows: dict[pp.PhysicalOp, int] = {}  # operators already read on the driver: their rows
+
+    def rows_at_most(self, op: pp.PhysicalOp) -> int | None:
+        """The most rows ``op`` gives (``plan.row_bound``); None when unknown (a plan over a Spark DataFrame)."""
+        return None if self.source is not None else rows_at_most(op, self.read_rows.get)
 
     def build(self, op: pp.PhysicalOp):
         return pp.dispatch(_RUN, op)(self, op)
@@ -355,6 +364,7 @@ class Builder:
     def limit(self, op: pp.Limit):
         # The first n rows in order: Spark's collect-limit reads the partitions in order, on the driver.
         table = _collect(self.build(op.input).limit(op.n), op.schema)
+        self.read_rows[op] = table.num_rows
         return self.from_table(table, op.schema)
 
     def rebatch(self, op: pp.Rebatch):
@@ -365,7 +375,7 @@ class Builder:
     def exchange(self, op: pp.Exchange):
         kind = op.kind
         if kind == "sort":
-            return self.sort(self.build(op.input), op.spec)
+            return self.sort(self.build(op.input), op.spec, self.rows_at_most(op.input))
         if kind == "aggregate" and op.spec.group_by and _groupable(op.input.schema, op.spec.group_by):
             return self.aggregate(op)
         if kind == "distinct" and _groupable(op.input.schema, op.spec.on or op.input.schema.names):
@@ -378,8 +388,9 @@ class Builder:
         # nearest): the inputs go to the driver, which runs the operator with the local executor.
         return self.gather(op)
 
-    def sort(self, sdf, node: lp.Sort):
-        """Spark's sort: a null (and NaN) flag per key placed as the local runner places nulls; ties in input order."""
+    def sort(self, sdf, node: lp.Sort, rows: int | None = None):
+        """Spark's sort: a null (and NaN) flag per key placed as the local runner places nulls; ties in input order.
+        ``rows``: the most rows the input has (None: unknown); few are sorted in one partition, with no sampling job."""
         F = _pyspark()
         sdf = sdf.withColumn(ROW, F.monotonically_increasing_id())
         schema = node.input.schema
@@ -391,6 +402,8 @@ class Builder:
                 flags.append(F.isnan(c))
             orders += [f.desc() if node.nulls_first else f.asc() for f in flags]
             orders.append(c.desc() if d else c.asc())
+        if rows is not None and rows <= SMALL_SORT_ROWS:
+            return sdf.repartition(1).sortWithinPartitions(*orders, F.col(ROW).asc()).drop(ROW)
         return sdf.orderBy(*orders, F.col(ROW).asc()).drop(ROW)
 
     def aggregate(self, op: pp.Exchange):
@@ -398,7 +411,8 @@ class Builder:
         sdf = self.build(op.input).groupBy(*[q(k) for k in node.group_by]).applyInArrow(
             sp.aggregate_groups(node), sp.spark_schema(node.schema))
         # The local runner gives groups in key order, nulls last: so does this.
-        return self.sort(sdf, lp.Sort(node, tuple(node.group_by), (False,) * len(node.group_by), False))
+        return self.sort(sdf, lp.Sort(node, tuple(node.group_by), (False,) * len(node.group_by), False),
+                         self.rows_at_most(op))
 
     def distinct(self, op: pp.Exchange):
         """The first row of each key, in input order (as the local runner keeps them)."""
@@ -408,8 +422,11 @@ class Builder:
         keys = list(op.spec.on) if op.spec.on else list(op.input.schema.names)
         sdf = self.build(op.input).withColumn(ROW, F.monotonically_increasing_id())
         first = F.row_number().over(Window.partitionBy(*[q(k) for k in keys]).orderBy(ROW))
-        return (sdf.withColumn("__ifr_n", first).where(F.col("__ifr_n") == 1)
-                .orderBy(ROW).drop("__ifr_n", ROW))
+        kept = sdf.withColumn("__ifr_n", first).where(F.col("__ifr_n") == 1)
+        rows = self.rows_at_most(op.input)
+        if rows is not None and rows <= SMALL_SORT_ROWS:  # in one partition, as ``sort``: no sampling job
+            return kept.repartition(1).sortWithinPartitions(ROW).drop("__ifr_n", ROW)
+        return kept.orderBy(ROW).drop("__ifr_n", ROW)
 
     def join(self, op: pp.Exchange):
         """Spark's join; the right side's clashing names get the prefix, its keys are dropped as locally."""
@@ -437,6 +454,7 @@ class Builder:
         local = dataclasses.replace(op, inputs=inputs) if inputs else op
         services = RunServices(LocalCoordinator(), self.job.counters, secrets.worker_env)
         batches = list(execute_local(local, services=services))
+        self.read_rows[op] = sum(b.num_rows for b in batches)
         return self.from_table(pa.Table.from_batches(batches, schema=op.schema), op.schema)
 
     # --- helpers -------------------------------------------------------------------------------
