@@ -8,7 +8,6 @@ served at once, the rest wait first come first served) behind the real runtime, 
 from __future__ import annotations
 
 import asyncio
-import collections
 
 import pytest
 
@@ -184,78 +183,3 @@ def test_cluster_workers_find_one_capacity_through_the_coordinator():
     assert all(rt.slots.capacity.found for rt in runtimes)
     assert rate >= 0.7 * capacity / latency, rate  # slow start included (one process: 0.67 over as many rows)
     assert sum(waits) / len(waits) <= 0.5 * latency
-
-
-def _fifo_steps(finder: CapacityFinder, clock: FakeClock, capacity: int, steps: int):
-    """A FIFO server on a fake clock, one floor (1 s) a step: the client fills the bound, each request sent with the
-    count in flight as it left; a step later the server has answered the first ``capacity`` waiting (latency: the
-    steps each waited, plus one). Yields the bound after each step."""
-    waiting: collections.deque[float] = collections.deque()
-    for _ in range(steps):
-        now = clock.now
-        while len(waiting) < finder.bound:
-            waiting.append(now)
-            finder.sent(now, in_flight=len(waiting))
-        clock.now = now + 1.0
-        for _ in range(min(capacity, len(waiting))):
-            sent_at = waiting.popleft()
-            finder.on_answer(clock.now - sent_at, len(waiting) + 1, sent_at=sent_at)
-        yield finder.bound
-
-
-def test_slow_start_doubles_once_a_round_trip():
-    """TCP's slow start: each answer at the floor lets the bound grow to twice the requests in flight it proves the
-    server serves, so 64 reaches 1,024 in 4 round trips (64, 128, 256, 512, 1,024). Judged a window at a time, the
-    bound doubled once a window, and a window began half a floor after the last move: 8 round trips."""
-    clock = FakeClock()
-    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
-    bounds = list(_fifo_steps(finder, clock, capacity=10**6, steps=4))
-    assert bounds == [128, 256, 512, 1024], bounds
-    assert not finder.found and finder.reason == "cap"
-
-
-def test_slow_start_grows_only_from_what_came_back_at_the_floor():
-    """The bound never passes twice the most in flight that came back at the floor: in a FIFO the requests sent past
-    the capacity queue and prove nothing, so slow start overshoots a capacity of 100 by 2x at most. It ends once
-    answers queued and the delivery rate stopped growing (BBR's full pipe: 64, 100, 100 answers a round trip), a
-    round trip after the first queued answer, cut to the capacity."""
-    clock = FakeClock()
-    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
-    capacity, cut = 100, None
-    for step, bound in enumerate(_fifo_steps(finder, clock, capacity, steps=8)):
-        assert bound <= 2 * capacity, bound
-        if finder.found and cut is None:
-            cut = (step, bound)  # slow start ended: cut to about what the server served at once
-    assert cut is not None and cut[0] <= 3 and capacity <= cut[1] <= 1.1 * capacity, cut
-    assert capacity <= finder.bound <= capacity + capacity ** 0.5 + 1, finder.bound  # then the gradient's headroom
-
-
-def _moves(history: list, capacity: int) -> tuple[float, float, int]:
-    """When the bound first passed ``capacity``, when it was first cut for a queue, and the most it was after that."""
-    over = next(t for t, bound, _ in history if bound > capacity)
-    cut = next(t for t, _, reason in history if reason == "capacity")
-    return over, cut, max(bound for t, bound, _ in history if t >= cut)
-
-
-def test_a_queue_cuts_the_bound_as_soon_as_its_answers_come_back():
-    """The requests sent past the capacity come back a floor late (they waited a round trip): slow start ends at the
-    first of them, two round trips after the bound passed the capacity, not a judged window later (three)."""
-    capacity, latency = 256, 1.0
-    rate, queued, history, slots = _serve(capacity, latency, capacity * 20)
-    over, cut, _ = _moves(history, capacity)
-    assert cut - over <= 2 * latency, history
-    # Cut to what the server serves at once: the most in flight that came back at the floor, or the last round's
-    # delivery rate x the floor (here the answers of the round plus the queued ones that ended slow start).
-    assert all(capacity <= bound <= 1.05 * capacity for t, bound, _ in history if t == cut), history
-
-
-def test_a_capacity_found_is_not_crept_past_into_a_standing_queue():
-    """Past a capacity found the bound grows only while the answers to requests sent at it (a round trip after
-    the others, for those a FIFO queued) show at most a tenth queued: capacity 32 holds within its square root.
-    Judged by the cohort's quartile alone, 5 or 10 of 37 or 43 queued left it at the floor: the bound crept to 49,
-    then a cut overshot to 24 (0.35x the latency queued, 91% of the best rate)."""
-    capacity, latency = 32, 1.0
-    rate, queued, history, slots = _serve(capacity, latency, capacity * 30)
-    _, _, most = _moves(history, capacity)
-    assert most <= capacity + int(capacity ** 0.5) + 1, history
-    assert rate >= 0.93 * capacity / latency, (rate, history)

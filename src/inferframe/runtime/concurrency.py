@@ -20,8 +20,9 @@ take, and only on those:
   A steady trickle of such 429s says little about how many requests are in flight, and a cut for
   each one kept the bound near its floor (issue 15); the first of an episode still backs off
   once, in case it was a concurrency cap;
-* failures that persist: a ``FAILURE_SHARE`` or more of the last ``FAILURE_WINDOW`` answers were 5xx, reset
-  connections, timeouts, malformed bodies or 429s (``on_fault``): a server falling over, not one row's problem.
+* failures that persist: a ``FAILURE_SHARE`` or more of the last ``FAILURE_WINDOW`` answers were 5xx,
+  reset connections, timeouts, malformed bodies or 429s (``on_fault``). One such failure is the
+  row's problem (its retry handles it); a share that high is a server falling over.
 """
 
 from __future__ import annotations
@@ -138,19 +139,18 @@ class AdaptiveLimit:
         if self.in_flight > self.peak_since:
             self.peak_since = self.in_flight
 
-    def started(self, at: float | None = None) -> bool:
-        """A request left at ``at`` (None: now; its answer's ``sent_at``); False: no need to say so again.
+    def started(self) -> bool:
+        """A request left (its place taken and its admission granted); False: no need to say so again.
 
-        The capacity finder takes the latency floor from the first answers, judges each cohort sent after the
-        bound moved, and in slow start grows from the in-flight count that each answer at the floor proves.
+        The capacity finder takes the latency floor from the answers of the first requests sent, and
+        judges the latency of each cohort of requests sent after the bound moved.
         """
         if self.capacity is None:
             return False
-        at = self.clock.monotonic() if at is None else at
         if self.observed is not None:
-            self.sends.append(at)  # counted by the coordinator's finder (``take_observed``)
+            self.sends.append(self.clock.monotonic())  # counted by the coordinator's finder (``take_observed``)
         else:
-            self.capacity.sent(at, self.in_flight)
+            self.capacity.sent()
         return True
 
     def follow(self) -> None:

@@ -386,9 +386,9 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
             hold.release()
         self.stats.in_flight += 1
         self.stats.requests += 1
+        if self._count_sends:  # the capacity finder's latency floor: the answers of the first requests sent
+            self._count_sends = self.slots.started()
         started = ticket.sent_at = self.clock.monotonic()
-        if self._count_sends:  # the capacity finder: its floor, its windows, what each answer proves (its send time)
-            self._count_sends = self.slots.started(started)
         return started
 
     def _sent(self, hold: "LaneHold | None", request: Request | None = None) -> None:
