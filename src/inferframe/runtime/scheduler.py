@@ -349,7 +349,8 @@ class PrefixScheduler:
         for prefix, idx in groups:
             # A lone row's key is the round's shared prefix: rows that share only that still route together.
             key = _key(prefix if len(idx) > 1 else root)
-            work = sum(len(texts[i]) for i in idx) - len(idx) * len(root)
+            # Only slots weigh a group's work (``_worth_a_cold_slot``): one stream sends every group in turn anyway.
+            work = sum(len(texts[i]) for i in idx) - len(idx) * len(root) if self.pinned else 0
             self._round.append(_Group(prefix, key, collections.deque(arrivals[i] for i in idx), work))
             self._round_work += work
 
