@@ -42,6 +42,7 @@ class _KeyState:
         self.held_sum = 0
         self.pruned_at = 0.0
         self.tripped: str | None = None
+        self.paused_at: float | None = None  # wall-clock time the cluster heard of its last pause (for tests)
         self.wake = asyncio.Event()  # set (and replaced) by a pause or a trip: waiting lease calls answer at once
         self.probe_since: float | None = None
         self.calls = 0
@@ -72,6 +73,7 @@ class _KeyState:
             self.probe_since = None
         if report.get("pause_s"):
             lim.pause(float(report["pause_s"]))
+            self.paused_at = time.time()
             self.interrupt()
         if report.get("tripped") and self.tripped is None:
             self.tripped = str(report["tripped"])
@@ -294,8 +296,8 @@ class LimitsActor:
                 continue
             lim = st.limiter
             keys[k] = {"rpm": lim.requests.rate, "tpm": lim.tokens.rate, "level": lim.requests.level,
-                       "sent": lim.requests.sent, "paused_for": st.paused_for(now), "tripped": st.tripped,
-                       "shares": dict(st.share), "held": dict(st.held), "workers": len(st.seen),
+                       "sent": lim.requests.sent, "paused_for": st.paused_for(now), "paused_at": st.paused_at,
+                       "tripped": st.tripped, "shares": dict(st.share), "held": dict(st.held), "workers": len(st.seen),
                        "bound": st.bound(), "found": st.capacity.found, "capacity": list(st.capacity.history),
                        "floor": st.capacity.floor,
                        "calls": st.calls, "granted": st.granted}
