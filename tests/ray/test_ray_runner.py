@@ -117,6 +117,40 @@ def test_unordered_operators_match_the_local_runner_as_sets(on_ray, data, op):
     assert ray_.sort_by(keys).equals(local.sort_by(keys)), (ray_.num_rows, local.num_rows, ray_.schema, local.schema)
 
 
+def _ray_plan(df: ifr.DataFrame, capsys) -> str:
+    """The Ray Dataset's plan as Ray prints it (``Dataset.explain``)."""
+    capsys.readouterr()
+    df.to_ray_dataset().explain()
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("op", ["inner", "anti"])
+def test_a_join_with_a_right_side_of_unknown_size_is_ray_s_hash_join_and_matches_the_local_runner(on_ray, data,
+                                                                                                  tmp_path, op, capsys):
+    pq.write_table(pa.table(NAMES), tmp_path / "names.parquet")  # a file: the plan does not know its rows
+    joined = ifr.read_parquet(data).join(ifr.read_parquet(str(tmp_path / "names.parquet")), on="g", how=op)
+    local, ray_ = both(joined)
+    keys = [(c, "ascending") for c in local.column_names]
+    assert ray_.sort_by(keys).equals(local.sort_by(keys))
+    assert "Join" in _ray_plan(joined, capsys)
+
+
+def test_a_right_side_known_to_be_small_is_broadcast_not_shuffled(on_ray, data, capsys):
+    plan = _ray_plan(ifr.read_parquet(data).join(ifr.from_pydict(NAMES), on="g", how="inner"), capsys)
+    assert "Join" not in plan and "_join_batch" in plan, plan
+
+
+def test_a_repartition_by_key_keeps_each_key_in_one_partition_on_ray(on_ray, data):
+    parts = [t for t in ifr.read_parquet(data).repartition(3, "g").to_ray_dataset()
+             .iter_batches(batch_size=None, batch_format="pyarrow") if t.num_rows]
+    where = {}
+    for i, t in enumerate(parts):
+        for g in set(t.column("g").to_pylist()):
+            where.setdefault(g, set()).add(i)
+    assert sum(t.num_rows for t in parts) == 3500 and sorted(where) == list(range(7))
+    assert all(len(found) == 1 for found in where.values()), where
+
+
 def test_a_failed_job_leaves_no_partial_output(on_ray, data, tmp_path):
     @ifr.func(return_dtype=ifr.DataType.int64())
     def breaks_late(x):

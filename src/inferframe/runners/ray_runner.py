@@ -214,7 +214,7 @@ class RayRunner(Runner):
         ray = self.connect()
         _warn_node_local_cache(ray, op)
         with _Job(ray, counters) as job, _own_errors():
-            ds = _Builder(job, self.cluster_cpus()).build(op)
+            ds = _Builder(job, self.cluster_cpus()).build_job(op)
             for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
                 table = rp.cast_to(table, op.schema)
                 yield from table.combine_chunks().to_batches()
@@ -225,7 +225,7 @@ class RayRunner(Runner):
         op = pp.plan_physical(plan)
         _warn_node_local_cache(ray, op)
         with _Job(ray, counters) as job, _own_errors():
-            ds = _Builder(job, self.cluster_cpus()).build(op)
+            ds = _Builder(job, self.cluster_cpus()).build_job(op)
             ds = ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
             ds = ds.map_batches(rp.write_block, fn_kwargs={"pending": pending}, batch_format="pyarrow", batch_size=None)
             return [names for t in ds.iter_batches(batch_format="pyarrow", batch_size=None)
@@ -235,7 +235,7 @@ class RayRunner(Runner):
         """The plan as a Ray Dataset (for ``df.to_ray_dataset()``); AI calls in it report to no progress line."""
         job = _Job(self.connect(), poll=False)  # lives as long as the dataset: no job on the driver reads its counters
         job.__enter__()
-        ds = _Builder(job, self.cluster_cpus()).build(pp.plan_physical(plan))
+        ds = _Builder(job, self.cluster_cpus()).build_job(pp.plan_physical(plan))
         job.end_with_its_plans()
         return ds.map_batches(_conform_block, fn_kwargs={"schema": plan.schema}, batch_format="pyarrow")
 
@@ -434,8 +434,23 @@ class _Builder:
         ds = self.build(op.input)  # first: it reads the driver's sources, whose rows then bound the stage's
         return rp.udf_stage(ds, op, self.job.services, self.cpus, rows_at_most(op.input, self.read_rows.get))
 
+    def build_job(self, op: pp.PhysicalOp):
+        """The whole plan, each of its datasets with the job's shuffle (``ray_plan.shuffle_strategy``): Ray's
+        sources copy the process's DataContext when made, so it is set while they are made, then put back."""
+        import ray.data
+
+        ctx = ray.data.DataContext.get_current()
+        saved, ctx.shuffle_strategy = ctx.shuffle_strategy, rp.shuffle_strategy(op)
+        try:
+            return self.build(op)
+        finally:
+            ctx.shuffle_strategy = saved
+
     def exchange(self, op: pp.Exchange):
-        return _EXCHANGES[op.kind](*(self.build(i) for i in op.inputs), op.spec, self.cpus)
+        inputs = [self.build(i) for i in op.inputs]  # first: a source read on the driver bounds a join's right side
+        if op.kind == "join":
+            return rp.join_any(*inputs, op.spec, self.cpus, rows_at_most(op.inputs[1], self.read_rows.get))
+        return _EXCHANGES[op.kind](*inputs, op.spec, self.cpus)
 
 
 # Each exchange on Ray's own shuffles, sort and join: (input datasets..., logical spec, cluster CPUs) -> dataset.
@@ -444,7 +459,6 @@ _EXCHANGES = MappingProxyType({
     "distinct": rp.distinct,
     "aggregate": rp.aggregate,
     "repartition": rp.repartition,
-    "join": rp.join_any,
     "nearest": lambda left, right, node, cpus: rp.nearest(left, right, node),
 })
 
