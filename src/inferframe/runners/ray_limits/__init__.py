@@ -36,7 +36,8 @@ worker's ``AdaptiveLimit`` ceiling is its share, and capacity moves to another w
 worker that gives it up cannot fill it (it drained below its new share, or its lease lets it send
 fewer), so the requests in flight across the cluster never exceed ``max_concurrency`` (with more
 workers than ``max_concurrency``, the extra workers wait for a share). A worker silent for ``IDLE_S`` seconds (with nothing in flight: one with
-requests in flight checks in every ``IDLE_S / 3``) gives its share back.
+requests in flight checks in every ``IDLE_S / 3``) gives its share back; one whose requests ended (nothing in flight
+or asked for ``IDLE_GRACE_S``) gives it back at once, so the next task's worker does not wait ``IDLE_S`` for it.
 
 When the coordinator dies: Ray restarts it (``max_restarts=-1``; calls in flight are retried) with
 EMPTY state. Budgets restart conservatively: a user-set rpm/tpm is known again from the config every

@@ -93,10 +93,7 @@ class _KeyState:
             self.pruned_at = now
             for other, seen in list(self.seen.items()):
                 if other != worker and now - seen > IDLE_S:
-                    self._set_held(other, 0)
-                    for d in (self.seen, self.share, self.held, self.sent):
-                        d.pop(other, None)
-                    self.capacity.forget(other)
+                    self.forget(other)
         self.seen[worker] = now
         bound = self.bound()
         fair = bound // len(self.seen)
@@ -110,6 +107,13 @@ class _KeyState:
         # It may fill the new share once a grant reaches it: held so before this call ends (hold() then tells).
         self._set_held(worker, max(self.held.get(worker, 0), new))
         return new
+
+    def forget(self, worker: str) -> None:
+        """``worker`` left (its tasks ended, or it was silent for ``IDLE_S``): its share goes to the others."""
+        self._set_held(worker, 0)
+        for d in (self.seen, self.share, self.held, self.sent):
+            d.pop(worker, None)
+        self.capacity.forget(worker)
 
     def _set_held(self, worker: str, value: int) -> None:
         self.held_sum += value - self.held.get(worker, 0)
@@ -208,7 +212,10 @@ class LimitsActor:
         if lim.probe_out and st.probe_since is not None and now - st.probe_since > PROBE_TIMEOUT_S:
             lim.probe_lost()  # the probe's worker never answered: the next asker probes
             st.probe_since = None
-        share = st.share_for(worker, now)
+        leaving = bool(report.get("idle")) and not tokens
+        if leaving:  # nothing in flight and no row waiting there: its share is free now, not after IDLE_S
+            st.forget(worker)
+        share = 0 if leaving else st.share_for(worker, now)
         granted, first, probe, retry_in = 0, None, False, 0.0
         if tokens and st.tripped is None and st.paused_for(now) <= 0:
             if share <= 0:
@@ -216,13 +223,14 @@ class LimitsActor:
             else:
                 granted, first, probe = await self._grant(st, st.chunk(tokens), tokens, wait_s)
         now = time.monotonic()
-        st.seen[worker] = now
-        if granted:
-            st.granted += granted
-            st.sent[worker] = st.sent.get(worker, 0) + granted
-        share = st.share.get(worker, 0)  # another call of this worker may have moved it while this one waited
         unlimited = bool(granted and not probe and lim.requests_per_second() is None)
-        st.hold(worker, report, unlimited)
+        if not leaving:
+            st.seen[worker] = now
+            if granted:
+                st.granted += granted
+                st.sent[worker] = st.sent.get(worker, 0) + granted
+            share = st.share.get(worker, 0)  # another call of this worker may have moved it while this one waited
+            st.hold(worker, report, unlimited)
         return {
             "granted": granted,
             "tokens": granted * tokens if lim.tokens.rate is not None else None,

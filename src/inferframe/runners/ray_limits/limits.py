@@ -10,7 +10,7 @@ import uuid
 from inferframe.errors import ServiceError
 from inferframe.providers.interface import LimitHints
 from inferframe.runners.ray_limits.transport import ActorLink
-from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS, IDLE_S
+from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS, IDLE_GRACE_S, IDLE_S
 from inferframe.runtime.breaker import Breaker
 from inferframe.runtime.clock import REAL, Clock
 from inferframe.runtime.concurrency import AdaptiveLimit
@@ -60,10 +60,11 @@ class _Report:
     ack: bool = False  # a smaller in-flight share was applied: the actor may hand the rest to others
     contradicted: int = 0  # 429s the headers did not predict: the cluster's burst shrinks
     answers: bool = False  # answers for the cluster's capacity finder wait (sent at most once per CHUNK_SECONDS)
+    idle: bool = False  # nothing in flight and nothing asked for IDLE_GRACE_S: this worker's share is free
 
     def urgent(self) -> bool:
         return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted
-                    or self.answers)
+                    or self.answers or self.idle)
 
     def take(self, now: float) -> dict:
         out = {}
@@ -80,9 +81,11 @@ class _Report:
             out["probe_done"] = True
         if self.contradicted:
             out["contradicted"] = self.contradicted
+        if self.idle:
+            out["idle"] = True
         self.hint, self.extra_tokens, self.pause_until, self.tripped, self.probe_done = None, 0, 0.0, None, False
         self.contradicted = 0
-        self.ack = self.answers = False
+        self.ack = self.answers = self.idle = False
         return out
 
 
@@ -139,6 +142,8 @@ class LeasedLimiter:
         self._lease_task: asyncio.Task | None = None
         self._report_task: asyncio.Task | None = None
         self._beat_task: asyncio.Task | None = None
+        self._idle_task: asyncio.Task | None = None
+        self._admitted = 0  # requests admitted here in all (the idle check's "nothing asked since")
         self._error: BaseException | None = None
         self._last_call = 0.0
         self._draining = False  # in flight above a share that shrank
@@ -207,6 +212,8 @@ class LeasedLimiter:
         self.refusals.answered()  # this worker's answers: on_429 tells a storm of 429s from isolated ones by them
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
+        if self.in_flight_requests <= 0 and self._idle_task is None and self.share > 0:
+            self._idle_task = asyncio.ensure_future(self._leave_when_idle())
         self.observe(hints, ticket)
         if self.slots.observed and self.clock.monotonic() - self._last_call >= CHUNK_SECONDS:
             # The capacity finder needs the answers as they come, and leases stop once every row was admitted
@@ -272,6 +279,7 @@ class LeasedLimiter:
             ticket = Ticket(sent_at=now)
         self.in_flight_requests += 1
         self.in_flight_tokens += tokens
+        self._admitted += 1
         if self._probe_next:
             self._probe_next = False
             self._probe_ticket = ticket
@@ -319,6 +327,27 @@ class LeasedLimiter:
                     await self._guarded(0)
         finally:
             self._beat_task = None
+
+    async def _leave_when_idle(self) -> None:
+        """Nothing in flight: after ``IDLE_GRACE_S`` with nothing admitted or asked for, give the share back.
+
+        A worker whose tasks ended held its share until the coordinator's ``IDLE_S`` passed: on Spark, the
+        next task's worker waited 10 s for it (one of two tasks of each small AI job). Its lease goes too, so
+        its next request asks the coordinator again and gets a share back.
+        """
+        try:
+            while self.in_flight_requests <= 0 and self.share > 0 and self._error is None:
+                admitted = self._admitted
+                await self.clock.sleep(IDLE_GRACE_S)
+                quiet = self._admitted == admitted and self._lease_task is None and not self._lock.locked()
+                if quiet and self.in_flight_requests <= 0 and self.share > 0:
+                    self._drop_lease()
+                    self.share = 0  # given back: the reply's share of 0 is no cut to acknowledge
+                    self._pending.idle = True
+                    self._urgent()
+                    return
+        finally:
+            self._idle_task = None
 
     def _tripped(self, reason: str) -> None:
         self._pending.tripped = reason

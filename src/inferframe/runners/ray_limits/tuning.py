@@ -8,6 +8,8 @@ CALL_TIMEOUT_S = 30.0
 LEASE_WAIT_S = 10.0
 # A worker that has not called for this long (and had nothing in flight) gives its in-flight share back.
 IDLE_S = 10.0
+# A worker with nothing in flight and nothing asked for this long gives its share back at once (its tasks ended).
+IDLE_GRACE_S = 0.5
 # A probe whose answer was not reported after this long (its worker died) is handed to another worker.
 PROBE_TIMEOUT_S = 60.0
 # Lease calls one actor serves at once (waiting ones included): one per worker and key.
