@@ -195,10 +195,12 @@ class SessionRuns:
             return
         number = int(tag[1:]) if tag[1:].isdigit() else 0
         with self._lock:
-            if tag in self._stored:
-                return  # a late report of a run already stored
-            counters = self._counters.setdefault(tag, RunCounters())
-            self._started.setdefault(tag, time.time())
+            # A report after its run was stored (an action's end seen before another task's report: Connect's
+            # progress events name no action) still counts in last_run(): the service holds every report.
+            late = tag in self._stored
+            counters = RunCounters() if late else self._counters.setdefault(tag, RunCounters())
+            if not late:
+                self._started.setdefault(tag, time.time())
             prefix = f"{tag}|"
             for source, snaps in service.counter_reports(prefix).items():
                 counters.merge(source, snaps)
