@@ -26,13 +26,21 @@ from what the latency shows, after the published adaptive concurrency limiters:
   the server costs no throughput (Little's law), so that cut went below the capacity, or the latency
   came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
   busy machine).
-* **Growth.** Vegas's slow start (grow by a lot while the queue estimate is small) and Envoy's
-  gradient (up to 2x per interval): until the first queueing is seen the bound doubles per
-  window while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
-  does not grow a limit the application leaves half empty). Once a capacity is found, it grows by
-  ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's Gradient), so it follows a
-  server that gained capacity without flooding one that did not. Between ``GROW_BELOW`` and
-  ``CUT_ABOVE`` it holds: the steady state keeps a queue of at most about a tenth of the floor.
+* **Growth.** TCP's slow start, per answer, with BBR's startup gain and Vegas's proof of room: until
+  the first queueing is seen, an answer within ``GROW_BELOW`` of the floor whose request left with n
+  in flight shows the server serves n at once, and the bound goes to ``GAIN`` x n (see there). The
+  requests in flight sent over a floor ago are left out of n: at the server they were answered (their
+  answers wait for this client's own loop, working through a wave) or queued. Slow start ends when
+  ``SLOW_TO_EXIT`` of the last ``WINDOW`` answers came back ``SURE`` x the floor late (a FIFO's
+  queued requests come back a round trip after the others): cut to the most in flight that came
+  back at the floor, what a FIFO serves at once, judged from the first request sent once the
+  requests in flight fell under it. Where no in-flight counts come with the sends (a cluster's
+  coordinator), slow start doubles the bound per window instead, while the latency stays within
+  ``GROW_BELOW`` of the floor and the bound was used (Vegas does not grow a limit the application
+  leaves half empty). Once a capacity is found, it grows by ``sqrt(bound)`` per quiet window (the
+  queue headroom of Netflix's Gradient), so it follows a server that gained capacity without
+  flooding one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
+  keeps a queue of at most about a tenth of the floor.
 
 Example:
     >>> from inferframe.runtime.clock import FakeClock
@@ -55,6 +63,8 @@ Example:
 
 from __future__ import annotations
 
+import collections
+import heapq
 import math
 import statistics
 
@@ -83,6 +93,22 @@ SETTLE = 0.5
 KEPT = 0.85
 # The bound counts as used when the window saw this share of it in flight.
 USED = 0.8
+# Slow start (TCP's, per answer: the bound grows a round trip's worth each round trip, not once a judged window):
+# an answer at the floor whose request left with n in flight proves the server serves n at once, and the bound goes to
+# GAIN x n, BBR's startup gain 2/ln 2 (the least that doubles the delivery rate each round). Grown from what was
+# proven, never from the bound, the probe stays within GAIN x the capacity: requests sent past it queue and prove
+# nothing. A job of 20 round trips that starts at 64 loses a round trip to the probe (``RateLimiter``) and then one per
+# round of the ramp; at 1,024 and 1 s a gain of 2 took four rounds, this one three. Only requests that left with
+# USED of their bound in flight count (Vegas grows no limit left half empty): the first 32 of 64 back at the floor of
+# a capacity of 32 would grow it to 92, and queue it for most of a short job.
+GAIN = 2.89
+# Slow start ends when this many of the last WINDOW answers came back SURE x the floor or later (queued).
+SLOW_TO_EXIT = WINDOW // 2
+# Past a capacity found, the bound grows again only this many floors after it last grew: the requests a FIFO queues
+# come back a round trip after the others sent with them (2 floors), and the windows before judged without them.
+MATURE = 2.5
+# In flight for over this share of the floor: answered at the server or queued there (see ``_due_from``).
+DUE = 0.9
 
 
 class CapacityFinder:
@@ -118,7 +144,7 @@ class CapacityFinder:
         self.reason = ""
         self.moves = 0  # times the bound moved
         self._sends = 0  # requests sent while the first FIRST were counted
-        self._first: list[float] = []  # latencies of the first FIRST requests sent
+        self._first: list[tuple] = []  # the first FIRST requests sent: (latency, load)
         self._first_by: float | None = None  # when the FIRST-th request was sent
         self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
         self._latest = -math.inf  # the latest send time counted
@@ -133,27 +159,56 @@ class CapacityFinder:
         self._floor_at = 0.0
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
         self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
+        self._late = 0  # of them, those SURE x the floor late (queued a round trip)
+        self._grown_at = -math.inf  # when the bound last grew past a capacity found
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
+        # Slow start per answer (``GAIN``), where the sends come with their in-flight counts (one process; a cluster's
+        # reports carry none, and its windows double instead): the most in flight that came back at the floor; the
+        # last WINDOW answers, late or not; when answers came in the last two floors (the throughput before the exit).
+        self._proven = 0
+        self._recent: collections.deque[bool] = collections.deque(maxlen=WINDOW)
+        self._lately: collections.deque[float] = collections.deque()
+        # Requests in flight sent over a floor ago ("due") prove no slot a new request finds: at the server they were
+        # answered (their answers wait for this client's own loop, working through a wave of them) or they queue. Counted
+        # from the first send tracked (``_due_from``): send times under a floor old, how many older were sent; answered
+        # send times under a floor old (a heap), how many older were answered.
+        self._due_from = math.inf
+        self._due_sends: collections.deque[float] = collections.deque()
+        self._due_answers: list[float] = []
+        self._sent_old = self._answered_old = 0
 
-    def sent(self, at: float | None = None) -> None:
+    def sent(self, at: float | None = None, in_flight: int | None = None) -> tuple[int, int] | None:
         """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
-        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when."""
+        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when.
+
+        ``in_flight``: the requests in flight as it left, itself included. Returns, for ``on_answer``'s ``load``,
+        what its answer at the floor would prove the server serves at once (those of them sent within a floor)
+        and the bound it left under (None: slow start is over).
+        """
         at = self.clock.monotonic() if at is None else at
+        load = None
+        if in_flight is not None and not self.found and not self.careful:
+            self._due_from = min(self._due_from, at)
+            self._due_sends.append(at)
+            load = (max(1, in_flight - self._due(at)) if self.floor is not None else in_flight, self.bound)
+        if self._since == math.inf:
+            self._since = at  # the first request sent after slow start's cut: the bound before's queue is behind it
         if self._sends <= FIRST:
             self._sends += 1
             # The latest of the first sends: a cluster's reports come out of order, and a 17th counted before
             # requests sent later left too few answers for the floor (in one process: the 17th's time).
             self._first_last = max(self._first_last, at)
             if self._sends <= FIRST:
-                return
+                return load
             self._first_by = self._first_last  # a request leaves just after it is counted: the 17th marks the end
         self._latest = max(self._latest, at)
         if self._cohort_left and at >= self._since:
             self._cohort_left -= 1
             if not self._cohort_left:
                 self._cohort_end = self._latest  # the latest counted: a cluster's reports come out of order
+        return load
 
     def recall(self, earlier: "CapacityFinder") -> None:
         """Start from what an earlier job learned about the same endpoint (its floor and capacity).
@@ -172,32 +227,98 @@ class CapacityFinder:
         self._since = self.clock.monotonic()
         self._floor_at = self.clock.monotonic()
 
-    def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None) -> bool:
+    def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None,
+                  load: tuple[int, int] | None = None) -> bool:
         """One answer after ``latency`` seconds; True when the bound moved.
 
         ``in_flight``: the most requests in flight since the last answer (counted as they were sent: as answers
         come back together, the count at each answer falls through the wave and says less).
         ``sent_at``: when the request left, on the clock's time (None: now less the latency).
+        ``load``: what ``sent`` returned for it (None: unknown; slow start then doubles per judged window).
         """
         now = self.clock.monotonic()
         if sent_at is None:
             sent_at = now - latency - SLACK_S
+        if sent_at >= self._due_from and not self.found:
+            heapq.heappush(self._due_answers, sent_at)
         # ``delay_s``: a cluster's send times come from reports other than the answers', each a call's delay off.
         if self.floor is None and (self._first_by is None or sent_at <= self._first_by + self.delay_s):
-            self._first.append(latency)
-            if len(self._first) >= FIRST:
-                self.floor = _upper_quartile(self._first)
-                self._first = []
-                self._floor_at = now
-            return False
+            self._first.append((latency, load))
+            if len(self._first) < FIRST:
+                return False
+            first, self._first = self._first, []
+            self.floor, self._floor_at = _upper_quartile([lat for lat, _ in first]), now
+            # What the first answers prove, now that the floor says which came back at it.
+            return any([self._slow_start(lat, then, now) for lat, then in first if then])
         self._answers += 1
+        self._late += latency >= SURE * self.floor if self.floor is not None else 0
+        moved = self._slow_start(latency, load, now) if load and self.floor is not None else False
         if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
-            return False  # not one of the window's cohort
+            return moved  # not one of the window's cohort
         self._window.append(latency)
         self._in_flight = max(self._in_flight, in_flight)
         if self.floor is None or self._cohort_left or len(self._window) < 0.75 * self._cohort:
+            return moved
+        return self._judge(now) or moved
+
+    def _due(self, now: float) -> int:
+        """Requests in flight sent over a floor ago (see ``_due_from``)."""
+        edge, sends, answers = now - DUE * self.floor, self._due_sends, self._due_answers
+        while sends and sends[0] < edge:
+            sends.popleft()
+            self._sent_old += 1
+        while answers and answers[0] < edge:
+            heapq.heappop(answers)
+            self._answered_old += 1
+        return max(0, self._sent_old - self._answered_old)
+
+    def _slow_start(self, latency: float, load: tuple[int, int], now: float) -> bool:
+        """One answer whose request left with ``load`` (see ``sent``): slow start grows or ends; True: moved."""
+        if self.found or self.careful:
             return False
-        return self._judge(now)
+        load, bound_then = load
+        floor, lately = self.floor, self._lately
+        lately.append(now)
+        while lately[0] <= now - 2 * floor:
+            lately.popleft()
+        if latency <= floor * (1 + GROW_BELOW):
+            self._recent.append(False)
+            self._proven = max(self._proven, load)
+            new = min(self.maximum, int(GAIN * load))
+            if new <= self.bound or load < USED * bound_then:  # the bound is grown once it was used (Vegas)
+                return False
+            self.bound, self.reason = new, "latency" if new < self.maximum else "cap"
+            self.moves += 1
+            return True
+        self._recent.append(latency >= floor * SURE)
+        if sum(self._recent) < SLOW_TO_EXIT:
+            return False
+        # Queued answers (a FIFO's come back a round trip late): the capacity is the most in flight that came back at
+        # the floor, exactly what a FIFO serves at once. A busy client's own loop makes answers late too: then the cut
+        # costs throughput (``KEPT``, judged against the answers of the last two floors) and is undone.
+        bound, throughput = self.bound, len(lately) / (2 * floor)
+        self.found, self._recent = True, collections.deque(maxlen=WINDOW)
+        self._due_from, self._sent_old, self._answered_old = math.inf, 0, 0  # tracked afresh if the cut is undone
+        self._due_sends.clear()
+        self._due_answers = []
+        self._new_window(now)
+        self._since = math.inf  # judged from the first request sent once the requests in flight fell under the cut
+        new = max(self.minimum, min(bound, max(self._proven, int(self._least)) or int(bound * LEAST_GRADIENT)))
+        if new >= bound:
+            return False
+        self._cut, self._last_ratio = (bound, throughput, False), None
+        self.bound, self.reason = new, "capacity"
+        self.moves += 1
+        return True
+
+    def _new_window(self, now: float) -> None:
+        """The next window: requests sent in the next half floor are not judged (the first ones sent after a move
+        find the slots the earlier requests free as they end, and a queue shows only about a round trip later)."""
+        self._answers, self._late, self._judged_at = 0, 0, now
+        self._window, self._in_flight = [], 0
+        self._since = now + SETTLE * self.floor + self.delay_s
+        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
+        self._cohort_end = math.inf
 
     def _judge(self, now: float) -> bool:
         # The cohort's upper quartile: the answers not back yet are the slowest (its requests left together). Not the
@@ -207,13 +328,11 @@ class CapacityFinder:
         sample = window[rank] if len(window) > rank else window[-1]
         used = self._in_flight
         throughput = self._answers / max(1e-9, now - self._judged_at)
-        self._answers, self._judged_at = 0, now
-        self._window, self._in_flight = [], 0
-        # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
-        # the earlier requests free as they end, and a queue shows only about a round trip later.
-        self._since = now + SETTLE * self.floor + self.delay_s
-        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
-        self._cohort_end = math.inf
+        # All answers since the last window, not the cohort's alone: a FIFO's answers come in waves, and a queue of a
+        # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
+        # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
+        late = self._late / max(1, self._answers)
+        self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
@@ -250,8 +369,11 @@ class CapacityFinder:
             self.found, reason = True, "capacity"
         else:
             self._last_ratio = None
-            if ratio > 1 + GROW_BELOW or used < USED * bound:
-                return False
+            if ratio > 1 + GROW_BELOW or used < USED * bound or (self._due_from < math.inf and not self.found):
+                return False  # (slow start with in-flight counts grows per answer: ``_slow_start``)
+            if self.found and (late > GROW_BELOW or now < self._grown_at + MATURE * floor):
+                return False  # a standing queue already (Gradient's headroom is full), or not shown yet
+            self._grown_at = now
             want = bound * 2 if not self.found else bound + max(1, int(math.sqrt(bound)))
             new = min(self.maximum, want)
             reason = "latency" if new == want else "cap"

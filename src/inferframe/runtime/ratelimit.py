@@ -83,6 +83,7 @@ class Ticket:
     requests: float = 0.0
     tokens: float = 0.0
     sent_at: float = 0.0
+    load: tuple | bool | None = None  # what its answer at the latency floor proves (``CapacityFinder.sent``)
 
 
 class RefusalRule:
