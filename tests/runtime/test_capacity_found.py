@@ -196,9 +196,9 @@ def test_slow_start_grows_a_round_trip_s_worth_per_answer_and_stops_at_the_capac
 
 def _finder_after_first_wave(clock, capacity: int, wave: int):
     """A finder (start 64) whose first ``wave`` requests, sent at once at t=0, met a FIFO of ``capacity`` slots at 1 s:
-    the first ``capacity`` sent came back at the floor; (finder, loads of the requests that queued)."""
+    the first ``capacity`` sent came back at the floor; (finder, the bounds the queued ones left under)."""
     finder = CapacityFinder(start=64, maximum=1024, clock=clock)
-    loads = [finder.sent(0.0, in_flight=n) for n in range(1, wave + 1)]
+    loads = [finder.sent(0.0, proving=True) for _ in range(wave)]
     clock.now = 1.0
     for load in loads[:capacity]:
         finder.on_answer(1.0, wave, sent_at=0.0, load=load)
@@ -212,7 +212,7 @@ def test_what_came_back_at_the_floor_is_what_the_bound_grows_from():
 
 
 def test_half_a_wave_at_the_floor_proves_no_room_and_the_queued_half_cuts_to_the_capacity():
-    """64 sent to a capacity of 32: the 32 back at the floor left with half the bound in flight, which proves no
+    """64 sent to a capacity of 32: the 32 back at the floor are half the bound they left under, which proves no
     room (BBR's gain on them would send 92); the other 32 come back a round trip late, and slow start ends at 32."""
     clock = FakeClock()
     finder, queued = _finder_after_first_wave(clock, capacity=32, wave=64)
@@ -223,12 +223,18 @@ def test_half_a_wave_at_the_floor_proves_no_room_and_the_queued_half_cuts_to_the
     assert (finder.bound, finder.found, finder.reason) == (32, True, "capacity")
 
 
-def test_answers_waiting_for_a_busy_client_prove_no_more_than_the_server_held():
-    """A wave of 64 answers at 1 s that this client's loop works through slowly: requests sent once the first 16
-    are read count the other 48 as in flight, but those left a floor ago are done at the server (or queued):
-    what the new requests prove is what they are, not 48 more."""
+def test_answers_late_because_this_client_was_busy_are_no_queue_at_the_server():
+    """The same late answers, read while this client's own event loop never ran a timer on time after they were due
+    (a wave of them, read slowly on a busy machine): no queue at the server is shown, slow start goes on. Once the
+    loop was seen waiting after they were due (``responsive_at``), the same answers end it."""
     clock = FakeClock()
-    finder, unread = _finder_after_first_wave(clock, capacity=16, wave=64)
-    assert finder.floor == 1.0 and len(unread) == 48
-    loads = [finder.sent(1.0, in_flight=48 + n) for n in range(1, 17)]
-    assert [load for load, _ in loads] == list(range(1, 17))
+    finder, queued = _finder_after_first_wave(clock, capacity=32, wave=64)
+    finder.responsive_at = 1.1  # last on time before the answers were due (1.25 s)
+    clock.now = 2.0
+    for load in queued[:16]:
+        finder.on_answer(2.0, 64, sent_at=0.0, load=load)
+    assert (finder.bound, finder.found) == (64, False)
+    finder.responsive_at = 1.5  # waiting at 1.5 s, and the answers had not come: late at the server
+    for load in queued[16:]:
+        finder.on_answer(2.0, 64, sent_at=0.0, load=load)
+    assert (finder.bound, finder.found) == (32, True)

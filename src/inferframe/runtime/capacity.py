@@ -63,8 +63,9 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import collections
-import heapq
 import math
 import statistics
 
@@ -107,8 +108,11 @@ SLOW_TO_EXIT = WINDOW // 2
 # Past a capacity found, the bound grows again only this many floors after it last grew: the requests a FIFO queues
 # come back a round trip after the others sent with them (2 floors), and the windows before judged without them.
 MATURE = 2.5
-# In flight for over this share of the floor: answered at the server or queued there (see ``_due_from``).
-DUE = 0.9
+# This client's event loop is watched every WATCH_S (or a twentieth of the floor, at least WATCH_MIN_S); a tick this
+# late (or LATE_TICK x the floor) shows the loop busy, not waiting for answers.
+WATCH_S, WATCH_MIN_S, LATE_TICK = 0.05, 0.005, 0.05
+# Answers back at the floor whose requests left within this share of the floor of each other were served together.
+TOGETHER = 0.9
 
 
 class CapacityFinder:
@@ -144,7 +148,7 @@ class CapacityFinder:
         self.reason = ""
         self.moves = 0  # times the bound moved
         self._sends = 0  # requests sent while the first FIRST were counted
-        self._first: list[tuple] = []  # the first FIRST requests sent: (latency, load)
+        self._first: list[tuple] = []  # the first FIRST requests sent: (latency, load, send time)
         self._first_by: float | None = None  # when the FIRST-th request was sent
         self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
         self._latest = -math.inf  # the latest send time counted
@@ -170,29 +174,27 @@ class CapacityFinder:
         self._proven = 0
         self._recent: collections.deque[bool] = collections.deque(maxlen=WINDOW)
         self._lately: collections.deque[float] = collections.deque()
-        # Requests in flight sent over a floor ago ("due") prove no slot a new request finds: at the server they were
-        # answered (their answers wait for this client's own loop, working through a wave of them) or they queue. Counted
-        # from the first send tracked (``_due_from``): send times under a floor old, how many older were sent; answered
-        # send times under a floor old (a heap), how many older were answered.
-        self._due_from = math.inf
-        self._due_sends: collections.deque[float] = collections.deque()
-        self._due_answers: list[float] = []
-        self._sent_old = self._answered_old = 0
+        # Send times of the answers back at the floor (sorted; the last two floors'), and when slow start's sends began.
+        self._fast: list[float] = []
+        self._proving_since = self._proving_last = math.inf
+        # When this client's event loop last ran a timer on time (``_watch``; None: not watched, as a cluster's finder).
+        self.responsive_at: float | None = None
+        self._watching = False
 
-    def sent(self, at: float | None = None, in_flight: int | None = None) -> tuple[int, int] | None:
+    def sent(self, at: float | None = None, proving: bool = False) -> int | None:
         """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
         each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when.
 
-        ``in_flight``: the requests in flight as it left, itself included. Returns, for ``on_answer``'s ``load``,
-        what its answer at the floor would prove the server serves at once (those of them sent within a floor)
-        and the bound it left under (None: slow start is over).
+        ``proving``: its answer comes back with ``sent``'s return, the bound it left under (None: slow start is over),
+        for slow start to grow per answer (one process; a cluster's reports carry none).
         """
         at = self.clock.monotonic() if at is None else at
         load = None
-        if in_flight is not None and not self.found and not self.careful:
-            self._due_from = min(self._due_from, at)
-            self._due_sends.append(at)
-            load = (max(1, in_flight - self._due(at)) if self.floor is not None else in_flight, self.bound)
+        if proving and not self.found and not self.careful:
+            load = self.bound
+            self._proving_since, self._proving_last = min(self._proving_since, at), at
+            if not self._watching:
+                self._watch()
         if self._since == math.inf:
             self._since = at  # the first request sent after slow start's cut: the bound before's queue is behind it
         if self._sends <= FIRST:
@@ -228,7 +230,7 @@ class CapacityFinder:
         self._floor_at = self.clock.monotonic()
 
     def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None,
-                  load: tuple[int, int] | None = None) -> bool:
+                  load: int | None = None) -> bool:
         """One answer after ``latency`` seconds; True when the bound moved.
 
         ``in_flight``: the most requests in flight since the last answer (counted as they were sent: as answers
@@ -239,20 +241,18 @@ class CapacityFinder:
         now = self.clock.monotonic()
         if sent_at is None:
             sent_at = now - latency - SLACK_S
-        if sent_at >= self._due_from and not self.found:
-            heapq.heappush(self._due_answers, sent_at)
         # ``delay_s``: a cluster's send times come from reports other than the answers', each a call's delay off.
         if self.floor is None and (self._first_by is None or sent_at <= self._first_by + self.delay_s):
-            self._first.append((latency, load))
+            self._first.append((latency, load, sent_at))
             if len(self._first) < FIRST:
                 return False
             first, self._first = self._first, []
-            self.floor, self._floor_at = _upper_quartile([lat for lat, _ in first]), now
+            self.floor, self._floor_at = _upper_quartile([f[0] for f in first]), now
             # What the first answers prove, now that the floor says which came back at it.
-            return any([self._slow_start(lat, then, now) for lat, then in first if then])
+            return any([self._slow_start(lat, then, at, now) for lat, then, at in first if then])
         self._answers += 1
         self._late += latency >= SURE * self.floor if self.floor is not None else 0
-        moved = self._slow_start(latency, load, now) if load and self.floor is not None else False
+        moved = self._slow_start(latency, load, sent_at, now) if load and self.floor is not None else False
         if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
             return moved  # not one of the window's cohort
         self._window.append(latency)
@@ -261,28 +261,28 @@ class CapacityFinder:
             return moved
         return self._judge(now) or moved
 
-    def _due(self, now: float) -> int:
-        """Requests in flight sent over a floor ago (see ``_due_from``)."""
-        edge, sends, answers = now - DUE * self.floor, self._due_sends, self._due_answers
-        while sends and sends[0] < edge:
-            sends.popleft()
-            self._sent_old += 1
-        while answers and answers[0] < edge:
-            heapq.heappop(answers)
-            self._answered_old += 1
-        return max(0, self._sent_old - self._answered_old)
-
-    def _slow_start(self, latency: float, load: tuple[int, int], now: float) -> bool:
-        """One answer whose request left with ``load`` (see ``sent``): slow start grows or ends; True: moved."""
+    def _slow_start(self, latency: float, bound_then: int, sent_at: float, now: float) -> bool:
+        """One answer whose request left under ``bound_then`` (see ``sent``): slow start grows or ends; True: moved."""
         if self.found or self.careful:
             return False
-        load, bound_then = load
         floor, lately = self.floor, self._lately
         lately.append(now)
         while lately[0] <= now - 2 * floor:
             lately.popleft()
-        if latency <= floor * (1 + GROW_BELOW):
+        # Served at once: a FIFO's queued requests come back a round trip late, this client's own loop makes a wave's
+        # last answers late by the time it takes to read the wave (at 1,024 and 1 s on a busy 2-core machine, over a
+        # tenth of the floor: slow start waited a round trip more for proof). CUT_ABOVE, the top of the band it holds in.
+        if latency <= floor * (1 + CUT_ABOVE):
             self._recent.append(False)
+            # What it proves: the answers back at the floor whose requests left within TOGETHER x the floor before it
+            # (each was served when it arrived). Counted from the answers, not from the requests in flight as it left:
+            # those count a wave's answers this client has not read yet, and requests sent after it on pooled
+            # connections reach the server first (new ones wait for a handshake): 1,024 "proved" at a capacity of 256.
+            fast = self._fast
+            bisect.insort(fast, sent_at)
+            if fast[0] < sent_at - 2 * floor:
+                del fast[:bisect.bisect_left(fast, sent_at - 2 * floor)]
+            load = bisect.bisect_right(fast, sent_at) - bisect.bisect_right(fast, sent_at - TOGETHER * floor)
             self._proven = max(self._proven, load)
             new = min(self.maximum, int(GAIN * load))
             if new <= self.bound or load < USED * bound_then:  # the bound is grown once it was used (Vegas)
@@ -290,7 +290,11 @@ class CapacityFinder:
             self.bound, self.reason = new, "latency" if new < self.maximum else "cap"
             self.moves += 1
             return True
-        self._recent.append(latency >= floor * SURE)
+        # Late at the server, not in this client: its loop ran a timer on time after the answer was due and the answer
+        # had not come. A wave of 1,024 answers at 1 s on a busy 2-core machine is read over more than half a second:
+        # its last answers came SURE x the floor late, slow start ended and cut 1,024 to the 531 proven.
+        due, seen = sent_at + (1 + CUT_ABOVE) * floor, self.responsive_at
+        self._recent.append(latency >= floor * SURE and (seen is None or seen >= due))
         if sum(self._recent) < SLOW_TO_EXIT:
             return False
         # Queued answers (a FIFO's come back a round trip late): the capacity is the most in flight that came back at
@@ -298,9 +302,8 @@ class CapacityFinder:
         # costs throughput (``KEPT``, judged against the answers of the last two floors) and is undone.
         bound, throughput = self.bound, len(lately) / (2 * floor)
         self.found, self._recent = True, collections.deque(maxlen=WINDOW)
-        self._due_from, self._sent_old, self._answered_old = math.inf, 0, 0  # tracked afresh if the cut is undone
-        self._due_sends.clear()
-        self._due_answers = []
+        self._fast, self._proving_since = [], math.inf  # counted afresh if the cut is undone
+        self.responsive_at = None  # the watch ends with slow start
         self._new_window(now)
         self._since = math.inf  # judged from the first request sent once the requests in flight fell under the cut
         new = max(self.minimum, min(bound, max(self._proven, int(self._least)) or int(bound * LEAST_GRADIENT)))
@@ -310,6 +313,24 @@ class CapacityFinder:
         self.bound, self.reason = new, "capacity"
         self.moves += 1
         return True
+
+    def _watch(self, due: float | None = None) -> None:
+        """Watch this client's event loop while slow start lasts: a tick on time says when it last waited (idle)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._watching = False
+            return
+        now = self.clock.monotonic()
+        period = WATCH_S if self.floor is None else max(WATCH_MIN_S, min(WATCH_S, self.floor / 20))
+        if due is not None and now - due <= max(WATCH_MIN_S, LATE_TICK * (self.floor or 0.0)):
+            self.responsive_at = now
+        # While slow start lasts and its sends go on (a job sized from rate limits sends none: see ``sent``).
+        self._watching = not (self.found or self.careful) and now - self._proving_last <= 2 * (self.floor or 1.0)
+        if self._watching:
+            loop.call_later(period, self._watch, now + period)
+        else:
+            self.responsive_at = None  # not watched: latency is judged as it is
 
     def _new_window(self, now: float) -> None:
         """The next window: requests sent in the next half floor are not judged (the first ones sent after a move
@@ -332,6 +353,8 @@ class CapacityFinder:
         # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
         # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
         late = self._late / max(1, self._answers)
+        # While slow start watches this client's loop: it ran a timer on time after the cohort's answers were due.
+        seen = self.responsive_at is None or self.responsive_at >= self._cohort_end + (1 + CUT_ABOVE) * self.floor
         self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
@@ -352,6 +375,8 @@ class CapacityFinder:
         if self.careful and ratio >= 1 + CUT_ABOVE and (ratio < SURE or self._last_ratio is None):
             self._last_ratio = ratio if ratio >= SURE else None
             return False  # the user's own bound: only a queue beyond doubt, two windows in a row, cuts it
+        if ratio >= 1 + CUT_ABOVE and not seen:
+            return False  # the answers may have waited for this client's busy loop, not in the server's queue
         if ratio >= 1 + CUT_ABOVE and quiet and ratio < SURE:
             self._last_ratio = None
             return False  # once after a quiet window, and not by far: noise of this client's own loop, perhaps
@@ -369,7 +394,7 @@ class CapacityFinder:
             self.found, reason = True, "capacity"
         else:
             self._last_ratio = None
-            if ratio > 1 + GROW_BELOW or used < USED * bound or (self._due_from < math.inf and not self.found):
+            if ratio > 1 + GROW_BELOW or used < USED * bound or (self._proving_since < math.inf and not self.found):
                 return False  # (slow start with in-flight counts grows per answer: ``_slow_start``)
             if self.found and (late > GROW_BELOW or now < self._grown_at + MATURE * floor):
                 return False  # a standing queue already (Gradient's headroom is full), or not shown yet

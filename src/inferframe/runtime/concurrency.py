@@ -139,7 +139,7 @@ class AdaptiveLimit:
         if self.in_flight > self.peak_since:
             self.peak_since = self.in_flight
 
-    def started(self, at: float) -> tuple | bool:
+    def started(self, at: float) -> int | tuple | bool:
         """A request left at ``at`` (its place taken, its admission granted); False: no need to say so again.
 
         The capacity finder's floor, its cohorts and its slow start (what an answer at the floor proves: returned,
@@ -150,7 +150,7 @@ class AdaptiveLimit:
         if self.observed is not None:
             self.sends.append(at)  # counted by the coordinator's finder (``take_observed``)
             return True
-        return self.capacity.sent(at, self.in_flight) or ()  # (): counted, nothing to prove
+        return self.capacity.sent(at, proving=not self.sized) or ()  # sized from known limits: no slow start
 
     def follow(self) -> None:
         """Let a cluster coordinator's one capacity finder lead this bound: the ceiling set is the bound.
@@ -366,7 +366,7 @@ class AdaptiveLimit:
         self._note(cap.reason)
 
     def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None,
-                   load: tuple | None = None) -> None:
+                   load: int | None = None) -> None:
         """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow.
 
         ``sent_at``: when its request left (the clock's time; None: now less the latency); ``load``: ``started``'s.

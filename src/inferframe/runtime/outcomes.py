@@ -104,7 +104,7 @@ class AttemptOutcomes:
     async def _sit_out_pause(self) -> None:
         while True:
             left = self.limiter.paused_until - self.clock.monotonic()
-            if left <= 0:
+            if left <= 1e-6:  # over: a float's rounding leaves a few ulps where now + left == now, and sleeps no time
                 return
             self.stats.pause_for(left)
             await self.clock.sleep(left)

@@ -83,7 +83,7 @@ class Ticket:
     requests: float = 0.0
     tokens: float = 0.0
     sent_at: float = 0.0
-    load: tuple | bool | None = None  # what its answer at the latency floor proves (``CapacityFinder.sent``)
+    load: int | tuple | bool | None = None  # the in-flight bound it left under (``CapacityFinder.sent``)
 
 
 class RefusalRule:
