@@ -27,17 +27,17 @@ from what the latency shows, after the published adaptive concurrency limiters:
   came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
   busy machine).
 * **Growth.** TCP's slow start, per answer, with BBR's startup gain and Vegas's proof of room: until
-  the first queueing is seen, an answer within ``GROW_BELOW`` of the floor whose request left with n
-  in flight shows the server serves n at once, and the bound goes to ``GAIN`` x n (see there). The
-  requests in flight sent over a floor ago are left out of n: at the server they were answered (their
-  answers wait for this client's own loop, working through a wave) or queued. Slow start ends when
-  ``SLOW_TO_EXIT`` of the last ``WINDOW`` answers came back ``SURE`` x the floor late (a FIFO's
-  queued requests come back a round trip after the others): cut to the most in flight that came
-  back at the floor, what a FIFO serves at once, judged from the first request sent once the
-  requests in flight fell under it. Where no in-flight counts come with the sends (a cluster's
-  coordinator), slow start doubles the bound per window instead, while the latency stays within
-  ``GROW_BELOW`` of the floor and the bound was used (Vegas does not grow a limit the application
-  leaves half empty). Once a capacity is found, it grows by ``sqrt(bound)`` per quiet window (the
+  the first queueing is seen, the answers within ``1 + CUT_ABOVE`` of the floor whose requests left
+  within ``TOGETHER`` x the floor of each other show the server served n of them at once, and the
+  bound goes to ``GAIN`` x n (see there). Slow start ends when ``SLOW_TO_EXIT`` of the last
+  ``WINDOW`` answers came back ``SURE`` x the floor late (a FIFO's queued requests come back a round
+  trip after the others) while this client's event loop was seen waiting after they were due (a
+  timer on time, ``_watch``: a busy client reads a wave of answers late, and that is no queue at the
+  server): cut to the most that came back at the floor, what a FIFO serves at once, judged from the
+  first request sent once the requests in flight fell under it. Where the sends come with no bound
+  (a cluster's coordinator; a job sized from rate limits), slow start doubles the bound per window
+  instead, while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
+  does not grow a limit the application leaves half empty). Once a capacity is found, it grows by ``sqrt(bound)`` per quiet window (the
   queue headroom of Netflix's Gradient), so it follows a server that gained capacity without
   flooding one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
   keeps a queue of at most about a tenth of the floor.
@@ -94,14 +94,13 @@ SETTLE = 0.5
 KEPT = 0.85
 # The bound counts as used when the window saw this share of it in flight.
 USED = 0.8
-# Slow start (TCP's, per answer: the bound grows a round trip's worth each round trip, not once a judged window):
-# an answer at the floor whose request left with n in flight proves the server serves n at once, and the bound goes to
-# GAIN x n, BBR's startup gain 2/ln 2 (the least that doubles the delivery rate each round). Grown from what was
-# proven, never from the bound, the probe stays within GAIN x the capacity: requests sent past it queue and prove
-# nothing. A job of 20 round trips that starts at 64 loses a round trip to the probe (``RateLimiter``) and then one per
-# round of the ramp; at 1,024 and 1 s a gain of 2 took four rounds, this one three. Only requests that left with
-# USED of their bound in flight count (Vegas grows no limit left half empty): the first 32 of 64 back at the floor of
-# a capacity of 32 would grow it to 92, and queue it for most of a short job.
+# Slow start (TCP's, per answer, not once a judged window): the n answers back at the floor whose requests were served
+# together prove the server serves n at once, and the bound goes to GAIN x n, BBR's startup gain 2/ln 2 (the least that
+# doubles the delivery rate each round). Grown from what was proven, never from the bound, the probe stays within GAIN
+# x the capacity: requests sent past it queue and prove nothing. A job of 20 round trips that starts at 64 loses one to
+# the probe (``RateLimiter``) and then one per round of the ramp: at 1,024 and 1 s a gain of 2 took four rounds, this
+# one three. Only n of at least USED of the bound their requests left under count (Vegas grows no limit left half
+# empty): the first 32 of 64 back at the floor of a capacity of 32 would grow it to 92 and queue most of a short job.
 GAIN = 2.89
 # Slow start ends when this many of the last WINDOW answers came back SURE x the floor or later (queued).
 SLOW_TO_EXIT = WINDOW // 2
