@@ -224,17 +224,18 @@ def test_half_a_wave_at_the_floor_proves_no_room_and_the_queued_half_cuts_to_the
 
 
 def test_answers_late_because_this_client_was_busy_are_no_queue_at_the_server():
-    """The same late answers, read while this client's own event loop never ran a timer on time after they were due
-    (a wave of them, read slowly on a busy machine): no queue at the server is shown, slow start goes on. Once the
-    loop was seen waiting after they were due (``responsive_at``), the same answers end it."""
+    """The same late answers, read while this client's own event loop ran no timer on time since they were due (a wave
+    of them read slowly on a busy machine), or did once but was busy for half a floor before it read them: no queue
+    at the server is shown, slow start goes on. Read just after the loop was seen waiting, they end it."""
     clock = FakeClock()
     finder, queued = _finder_after_first_wave(clock, capacity=32, wave=64)
-    finder.responsive_at = 1.1  # last on time before the answers were due (1.25 s)
     clock.now = 2.0
-    for load in queued[:16]:
-        finder.on_answer(2.0, 64, sent_at=0.0, load=load)
-    assert (finder.bound, finder.found) == (64, False)
-    finder.responsive_at = 1.5  # waiting at 1.5 s, and the answers had not come: late at the server
-    for load in queued[16:]:
+    for responsive_at, answers in ((1.1, queued[:10]), (1.5, queued[10:20])):
+        finder.responsive_at = responsive_at  # before the answers were due (1.25 s); then long before they were read
+        for load in answers:
+            finder.on_answer(2.0, 64, sent_at=0.0, load=load)
+        assert (finder.bound, finder.found) == (64, False)
+    finder.responsive_at = 1.95  # waiting just before it read them, and they had not come: late at the server
+    for load in queued[20:]:
         finder.on_answer(2.0, 64, sent_at=0.0, load=load)
     assert (finder.bound, finder.found) == (32, True)

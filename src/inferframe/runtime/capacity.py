@@ -175,6 +175,7 @@ class CapacityFinder:
         self._lately: collections.deque[float] = collections.deque()
         # Send times of the answers back at the floor (sorted; the last two floors'), and when slow start's sends began.
         self._fast: list[float] = []
+        self._fast_bounds: list[int] = []  # the bound each of them left under
         self._proving_since = self._proving_last = math.inf
         # When this client's event loop last ran a timer on time (``_watch``; None: not watched, as a cluster's finder).
         self.responsive_at: float | None = None
@@ -277,23 +278,28 @@ class CapacityFinder:
             # (each was served when it arrived). Counted from the answers, not from the requests in flight as it left:
             # those count a wave's answers this client has not read yet, and requests sent after it on pooled
             # connections reach the server first (new ones wait for a handshake): 1,024 "proved" at a capacity of 256.
-            fast = self._fast
-            bisect.insort(fast, sent_at)
+            fast, bounds = self._fast, self._fast_bounds
+            at = bisect.bisect_right(fast, sent_at)
+            fast.insert(at, sent_at)
+            bounds.insert(at, bound_then)
             if fast[0] < sent_at - 2 * floor:
-                del fast[:bisect.bisect_left(fast, sent_at - 2 * floor)]
-            load = bisect.bisect_right(fast, sent_at) - bisect.bisect_right(fast, sent_at - TOGETHER * floor)
+                old = bisect.bisect_left(fast, sent_at - 2 * floor)
+                del fast[:old], bounds[:old]
+            lo, hi = bisect.bisect_right(fast, sent_at - TOGETHER * floor), bisect.bisect_right(fast, sent_at)
+            load = hi - lo
             self._proven = max(self._proven, load)
             new = min(self.maximum, int(GAIN * load))
-            if new <= self.bound or load < USED * bound_then:  # the bound is grown once it was used (Vegas)
+            # Grown once the bound was used (Vegas): the largest bound those requests left under, not this one's (sent
+            # to replace an answer under the bound before, it would let 256 of 531 at the floor grow 531 to 739).
+            if new <= self.bound or load < USED * max(bounds[lo:hi]):
                 return False
             self.bound, self.reason = new, "latency" if new < self.maximum else "cap"
             self.moves += 1
             return True
-        # Late at the server, not in this client: its loop ran a timer on time after the answer was due and the answer
-        # had not come. A wave of 1,024 answers at 1 s on a busy 2-core machine is read over more than half a second:
-        # its last answers came SURE x the floor late, slow start ended and cut 1,024 to the 531 proven.
-        due, seen = sent_at + (1 + CUT_ABOVE) * floor, self.responsive_at
-        self._recent.append(latency >= floor * SURE and (seen is None or seen >= due))
+        # Late at the server, not in this client: its loop ran a timer on time after the answer was due, and shortly
+        # before it read the answer (``_waited``). A wave of 1,024 answers at 1 s on a busy 2-core machine is read over
+        # more than half a second: its last answers came SURE x the floor late, slow start ended, cut 1,024 to 531.
+        self._recent.append(latency >= floor * SURE and self._waited(sent_at + (1 + CUT_ABOVE) * floor, now))
         if sum(self._recent) < SLOW_TO_EXIT:
             return False
         # Queued answers (a FIFO's come back a round trip late): the capacity is the most in flight that came back at
@@ -301,17 +307,25 @@ class CapacityFinder:
         # costs throughput (``KEPT``, judged against the answers of the last two floors) and is undone.
         bound, throughput = self.bound, len(lately) / (2 * floor)
         self.found, self._recent = True, collections.deque(maxlen=WINDOW)
-        self._fast, self._proving_since = [], math.inf  # counted afresh if the cut is undone
+        self._fast, self._fast_bounds, self._proving_since = [], [], math.inf  # counted afresh if the cut is undone
         self.responsive_at = None  # the watch ends with slow start
         self._new_window(now)
         self._since = math.inf  # judged from the first request sent once the requests in flight fell under the cut
-        new = max(self.minimum, min(bound, max(self._proven, int(self._least)) or int(bound * LEAST_GRADIENT)))
+        new = max(self.minimum, min(bound, max(self._proven, int(self._least), int(bound * LEAST_GRADIENT))))
         if new >= bound:
             return False
         self._cut, self._last_ratio = (bound, throughput, False), None
         self.bound, self.reason = new, "capacity"
         self.moves += 1
         return True
+
+    def _waited(self, due: float, now: float) -> bool:
+        """This client's loop ran a timer on time after ``due`` and within a quarter floor before ``now`` (or it is not
+        watched): what it reads now was not there when it waited, so it is late at the server. A loop on time once,
+        then busy reading a burst of answers that came before, says nothing of them (at 50 ms on a loaded machine,
+        slow start ended on them and cut 231 to the 80 proven at a capacity of 256)."""
+        seen = self.responsive_at
+        return seen is None or seen >= max(due, now - CUT_ABOVE * self.floor)
 
     def _watch(self, due: float | None = None) -> None:
         """Watch this client's event loop while slow start lasts: a tick on time says when it last waited (idle)."""
@@ -353,7 +367,7 @@ class CapacityFinder:
         # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
         late = self._late / max(1, self._answers)
         # While slow start watches this client's loop: it ran a timer on time after the cohort's answers were due.
-        seen = self.responsive_at is None or self.responsive_at >= self._cohort_end + (1 + CUT_ABOVE) * self.floor
+        seen = self._waited(self._cohort_end + (1 + CUT_ABOVE) * self.floor, now)
         self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
