@@ -37,9 +37,11 @@ from what the latency shows, after the published adaptive concurrency limiters:
   first request sent once the requests in flight fell under it. Where the sends come with no bound
   (a cluster's coordinator; a job sized from rate limits), slow start doubles the bound per window
   instead, while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
-  does not grow a limit the application leaves half empty). Once a capacity is found, it grows by ``sqrt(bound)`` per quiet window (the
-  queue headroom of Netflix's Gradient), so it follows a server that gained capacity without
-  flooding one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
+  does not grow a limit the application leaves half empty). Once a capacity is found, it grows by
+  ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's Gradient), in one process only
+  once the answers to requests sent at the last growth matured (``MATURE``) and at most a tenth of
+  the answers came a round trip late, so it follows a server that gained capacity without flooding
+  one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
   keeps a queue of at most about a tenth of the floor.
 
 Example:
@@ -269,9 +271,9 @@ class CapacityFinder:
         lately.append(now)
         while lately[0] <= now - floor:
             lately.popleft()
-        # Served at once: a FIFO's queued requests come back a round trip late, this client's own loop makes a wave's
+        # Served at once: a FIFO's queued requests come back a round trip late; this client's own loop makes a wave's
         # last answers late by the time it takes to read the wave (at 1,024 and 1 s on a busy 2-core machine, over a
-        # tenth of the floor: slow start waited a round trip more for proof). CUT_ABOVE, the top of the band it holds in.
+        # tenth of the floor: slow start waited a round trip more for proof). CUT_ABOVE: the top of the band it holds.
         if latency <= floor * (1 + CUT_ABOVE):
             self._recent.append(False)
             # What it proves: the answers back at the floor whose requests left within TOGETHER x the floor before it
@@ -410,8 +412,10 @@ class CapacityFinder:
             self._last_ratio = None
             if ratio > 1 + GROW_BELOW or used < USED * bound or (self._proving_since < math.inf and not self.found):
                 return False  # (slow start with in-flight counts grows per answer: ``_slow_start``)
-            if self.found and (late > GROW_BELOW or now < self._grown_at + MATURE * floor):
-                return False  # a standing queue already (Gradient's headroom is full), or not shown yet
+            mature = now >= self._grown_at + MATURE * floor
+            if self.found and self._proving_last < math.inf and (late > GROW_BELOW or not mature):
+                return False  # a standing queue already (Gradient's headroom is full), or not shown yet (one process's:
+                # a cluster's coordinator hears of answers a report late, and its windows grow as they did)
             self._grown_at = now
             want = bound * 2 if not self.found else bound + max(1, int(math.sqrt(bound)))
             new = min(self.maximum, want)
