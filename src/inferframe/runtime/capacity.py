@@ -171,7 +171,7 @@ class CapacityFinder:
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
         # Slow start per answer (``GAIN``), where the sends come with their in-flight counts (one process; a cluster's
         # reports carry none, and its windows double instead): the most in flight that came back at the floor; the
-        # last WINDOW answers, late or not; when answers came in the last floor (the throughput before the exit).
+        # last WINDOW answers, late or not; when answers came in the last two floors (the throughput before the exit).
         self._proven = 0
         self._recent: collections.deque[bool] = collections.deque(maxlen=WINDOW)
         self._lately: collections.deque[float] = collections.deque()
@@ -269,7 +269,7 @@ class CapacityFinder:
             return False
         floor, lately = self.floor, self._lately
         lately.append(now)
-        while lately[0] <= now - floor:
+        while lately[0] <= now - 2 * floor:
             lately.popleft()
         # Served at once: a FIFO's queued requests come back a round trip late; this client's own loop makes a wave's
         # last answers late by the time it takes to read the wave (at 1,024 and 1 s on a busy 2-core machine, over a
@@ -306,15 +306,15 @@ class CapacityFinder:
             return False
         # Queued answers (a FIFO's come back a round trip late): the capacity is the most in flight that came back at
         # the floor, exactly what a FIFO serves at once. A busy client's own loop makes answers late too: then the cut
-        # costs throughput (``KEPT``, judged against the answers of the last floor: two floors took in the ramp's, and
-        # a cut of 1,024 to 512 by a starved client's lag at load 12 was kept at 447 rows/s, 648 at a fixed 1,024).
-        bound, throughput = self.bound, len(lately) / floor
+        # costs throughput (``KEPT``, judged against the answers of the last two floors: one floor can hold two of a
+        # FIFO's waves, and undid the cut of a capacity of 16 found at 100 ms) and is undone.
+        bound, throughput = self.bound, len(lately) / (2 * floor)
         self.found, self._recent = True, collections.deque(maxlen=WINDOW)
         self._fast, self._fast_bounds, self._proving_since = [], [], math.inf  # counted afresh if the cut is undone
         self.responsive_at = None  # the watch ends with slow start
         self._new_window(now)
         self._since = math.inf  # judged from the first request sent once the requests in flight fell under the cut
-        new = max(self.minimum, min(bound, max(self._proven, int(self._least), int(bound * LEAST_GRADIENT))))
+        new = max(self.minimum, min(bound, max(self._proven, int(self._least)) or int(bound * LEAST_GRADIENT)))
         if new >= bound:
             return False
         self._cut, self._last_ratio = (bound, throughput, False), None
