@@ -20,12 +20,17 @@ Figures per case, from one run:
   the client has one) and the server's requests (served + queued) sampled every 0.25 s.
 
 On a 2-core machine the client's own CPU caps it near 2,000-3,000 rows/s: where capacity / latency
-is above that (256 and 1,024 at 50 ms), no setting reaches 90% of it; ``--oracle`` runs each case
-once more with ``max_concurrency`` = the capacity (a perfect guess) to show what the client can do.
+is above that (256 and 1,024 at 50 ms), no setting reaches 90% of it. So each case that misses 90%
+of best runs once more, right after, with ``max_concurrency`` = the capacity (a perfect guess, the
+same engine: the client's ceiling, ``--ceiling auto``; ``all``: every case; ``off``: none), and the
+table prints the default's rows/s against that ceiling too: a case passes where it reaches 90% of
+best, or where the ceiling itself is under 90% of best and the default reaches 90% of the ceiling
+("ceiling": the client, not the policy, is the limit). The server is its own process (the
+simulator's ``spawn``), the client another: neither takes the other's interpreter.
 
 Usage:
     .venv/bin/python bench/self_hosted.py                       # about 3 min
-    .venv/bin/python bench/self_hosted.py --capacities 256 --latencies 1000 --oracle
+    .venv/bin/python bench/self_hosted.py --capacities 256 --latencies 1000 --ceiling all
 """
 
 from __future__ import annotations
@@ -125,7 +130,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--seconds", type=float, default=20.0, help="fewer rows where 20,000 would take longer at best")
     ap.add_argument("--slowdown", type=float, default=0.0, help="latency x (1 + this x served / capacity)")
-    ap.add_argument("--oracle", action="store_true", help="also run each case with max_concurrency = capacity")
+    ap.add_argument("--ceiling", choices=("auto", "all", "off"), default="auto",
+                    help="run a case again with max_concurrency = capacity: where it misses 90%% of best (auto), always, never")
+    ap.add_argument("--oracle", action="store_true", help="the same as --ceiling all")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--max-concurrency", type=int, help=argparse.SUPPRESS)
@@ -142,28 +149,48 @@ def main() -> None:
           f"once, FIFO beyond, no limit headers; constant latency, slowdown {args.slowdown:g})")
     print(f"  client: {client}")
     print(f"  {machine_line()}")
+    mode = "all" if args.oracle else args.ceiling
     results = []
     for lat in lats:
         for cap in caps:
-            for oracle in (False, True) if args.oracle else (False,):
-                print(f"  running capacity {cap:,} at {lat:g} ms{' (oracle)' if oracle else ''} ...", flush=True)
-                results.append(run_case(cap, lat, args, oracle))
-                r = results[-1]
-                print(f"    {r['rows']:,} rows in {r['duration']:.1f} s", flush=True)
+            print(f"  running capacity {cap:,} at {lat:g} ms ...", flush=True)
+            r = run_case(cap, lat, args)
+            results.append(r)
+            print(f"    {r['rows']:,} rows in {r['duration']:.1f} s", flush=True)
+            if mode == "all" or (mode == "auto" and r["vs_best"] < 0.90):
+                # Right after, on the same machine: what this client does with a perfect guess of the bound.
+                print(f"  running capacity {cap:,} at {lat:g} ms with max_concurrency {cap:,} (the ceiling) ...",
+                      flush=True)
+                results.append(run_case(cap, lat, args, oracle=True))
+                r["ceiling"] = results[-1]["rate"]
+                print(f"    {results[-1]['rows']:,} rows in {results[-1]['duration']:.1f} s", flush=True)
     print()
     rows, ok_all = [], True
     for r in results:
-        ok = r["vs_best"] >= 0.90 and r["queue"] <= 0.5 * r["latency"] and r["n429"] == 0 and r["failed"] == 0
+        clean = r["queue"] <= 0.5 * r["latency"] and r["n429"] == 0 and r["failed"] == 0
+        ceiling = r.get("ceiling")
+        vs_ceiling = r["rate"] / ceiling if ceiling else None
+        if r["vs_best"] >= 0.90:
+            verdict = "PASS" if clean else "FAIL"
+        elif ceiling and ceiling < 0.90 * r["best"] and vs_ceiling >= 0.90:
+            verdict = "PASS (ceiling)" if clean else "FAIL"  # the client's limit, not the policy's
+        else:
+            verdict = "FAIL"
         if not r["oracle"]:
-            ok_all &= ok
+            ok_all &= verdict != "FAIL"
+        else:
+            verdict = "-"
         rows.append([f"{r['capacity']:,}", f"{r['latency'] * 1000:g} ms", "cap" if r["oracle"] else "default",
                      f"{r['rows']:,}", f"{r['duration']:.1f}", f"{r['rate']:,.0f}", f"{r['best']:,.0f}",
-                     f"{100 * r['vs_best']:.1f}%", f"{r['queue'] * 1000:.1f} ms", f"{r['queue'] / r['latency']:.2f}x",
-                     r["peak"], f"{r['n429']:,}", f"{r['failed']:,}", "PASS" if ok else "FAIL"])
-    print(table(["capacity", "latency", "settings", "rows", "run s", "rows/s", "best rows/s", "vs best",
-                 "mean queued", "vs latency", "server peak", "429s", "failed", "target"], rows, "lllrrrrrrrrrrl"))
-    print("  best: capacity / latency. Targets: >= 90% of best, mean queueing <= 0.5x the latency, no 429s or failures.")
-    print("  settings: default = no max_concurrency; cap = max_concurrency set to the capacity (--oracle).")
+                     f"{100 * r['vs_best']:.1f}%", f"{100 * vs_ceiling:.1f}%" if vs_ceiling else "-",
+                     f"{r['queue'] * 1000:.1f} ms", f"{r['queue'] / r['latency']:.2f}x",
+                     r["peak"], f"{r['n429']:,}", f"{r['failed']:,}", verdict])
+    print(table(["capacity", "latency", "settings", "rows", "run s", "rows/s", "best rows/s", "vs best", "vs ceiling",
+                 "mean queued", "vs latency", "server peak", "429s", "failed", "target"], rows, "lllrrrrrrrrrrrl"))
+    print("  best: capacity / latency; ceiling: the same client with max_concurrency = the capacity (the cap row).")
+    print("  Targets: >= 90% of best (or, where the ceiling is under 90% of best, >= 90% of the ceiling: 'PASS (ceiling)'),")
+    print("  mean queueing <= 0.5x the latency, no 429s or failures.")
+    print(f"  {machine_line()} (after the runs)")
     print()
     print("In-flight bound over time (time from the run's start: bound/why it moved):")
     for r in results:

@@ -61,3 +61,35 @@ def test_two_jobs_at_once_each_count_only_their_own_calls(history_dir):
     (last,) = last_run()
     model = last["label"].removeprefix("prompt[").removesuffix("]")
     assert last["requests"] == last["rows_done"] == sizes[model]
+
+
+def test_the_workers_in_flight_bounds_are_the_job_s_in_last_run():
+    """Issue 46 item 5: on Ray or Spark each worker bounds its own requests, and the driver (which sent nothing)
+    showed an empty timeline. The job's bound is the sum of the workers', each counted from when it started."""
+    from inferframe.observe.stats import RunCounters, RunStats
+
+    counters = RunCounters()
+    counters.add(RunStats(label="prompt[m]"))  # the driver's own call: it sent nothing
+    driver_start = counters.runs()[0].started
+    counters.merge("w1", [{"label": "prompt[m]", "age_s": 0.0,
+                           "concurrency": [[0.0, 32, "start"], [2.0, 64, "latency"], [5.0, 40, "capacity"]]}])
+    counters.merge("w2", [{"label": "prompt[m]", "age_s": 0.0,
+                           "concurrency": [[0.0, 32, "start"], [2.0, 64, "latency"]]}])
+    (run,) = counters.runs()
+    offset = run.concurrency[0][0]  # the workers started when they reported, after the driver's call
+    assert offset >= 0 and run.started == driver_start
+    assert [[round(t - offset, 3), bound, why] for t, bound, why in run.concurrency] == \
+        [[0.0, 64, "start"], [2.0, 128, "latency"], [5.0, 104, "capacity"]], run.concurrency
+    assert run.capacity_bound is None  # 104 in flight needed: none here
+
+
+def test_one_process_s_bound_timeline_is_kept_as_it_is():
+    from inferframe.observe.stats import RunCounters, RunStats
+
+    counters = RunCounters()
+    history = [[0.0, 64, "start"], [1.5, 128, "latency"]]
+    counters.add(RunStats(label="prompt[m]", concurrency=history))
+    counters.add(RunStats(label="embed[e]"))
+    counters.merge("w1", [{"label": "embed[e]", "rows_done": 1}])
+    by_label = {r.label: r.concurrency for r in counters.runs()}
+    assert by_label == {"prompt[m]": history, "embed[e]": []}

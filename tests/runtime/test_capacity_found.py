@@ -191,3 +191,59 @@ def test_cluster_workers_find_one_capacity_through_the_coordinator():
     assert all(rt.slots.capacity.found for rt in runtimes)
     assert rate >= 0.7 * capacity / latency, rate  # slow start included (one process: 0.67 over as many rows)
     assert sum(waits) / len(waits) <= 0.5 * latency
+
+
+def test_slow_start_grows_a_round_trip_s_worth_per_answer_and_stops_at_the_capacity():
+    """Per answer (TCP's slow start with BBR's gain), not per judged window: a capacity of 1,024 at 1 s is reached in
+    four round trips after the probe (64, 184, 531, 1,024), where doubling per window took seven (main: 8.0 s)."""
+    rate, queued, history, slots = _serve(1024, 1.0, 1024 * 12)
+    reached = next(t for t, bound, _ in history if bound >= 1024)
+    assert reached <= 4.5, history
+    assert queued == 0.0 and slots.peak <= 1024
+
+
+def _finder_after_first_wave(clock, capacity: int, wave: int):
+    """A finder (start 64) whose first ``wave`` requests, sent at once at t=0, met a FIFO of ``capacity`` slots at 1 s:
+    the first ``capacity`` sent came back at the floor; (finder, the bounds the queued ones left under)."""
+    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
+    loads = [finder.sent(0.0, proving=True) for _ in range(wave)]
+    clock.now = 1.0
+    for load in loads[:capacity]:
+        finder.on_answer(1.0, wave, sent_at=0.0, load=load)
+    return finder, loads[capacity:]
+
+
+def test_what_came_back_at_the_floor_is_what_the_bound_grows_from():
+    clock = FakeClock()
+    finder, _ = _finder_after_first_wave(clock, capacity=64, wave=64)
+    assert (finder.floor, finder.bound, finder.found) == (1.0, 184, False)  # all 64 at the floor: 2.89 x 64
+
+
+def test_half_a_wave_at_the_floor_proves_no_room_and_the_queued_half_cuts_to_the_capacity():
+    """64 sent to a capacity of 32: the 32 back at the floor are half the bound they left under, which proves no
+    room (BBR's gain on them would send 92); the other 32 come back a round trip late, and slow start ends at 32."""
+    clock = FakeClock()
+    finder, queued = _finder_after_first_wave(clock, capacity=32, wave=64)
+    assert finder.bound == 64 and not finder.found
+    clock.now = 2.0
+    for load in queued:
+        finder.on_answer(2.0, 64, sent_at=0.0, load=load)
+    assert (finder.bound, finder.found, finder.reason) == (32, True, "capacity")
+
+
+def test_answers_late_because_this_client_was_busy_are_no_queue_at_the_server():
+    """The same late answers, read while this client's own event loop ran no timer on time since they were due (a wave
+    of them read slowly on a busy machine), or did once but was busy for half a floor before it read them: no queue
+    at the server is shown, slow start goes on. Read just after the loop was seen waiting, they end it."""
+    clock = FakeClock()
+    finder, queued = _finder_after_first_wave(clock, capacity=32, wave=64)
+    clock.now = 2.0
+    for responsive_at, answers in ((1.1, queued[:10]), (1.5, queued[10:20])):
+        finder.responsive_at = responsive_at  # before the answers were due (1.25 s); then long before they were read
+        for load in answers:
+            finder.on_answer(2.0, 64, sent_at=0.0, load=load)
+        assert (finder.bound, finder.found) == (64, False)
+    finder.responsive_at = 1.95  # waiting just before it read them, and they had not come: late at the server
+    for load in queued[20:]:
+        finder.on_answer(2.0, 64, sent_at=0.0, load=load)
+    assert (finder.bound, finder.found) == (32, True)

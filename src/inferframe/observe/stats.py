@@ -23,6 +23,7 @@ import dataclasses
 import threading
 import time
 
+from inferframe.observe.bounds import merge_bounds
 from inferframe.observe.quality import merge_field_counts
 
 # Counter fields summed across processes (everything but the label and the start time).
@@ -213,12 +214,16 @@ class RunCounters:
         """One RunStats per call label, summed over this process and every worker."""
         with self._lock:
             local = list(self._local)
-            remote = [s for snaps in self._remote.values() for s in snaps]
+            remote = [(source, s) for source, snaps in self._remote.items() for s in snaps]
         if not remote and len({s.label for s in local}) == len(local):
             return local
         now = time.monotonic()
         out: dict[str, RunStats] = {}
+        # label -> process -> (start, bound timeline): the calls of one process share its bound (one history).
+        bounds: dict[str, dict] = {}
         for s in local:
+            if s.concurrency:
+                bounds.setdefault(s.label, {})[""] = (s.started, s.concurrency)
             total = out.setdefault(s.label, RunStats(label=s.label, rows_total=s.rows_total, started=s.started))
             total.started = min(total.started, s.started)
             for k in _SUMMED:
@@ -229,8 +234,10 @@ class RunCounters:
             _merge_answers(total, s.answers, s.answers_raw)
             total.budget.update(s.budget)
             merge_field_counts(total.fields, s.fields)
-        for snap in remote:
+        for source, snap in remote:
             label = snap.get("label", "")
+            if snap.get("concurrency"):
+                bounds.setdefault(label, {})[source] = (now - snap.get("age_s", 0.0), snap["concurrency"])
             total = out.setdefault(label, RunStats(label=label, started=now - snap.get("age_s", 0.0)))
             total.started = min(total.started, now - snap.get("age_s", 0.0))
             for k in _SUMMED:
@@ -243,6 +250,9 @@ class RunCounters:
             _merge_answers(total, snap.get("answers") or {}, snap.get("answers_raw") or {})
             total.budget.update(snap.get("budget") or {})
             merge_field_counts(total.fields, snap.get("fields") or {})
+        for label, total in out.items():  # the job's bound: the sum of the workers' (``observe.bounds``)
+            sources = [(start - total.started, hist) for start, hist in bounds.get(label, {}).values()]
+            total.concurrency = merge_bounds(sources)
         return list(out.values())
 
     def clear(self) -> None:

@@ -26,13 +26,23 @@ from what the latency shows, after the published adaptive concurrency limiters:
   the server costs no throughput (Little's law), so that cut went below the capacity, or the latency
   came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
   busy machine).
-* **Growth.** Vegas's slow start (grow by a lot while the queue estimate is small) and Envoy's
-  gradient (up to 2x per interval): until the first queueing is seen the bound doubles per
-  window while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
+* **Growth.** TCP's slow start, per answer, with BBR's startup gain and Vegas's proof of room: until
+  the first queueing is seen, the answers within ``1 + CUT_ABOVE`` of the floor whose requests left
+  within ``TOGETHER`` x the floor of each other show the server served n of them at once, and the
+  bound goes to ``GAIN`` x n (see there). Slow start ends when ``SLOW_TO_EXIT`` of the last
+  ``WINDOW`` answers came back ``SURE`` x the floor late (a FIFO's queued requests come back a round
+  trip after the others) while this client's event loop was seen waiting after they were due (a
+  timer on time, ``_watch``: a busy client reads a wave of answers late, and that is no queue at the
+  server): cut to the most that came back at the floor, what a FIFO serves at once, judged from the
+  first request sent once the requests in flight fell under it. Where the sends come with no bound
+  (a cluster's coordinator; a job sized from rate limits), slow start doubles the bound per window
+  instead, while the latency stays within ``GROW_BELOW`` of the floor and the bound was used (Vegas
   does not grow a limit the application leaves half empty). Once a capacity is found, it grows by
-  ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's Gradient), so it follows a
-  server that gained capacity without flooding one that did not. Between ``GROW_BELOW`` and
-  ``CUT_ABOVE`` it holds: the steady state keeps a queue of at most about a tenth of the floor.
+  ``sqrt(bound)`` per quiet window (the queue headroom of Netflix's Gradient), in one process only
+  once the answers to requests sent at the last growth matured (``MATURE``) and at most a tenth of
+  the answers came a round trip late, so it follows a server that gained capacity without flooding
+  one that did not. Between ``GROW_BELOW`` and ``CUT_ABOVE`` it holds: the steady state
+  keeps a queue of at most about a tenth of the floor.
 
 Example:
     >>> from inferframe.runtime.clock import FakeClock
@@ -55,6 +65,9 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import bisect
+import collections
 import math
 import statistics
 
@@ -83,6 +96,24 @@ SETTLE = 0.5
 KEPT = 0.85
 # The bound counts as used when the window saw this share of it in flight.
 USED = 0.8
+# Slow start (TCP's, per answer, not once a judged window): the n answers back at the floor whose requests were served
+# together prove the server serves n at once, and the bound goes to GAIN x n, BBR's startup gain 2/ln 2 (the least that
+# doubles the delivery rate each round). Grown from what was proven, never from the bound, the probe stays within GAIN
+# x the capacity: requests sent past it queue and prove nothing. A job of 20 round trips that starts at 64 loses one to
+# the probe (``RateLimiter``) and then one per round of the ramp: at 1,024 and 1 s a gain of 2 took four rounds, this
+# one three. Only n of at least USED of the bound their requests left under count (Vegas grows no limit left half
+# empty): the first 32 of 64 back at the floor of a capacity of 32 would grow it to 92 and queue most of a short job.
+GAIN = 2.89
+# Slow start ends when this many of the last WINDOW answers came back SURE x the floor or later (queued).
+SLOW_TO_EXIT = WINDOW // 2
+# Past a capacity found, the bound grows again only this many floors after it last grew: the requests a FIFO queues
+# come back a round trip after the others sent with them (2 floors), and the windows before judged without them.
+MATURE = 2.5
+# This client's event loop is watched every WATCH_S (or a twentieth of the floor, at least WATCH_MIN_S); a tick this
+# late (or LATE_TICK x the floor) shows the loop busy, not waiting for answers.
+WATCH_S, WATCH_MIN_S, LATE_TICK = 0.05, 0.005, 0.05
+# Answers back at the floor whose requests left within this share of the floor of each other were served together.
+TOGETHER = 0.9
 
 
 class CapacityFinder:
@@ -118,7 +149,7 @@ class CapacityFinder:
         self.reason = ""
         self.moves = 0  # times the bound moved
         self._sends = 0  # requests sent while the first FIRST were counted
-        self._first: list[float] = []  # latencies of the first FIRST requests sent
+        self._first: list[tuple] = []  # the first FIRST requests sent: (latency, load, send time)
         self._first_by: float | None = None  # when the FIRST-th request was sent
         self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
         self._latest = -math.inf  # the latest send time counted
@@ -133,27 +164,55 @@ class CapacityFinder:
         self._floor_at = 0.0
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
         self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
+        self._late = 0  # of them, those SURE x the floor late (queued a round trip)
+        self._grown_at = -math.inf  # when the bound last grew past a capacity found
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
+        # Slow start per answer (``GAIN``), where the sends come with their in-flight counts (one process; a cluster's
+        # reports carry none, and its windows double instead): the most in flight that came back at the floor; the
+        # last WINDOW answers, late or not; when answers came in the last two floors (the throughput before the exit).
+        self._proven = 0
+        self._recent: collections.deque[bool] = collections.deque(maxlen=WINDOW)
+        self._lately: collections.deque[float] = collections.deque()
+        # Send times of the answers back at the floor (sorted; the last two floors'), and when slow start's sends began.
+        self._fast: list[float] = []
+        self._fast_bounds: list[int] = []  # the bound each of them left under
+        self._proving_since = self._proving_last = math.inf
+        # When this client's event loop last ran a timer on time (``_watch``; None: not watched, as a cluster's finder).
+        self.responsive_at: float | None = None
+        self._watching = False
 
-    def sent(self, at: float | None = None) -> None:
+    def sent(self, at: float | None = None, proving: bool = False) -> int | None:
         """A request left (``at``: when, on the clock's time; None: now): the first ``FIRST`` give the floor, then
-        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when."""
+        each window's cohort is counted. A cluster's finder hears of sends a report late: ``at`` says when.
+
+        ``proving``: its answer comes back with ``sent``'s return, the bound it left under (None: slow start is over),
+        for slow start to grow per answer (one process; a cluster's reports carry none).
+        """
         at = self.clock.monotonic() if at is None else at
+        load = None
+        if proving and not self.found and not self.careful:
+            load = self.bound
+            self._proving_since, self._proving_last = min(self._proving_since, at), at
+            if not self._watching:
+                self._watch()
+        if self._since == math.inf:
+            self._since = at  # the first request sent after slow start's cut: the bound before's queue is behind it
         if self._sends <= FIRST:
             self._sends += 1
             # The latest of the first sends: a cluster's reports come out of order, and a 17th counted before
             # requests sent later left too few answers for the floor (in one process: the 17th's time).
             self._first_last = max(self._first_last, at)
             if self._sends <= FIRST:
-                return
+                return load
             self._first_by = self._first_last  # a request leaves just after it is counted: the 17th marks the end
         self._latest = max(self._latest, at)
         if self._cohort_left and at >= self._since:
             self._cohort_left -= 1
             if not self._cohort_left:
                 self._cohort_end = self._latest  # the latest counted: a cluster's reports come out of order
+        return load
 
     def recall(self, earlier: "CapacityFinder") -> None:
         """Start from what an earlier job learned about the same endpoint (its floor and capacity).
@@ -172,32 +231,131 @@ class CapacityFinder:
         self._since = self.clock.monotonic()
         self._floor_at = self.clock.monotonic()
 
-    def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None) -> bool:
+    def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None,
+                  load: int | None = None) -> bool:
         """One answer after ``latency`` seconds; True when the bound moved.
 
         ``in_flight``: the most requests in flight since the last answer (counted as they were sent: as answers
         come back together, the count at each answer falls through the wave and says less).
         ``sent_at``: when the request left, on the clock's time (None: now less the latency).
+        ``load``: what ``sent`` returned for it (None: unknown; slow start then doubles per judged window).
         """
         now = self.clock.monotonic()
         if sent_at is None:
             sent_at = now - latency - SLACK_S
         # ``delay_s``: a cluster's send times come from reports other than the answers', each a call's delay off.
         if self.floor is None and (self._first_by is None or sent_at <= self._first_by + self.delay_s):
-            self._first.append(latency)
-            if len(self._first) >= FIRST:
-                self.floor = _upper_quartile(self._first)
-                self._first = []
-                self._floor_at = now
-            return False
+            self._first.append((latency, load, sent_at))
+            if len(self._first) < FIRST:
+                return False
+            first, self._first = self._first, []
+            self.floor, self._floor_at = _upper_quartile([f[0] for f in first]), now
+            # What the first answers prove, now that the floor says which came back at it.
+            return any([self._slow_start(lat, then, at, now) for lat, then, at in first if then])
         self._answers += 1
+        self._late += latency >= SURE * self.floor if self.floor is not None else 0
+        moved = self._slow_start(latency, load, sent_at, now) if load and self.floor is not None else False
         if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
-            return False  # not one of the window's cohort
+            return moved  # not one of the window's cohort
         self._window.append(latency)
         self._in_flight = max(self._in_flight, in_flight)
         if self.floor is None or self._cohort_left or len(self._window) < 0.75 * self._cohort:
+            return moved
+        return self._judge(now) or moved
+
+    def _slow_start(self, latency: float, bound_then: int, sent_at: float, now: float) -> bool:
+        """One answer whose request left under ``bound_then`` (see ``sent``): slow start grows or ends; True: moved."""
+        if self.found or self.careful:
             return False
-        return self._judge(now)
+        floor, lately = self.floor, self._lately
+        lately.append(now)
+        while lately[0] <= now - 2 * floor:
+            lately.popleft()
+        # Served at once: a FIFO's queued requests come back a round trip late; this client's own loop makes a wave's
+        # last answers late by the time it takes to read the wave (at 1,024 and 1 s on a busy 2-core machine, over a
+        # tenth of the floor: slow start waited a round trip more for proof). CUT_ABOVE: the top of the band it holds.
+        if latency <= floor * (1 + CUT_ABOVE):
+            self._recent.append(False)
+            # What it proves: the answers back at the floor whose requests left within TOGETHER x the floor before it
+            # (each was served when it arrived). Counted from the answers, not from the requests in flight as it left:
+            # those count a wave's answers this client has not read yet, and requests sent after it on pooled
+            # connections reach the server first (new ones wait for a handshake): 1,024 "proved" at a capacity of 256.
+            fast, bounds = self._fast, self._fast_bounds
+            at = bisect.bisect_right(fast, sent_at)
+            fast.insert(at, sent_at)
+            bounds.insert(at, bound_then)
+            if fast[0] < sent_at - 2 * floor:
+                old = bisect.bisect_left(fast, sent_at - 2 * floor)
+                del fast[:old], bounds[:old]
+            lo, hi = bisect.bisect_right(fast, sent_at - TOGETHER * floor), bisect.bisect_right(fast, sent_at)
+            load = hi - lo
+            self._proven = max(self._proven, load)
+            new = min(self.maximum, int(GAIN * load))
+            # Grown once the bound was used (Vegas): the largest bound those requests left under, not this one's (sent
+            # to replace an answer under the bound before, it would let 256 of 531 at the floor grow 531 to 739).
+            if new <= self.bound or load < USED * max(bounds[lo:hi]):
+                return False
+            self.bound, self.reason = new, "latency" if new < self.maximum else "cap"
+            self.moves += 1
+            return True
+        # Late at the server, not in this client: its loop ran a timer on time after the answer was due, and shortly
+        # before it read the answer (``_waited``). A wave of 1,024 answers at 1 s on a busy 2-core machine is read over
+        # more than half a second: its last answers came SURE x the floor late, slow start ended, cut 1,024 to 531.
+        self._recent.append(latency >= floor * SURE and self._waited(sent_at + (1 + CUT_ABOVE) * floor, now))
+        if sum(self._recent) < SLOW_TO_EXIT:
+            return False
+        # Queued answers (a FIFO's come back a round trip late): the capacity is the most in flight that came back at
+        # the floor, exactly what a FIFO serves at once. A busy client's own loop makes answers late too: then the cut
+        # costs throughput (``KEPT``, judged against the answers of the last two floors: one floor can hold two of a
+        # FIFO's waves, and undid the cut of a capacity of 16 found at 100 ms) and is undone.
+        bound, throughput = self.bound, len(lately) / (2 * floor)
+        self.found, self._recent = True, collections.deque(maxlen=WINDOW)
+        self._fast, self._fast_bounds, self._proving_since = [], [], math.inf  # counted afresh if the cut is undone
+        self.responsive_at = None  # the watch ends with slow start
+        self._new_window(now)
+        self._since = math.inf  # judged from the first request sent once the requests in flight fell under the cut
+        new = max(self.minimum, min(bound, max(self._proven, int(self._least)) or int(bound * LEAST_GRADIENT)))
+        if new >= bound:
+            return False
+        self._cut, self._last_ratio = (bound, throughput, False), None
+        self.bound, self.reason = new, "capacity"
+        self.moves += 1
+        return True
+
+    def _waited(self, due: float, now: float) -> bool:
+        """This client's loop ran a timer on time after ``due`` and within a quarter floor before ``now`` (or it is not
+        watched): what it reads now was not there when it waited, so it is late at the server. A loop on time once,
+        then busy reading a burst of answers that came before, says nothing of them (at 50 ms on a loaded machine,
+        slow start ended on them and cut 231 to the 80 proven at a capacity of 256)."""
+        seen = self.responsive_at
+        return seen is None or seen >= max(due, now - CUT_ABOVE * self.floor)
+
+    def _watch(self, due: float | None = None) -> None:
+        """Watch this client's event loop while slow start lasts: a tick on time says when it last waited (idle)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._watching = False
+            return
+        now = self.clock.monotonic()
+        period = WATCH_S if self.floor is None else max(WATCH_MIN_S, min(WATCH_S, self.floor / 20))
+        if due is not None and now - due <= max(WATCH_MIN_S, LATE_TICK * (self.floor or 0.0)):
+            self.responsive_at = now
+        # While slow start lasts and its sends go on (a job sized from rate limits sends none: see ``sent``).
+        self._watching = not (self.found or self.careful) and now - self._proving_last <= 2 * (self.floor or 1.0)
+        if self._watching:
+            loop.call_later(period, self._watch, now + period)
+        else:
+            self.responsive_at = None  # not watched: latency is judged as it is
+
+    def _new_window(self, now: float) -> None:
+        """The next window: requests sent in the next half floor are not judged (the first ones sent after a move
+        find the slots the earlier requests free as they end, and a queue shows only about a round trip later)."""
+        self._answers, self._late, self._judged_at = 0, 0, now
+        self._window, self._in_flight = [], 0
+        self._since = now + SETTLE * self.floor + self.delay_s
+        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
+        self._cohort_end = math.inf
 
     def _judge(self, now: float) -> bool:
         # The cohort's upper quartile: the answers not back yet are the slowest (its requests left together). Not the
@@ -207,13 +365,13 @@ class CapacityFinder:
         sample = window[rank] if len(window) > rank else window[-1]
         used = self._in_flight
         throughput = self._answers / max(1e-9, now - self._judged_at)
-        self._answers, self._judged_at = 0, now
-        self._window, self._in_flight = [], 0
-        # Requests sent in the next half floor are not judged: the first ones sent after a move find the slots
-        # the earlier requests free as they end, and a queue shows only about a round trip later.
-        self._since = now + SETTLE * self.floor + self.delay_s
-        self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
-        self._cohort_end = math.inf
+        # All answers since the last window, not the cohort's alone: a FIFO's answers come in waves, and a queue of a
+        # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
+        # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
+        late = self._late / max(1, self._answers)
+        # While slow start watches this client's loop: it ran a timer on time after the cohort's answers were due.
+        seen = self._waited(self._cohort_end + (1 + CUT_ABOVE) * self.floor, now)
+        self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
@@ -233,6 +391,8 @@ class CapacityFinder:
         if self.careful and ratio >= 1 + CUT_ABOVE and (ratio < SURE or self._last_ratio is None):
             self._last_ratio = ratio if ratio >= SURE else None
             return False  # the user's own bound: only a queue beyond doubt, two windows in a row, cuts it
+        if ratio >= 1 + CUT_ABOVE and not seen:
+            return False  # the answers may have waited for this client's busy loop, not in the server's queue
         if ratio >= 1 + CUT_ABOVE and quiet and ratio < SURE:
             self._last_ratio = None
             return False  # once after a quiet window, and not by far: noise of this client's own loop, perhaps
@@ -250,8 +410,13 @@ class CapacityFinder:
             self.found, reason = True, "capacity"
         else:
             self._last_ratio = None
-            if ratio > 1 + GROW_BELOW or used < USED * bound:
-                return False
+            if ratio > 1 + GROW_BELOW or used < USED * bound or (self._proving_since < math.inf and not self.found):
+                return False  # (slow start with in-flight counts grows per answer: ``_slow_start``)
+            mature = now >= self._grown_at + MATURE * floor
+            if self.found and self._proving_last < math.inf and (late > GROW_BELOW or not mature):
+                return False  # a standing queue already (Gradient's headroom is full), or not shown yet (one process's:
+                # a cluster's coordinator hears of answers a report late, and its windows grow as they did)
+            self._grown_at = now
             want = bound * 2 if not self.found else bound + max(1, int(math.sqrt(bound)))
             new = min(self.maximum, want)
             reason = "latency" if new == want else "cap"

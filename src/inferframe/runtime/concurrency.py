@@ -139,19 +139,18 @@ class AdaptiveLimit:
         if self.in_flight > self.peak_since:
             self.peak_since = self.in_flight
 
-    def started(self) -> bool:
-        """A request left (its place taken and its admission granted); False: no need to say so again.
+    def started(self, at: float) -> int | tuple | bool:
+        """A request left at ``at`` (its place taken, its admission granted); False: no need to say so again.
 
-        The capacity finder takes the latency floor from the answers of the first requests sent, and
-        judges the latency of each cohort of requests sent after the bound moved.
+        The capacity finder's floor, its cohorts and its slow start (what an answer at the floor proves: returned,
+        for ``on_success``'s ``load``) come from the sends.
         """
         if self.capacity is None:
             return False
         if self.observed is not None:
-            self.sends.append(self.clock.monotonic())  # counted by the coordinator's finder (``take_observed``)
-        else:
-            self.capacity.sent()
-        return True
+            self.sends.append(at)  # counted by the coordinator's finder (``take_observed``)
+            return True
+        return self.capacity.sent(at, proving=not self.sized) or ()  # sized from known limits: no slow start
 
     def follow(self) -> None:
         """Let a cluster coordinator's one capacity finder lead this bound: the ceiling set is the bound.
@@ -366,10 +365,11 @@ class AdaptiveLimit:
             self.limit = float(max(self.minimum, cap.bound))
         self._note(cap.reason)
 
-    def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None) -> None:
+    def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None,
+                   load: int | None = None) -> None:
         """One answer came back after ``latency`` seconds; ``rate``: requests/s the known limits allow.
 
-        ``sent_at``: when its request left (the clock's time; None: now less the latency).
+        ``sent_at``: when its request left (the clock's time; None: now less the latency); ``load``: ``started``'s.
         """
         self._record(False)
         if not self.adaptive:
@@ -377,7 +377,7 @@ class AdaptiveLimit:
         used, self._used = self._used, self.in_flight
         if self.observed is not None:  # led by the coordinator's finder: it judges the latency
             self.observed.append((latency, self.clock.monotonic() - latency if sent_at is None else sent_at))
-        elif self.capacity.on_answer(latency, max(used, self.in_flight + 1), sent_at):
+        elif self.capacity.on_answer(latency, max(used, self.in_flight + 1), sent_at, load or None):
             self._capacity_moved(rate)
         self._latencies += 1
         mean = self._mean_latency

@@ -75,7 +75,8 @@ class InFlightBound(Protocol):
     def size(self, rate: float | None) -> None:
         """Size the bound from the rate the limits allow."""
 
-    def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None) -> None: ...
+    def on_success(self, latency: float, rate: float | None = None, sent_at: float | None = None,
+                   load: int | None = None) -> None: ...
 
     def on_rate_limited(self, spent: bool = False) -> None: ...
 

@@ -386,9 +386,10 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
             hold.release()
         self.stats.in_flight += 1
         self.stats.requests += 1
-        if self._count_sends:  # the capacity finder's latency floor: the answers of the first requests sent
-            self._count_sends = self.slots.started()
         started = ticket.sent_at = self.clock.monotonic()
+        if self._count_sends:  # the capacity finder: its floor, its windows, what the answer proves (``load``)
+            ticket.load = self.slots.started(started)
+            self._count_sends = ticket.load is not False
         return started
 
     def _sent(self, hold: "LaneHold | None", request: Request | None = None) -> None:

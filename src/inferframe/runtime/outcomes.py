@@ -49,7 +49,7 @@ class AttemptOutcomes:
             limiter.correct(est, usage.input_tokens + usage.output_tokens)
         self.breaker.attempt(outcome.error_kind, outcome.message, self.provider.service, cap)
         if outcome.error_kind is None:
-            self.slots.on_success(latency, limiter.requests_per_second(), started)
+            self.slots.on_success(latency, limiter.requests_per_second(), started, ticket.load)
             if key is not None and self._writes:
                 usage = outcome.usage or Usage()
                 self.cache.put(key, outcome.value, usage.input_tokens, usage.output_tokens, outcome.finish_reason)
@@ -104,7 +104,7 @@ class AttemptOutcomes:
     async def _sit_out_pause(self) -> None:
         while True:
             left = self.limiter.paused_until - self.clock.monotonic()
-            if left <= 0:
+            if left <= 1e-6:  # over: a float's rounding leaves a few ulps where now + left == now, and sleeps no time
                 return
             self.stats.pause_for(left)
             await self.clock.sleep(left)

@@ -83,6 +83,7 @@ class Ticket:
     requests: float = 0.0
     tokens: float = 0.0
     sent_at: float = 0.0
+    load: int | tuple | bool | None = None  # the in-flight bound it left under (``CapacityFinder.sent``)
 
 
 class RefusalRule:
