@@ -287,7 +287,9 @@ def test_workers_find_one_servers_capacity_together(workers, coordinator):
     (256 each) sent 4 x 64 at the start and queued the server for seconds."""
     from inferframe.simulator import Simulator, SimulatorConfig
 
-    capacity, latency, rows = 64, 0.2, 300
+    # 450 rows a worker: 28 round trips at the capacity. In 19 (300 rows) on a loaded machine (the full suite, or two
+    # busy processes beside it) slow start's one round trip past the capacity weighed 0.101-0.108 s of queueing a row.
+    capacity, latency, rows = 64, 0.2, 450
     with Simulator.spawn(SimulatorConfig(capacity=capacity, latency_ms=latency * 1000)) as sim:
         start_at = time.time() + 0.5
         out = ray.get([w.prompts.remote(coordinator, sim.base_url, rows, start_at) for w in workers])
