@@ -45,7 +45,7 @@ SLOW_FILES = (
     "tests/test_prefix_order.py", "tests/test_examples_seed002.py", "tests/test_structured_budget.py",
     "tests/test_promise_readme_examples.py", "tests/test_classify_cascade.py", "tests/test_local_server_restart.py",
     "tests/test_otel_backend.py", "tests/test_promise_structured_quality.py", "tests/test_semantic_search_example.py",
-    "tests/test_classify_embedding.py", "tests/test_llama_variants.py",
+    "tests/test_classify_embedding.py", "tests/test_llama_variants.py", "tests/test_suite_groups.py",
 )
 
 
