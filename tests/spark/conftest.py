@@ -9,7 +9,7 @@ tests that run scripts on it (tests/spark/spark_cluster.py).
 import os
 
 import pytest
-from spark_cluster import StandaloneCluster
+from spark_cluster import TEST_JVM_OPTIONS, StandaloneCluster
 
 
 def pytest_collection_modifyitems(config, items):
@@ -44,6 +44,7 @@ def spark(tmp_path_factory, spark_log):
                    .config("spark.sql.shuffle.partitions", "4")
                    .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                    .config("spark.driver.memory", "1g")
+                   .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
                    .config("spark.python.worker.reuse", "true")
                    .config("spark.eventLog.enabled", "true")
                    .config("spark.eventLog.dir", str(tmp_path_factory.mktemp("spark-events")))

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from spark_cluster import SPARK_HOME, die_with_parent, free_ports, user_env
+from spark_cluster import SPARK_HOME, TEST_JVM_OPTIONS, die_with_parent, free_ports, user_env
 
 START_TIMEOUT_S = 180  # one JVM on a loaded 2-core machine
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -47,7 +47,8 @@ class ConnectServer:
         command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", "local[2]",
                    "--name", "Spark Connect server", "--conf", f"spark.connect.grpc.binding.port={self.port}",
                    "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
-                   "--conf", "spark.driver.memory=1g", "--conf", "spark.sql.shuffle.partitions=4"]
+                   "--conf", "spark.driver.memory=1g", "--conf", "spark.sql.shuffle.partitions=4",
+                   "--driver-java-options", TEST_JVM_OPTIONS]
         with open(self.root / "connect.log", "wb") as log:
             # spark-submit execs spark-class, which execs java: the server is this process, and dies with the tests.
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,

@@ -30,6 +30,10 @@ import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_TIMEOUT_S = 180  # two JVMs on a loaded 2-core machine
+# The JVMs the suite itself starts (its local session, a Connect server, a cluster's daemons; never a user's script's):
+# C1 only and one GC thread. Their jobs are a few rows each, which C2's compiles and parallel GC threads never repay: on
+# the 2-core machine tests/spark/test_sql_spark.py took 89 CPU-seconds with Java's defaults and 64 with these.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def user_env(home: Path | None = None) -> dict[str, str]:
@@ -109,7 +113,7 @@ class StandaloneCluster:
     def _daemon(self, name: str, *args: str) -> None:
         env = {**user_env(self.home), "SPARK_HOME": str(SPARK_HOME),  # spark-class needs Spark's place, as an operator sets it
                # No REST submission server: its fixed port 6066 would clash with another cluster on this machine.
-               "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+               "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false", "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTIONS}
         log = open(self.root / f"{name}.log", "wb")
         self.processes.append(subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
                                                stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
