@@ -68,3 +68,10 @@ class SparkCoordinator:
                 found = self._limits[key] = SharedLimits(LeasedLimiter(self.link, key, config, slots, breaker),
                                                          slots, breaker, BudgetGrants(self.link, key))
             return found
+
+    def task_ended(self) -> None:
+        """This worker's task ended: each key's in-flight share goes back to the job now (``LeasedLimiter.task_ended``)."""
+        with self._lock:
+            limits = list(self._limits.values())
+        for found in limits:
+            found.limiter.task_ended()

@@ -273,6 +273,7 @@ class UDFPartitions:
                 yield conform(out, self.out)
         # The task's answers are stored before Spark counts it done: a retry elsewhere then pays nothing again.
         flush_open_stores()
+        worker.services.coordinator.task_ended()  # its in-flight share to the job's other tasks now
         zero = dict.fromkeys(ROW_FIELDS, 0)
         delta = {label: {k: v - before.get(label, zero)[k] for k, v in rows.items()}
                  for label, rows in worker.rows().items()}

@@ -143,7 +143,8 @@ class LeasedLimiter:
         self._report_task: asyncio.Task | None = None
         self._beat_task: asyncio.Task | None = None
         self._idle_task: asyncio.Task | None = None
-        self._admitted = 0  # requests admitted here in all (the idle check's "nothing asked since")
+        self._active_at = 0.0  # when a request was last admitted or answered here (the idle check's "nothing since")
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop its rows run on (``task_ended`` comes from another)
         self._error: BaseException | None = None
         self._last_call = 0.0
         self._draining = False  # in flight above a share that shrank
@@ -177,6 +178,7 @@ class LeasedLimiter:
 
         With the breaker tripped it returns at once (no budget spent): the runtime stops at its check.
         """
+        self._loop = asyncio.get_running_loop()
         async with self._lock:
             while True:
                 self._raise_error()
@@ -212,6 +214,7 @@ class LeasedLimiter:
         self.refusals.answered()  # this worker's answers: on_429 tells a storm of 429s from isolated ones by them
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
+        self._active_at = self.clock.monotonic()
         if self.in_flight_requests <= 0 and self._idle_task is None and self.share > 0:
             self._idle_task = asyncio.ensure_future(self._leave_when_idle())
         self.observe(hints, ticket)
@@ -279,7 +282,7 @@ class LeasedLimiter:
             ticket = Ticket(sent_at=now)
         self.in_flight_requests += 1
         self.in_flight_tokens += tokens
-        self._admitted += 1
+        self._active_at = now
         if self._probe_next:
             self._probe_next = False
             self._probe_ticket = ticket
@@ -328,6 +331,27 @@ class LeasedLimiter:
         finally:
             self._beat_task = None
 
+    def task_ended(self) -> None:
+        """The worker's task ended (a Spark partition's rows are all answered): give the share back now, not a
+        grace later; a later task's first request asks again. Called from any thread.
+
+        On Spark the next task often runs in another Python worker, which got no share until this one's
+        grace ran out (a small job's second task waited 0.5-1 s).
+        """
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._leave_now)
+
+    def _leave_now(self) -> None:
+        if self.in_flight_requests <= 0 and self.share > 0 and self._lease_task is None and not self._lock.locked():
+            self._give_back()
+
+    def _give_back(self) -> None:
+        self._drop_lease()
+        self.share = 0  # given back: the reply's share of 0 is no cut to acknowledge
+        self._pending.idle = True
+        self._urgent()
+
     async def _leave_when_idle(self) -> None:
         """Nothing in flight: after ``IDLE_GRACE_S`` with nothing admitted or asked for, give the share back.
 
@@ -337,15 +361,17 @@ class LeasedLimiter:
         """
         try:
             while self.in_flight_requests <= 0 and self.share > 0 and self._error is None:
-                admitted = self._admitted
-                await self.clock.sleep(IDLE_GRACE_S)
-                quiet = self._admitted == admitted and self._lease_task is None and not self._lock.locked()
-                if quiet and self.in_flight_requests <= 0 and self.share > 0:
-                    self._drop_lease()
-                    self.share = 0  # given back: the reply's share of 0 is no cut to acknowledge
-                    self._pending.idle = True
-                    self._urgent()
-                    return
+                # From the last admission or answer, not from this check's start: slept a whole grace at a time, a
+                # request within one made it sleep another (Spark's next task waited two graces, not one).
+                wait = self._active_at + IDLE_GRACE_S - self.clock.monotonic()
+                if wait > 0:
+                    await self.clock.sleep(wait)
+                    continue
+                if self._lease_task is not None or self._lock.locked():  # a row asks: that is no quiet either
+                    self._active_at = self.clock.monotonic()
+                    continue
+                self._give_back()
+                return
         finally:
             self._idle_task = None
 
