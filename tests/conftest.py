@@ -112,6 +112,7 @@ def _fresh_rate_limits():
     from inferframe.runtime import coordinator
 
     coordinator._EARLIER.clear()
+    coordinator._EARLIER_CAPACITY.clear()
     yield
 
 

@@ -79,3 +79,25 @@ def test_the_second_job_against_a_server_sends_without_waiting_for_a_probe(sim):
     sim.reset()
     df("second").collect()
     assert sim.stats()["max_in_flight"] == 4
+
+
+def test_a_cluster_jobs_coordinator_starts_from_what_the_last_job_learned():
+    """The Spark driver's job service and the Ray driver's host make a coordinator (``LimitsActor``) per job: the next
+    job's starts from what the last one's learned, for the same API key only."""
+    from inferframe.runners.ray_limits.actor import LimitsActor
+
+    def config(account):
+        return {"rpm": None, "tpm": None, "max_concurrency": 8, "adaptive": True, "base": 8, "account": account}
+
+    async def first_lease(actor, account):
+        return (await actor.lease(KEY, "w", config(account), 10))["probe"]
+
+    async def main():
+        first = LimitsActor()
+        assert await first_lease(first, "fp-a")  # nothing known: this job's one probe
+        await first.lease(KEY, "w", config("fp-a"), 0, report={"probe_done": True})
+        return await first_lease(LimitsActor(), "fp-a"), await first_lease(LimitsActor(), "fp-b")
+
+    again, other_key = asyncio.run(main())
+    assert not again  # answered once in this process: no probe
+    assert other_key  # another API key's limits are its own

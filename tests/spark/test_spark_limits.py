@@ -112,3 +112,26 @@ def test_the_executors_find_one_servers_capacity_together(spark):
     # their reports: the fresh clone's full run saw 172 at capacity 64 (over the 2x first asserted). The queue wait
     # above is the target; this bounds the probe.
     assert stats["max_in_flight"] <= 3 * capacity, stats
+
+
+def test_a_later_job_on_spark_sends_no_probe_again(spark):
+    # Each Spark job has its own coordinator (the driver's job service): the later job's starts from what the
+    # earlier one's learned, as jobs in one process do. Before, every job sent one request alone and waited for its
+    # answer (a round trip of the model's latency per SQL query, with the capacity found from the start again).
+    latency = 0.3
+    ifr.set_runner_spark(spark)
+    try:
+        with Simulator(SimulatorConfig(latency_ms=latency * 1000, record_requests=True)) as sim:
+            def job(tag: str) -> list[float]:
+                before = len(sim.requests())
+                ifr.from_pydict({"q": [f"{tag} {i}" for i in range(4)]}).with_column(
+                    "a", prompt(col("q"), provider="openai", base_url=sim.base_url, api_key="k",
+                                model="gpt-5-mini")).to_pydict()
+                return sorted(r["ts"] for r in sim.requests()[before:])
+
+            first, later = job("first"), job("later")
+    finally:
+        ifr.set_runner_native()
+    assert len(first) == len(later) == 4
+    assert first[1] - first[0] >= latency  # the first job's probe went alone
+    assert later[1] - later[0] < latency / 2, later  # the later job's first requests went together

@@ -60,12 +60,13 @@ class SparkCoordinator:
         self._lock = threading.Lock()
 
     def limits(self, key: str, config: RuntimeConfig, account: str = "") -> SharedLimits:
-        """The leased limits of ``key`` in this process (``account``: unused, the driver holds what was learned)."""
+        """The leased limits of ``key`` in this process (``account``, the key's fingerprint, goes with its leases: the
+        driver holds what was learned, and a later job's starts from it)."""
         with self._lock:
             found = self._limits.get(key)
             if found is None:
                 slots, breaker = shared_slots(config), shared_breaker()
-                found = self._limits[key] = SharedLimits(LeasedLimiter(self.link, key, config, slots, breaker),
+                found = self._limits[key] = SharedLimits(LeasedLimiter(self.link, key, config, slots, breaker, account),
                                                          slots, breaker, BudgetGrants(self.link, key))
             return found
 

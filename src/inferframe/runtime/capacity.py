@@ -413,9 +413,9 @@ class CapacityFinder:
             if ratio > 1 + GROW_BELOW or used < USED * bound or (self._proving_since < math.inf and not self.found):
                 return False  # (slow start with in-flight counts grows per answer: ``_slow_start``)
             mature = now >= self._grown_at + MATURE * floor
-            if self.found and self._proving_last < math.inf and (late > GROW_BELOW or not mature):
-                return False  # a standing queue already (Gradient's headroom is full), or not shown yet (one process's:
-                # a cluster's coordinator hears of answers a report late, and its windows grow as they did)
+            if self.found and (late > GROW_BELOW or (self._proving_last < math.inf and not mature)):
+                return False  # a standing queue already (Gradient's headroom is full), or not shown yet (one process's
+                # only: a cluster's coordinator hears of answers a report late, and its windows grow as they did)
             self._grown_at = now
             want = bound * 2 if not self.found else bound + max(1, int(math.sqrt(bound)))
             new = min(self.maximum, want)

@@ -169,6 +169,32 @@ _EARLIER_CAPACITY: dict[tuple[str, str], CapacityFinder] = {}
 _EARLIER_LOCK = threading.Lock()
 
 
+def learned_earlier(key: str, account: str, limiter: RateLimiter,
+                    capacity: CapacityFinder | None) -> tuple[bool, CapacityFinder | None]:
+    """Start ``limiter`` from what this process's latest job at ``key`` with ``account`` learned, and make ``limiter``
+    and ``capacity`` what the next job starts from: (limits recalled, the capacity finder the latest job had).
+
+    One home for what jobs remember: a job in this process (``LocalCoordinator``) and a cluster job's coordinator
+    (the Spark driver's job service, the Ray driver's host) both go through it.
+
+    Example:
+        >>> from inferframe.providers.interface import LimitHints
+        >>> first = RateLimiter(); first.release(1, LimitHints(requests_limit=600, requests_remaining=599))
+        >>> learned_earlier("doc|m", "", first, None)
+        (False, None)
+        >>> later = RateLimiter(); learned_earlier("doc|m", "", later, None)[0], later.probe_out
+        (True, False)
+    """
+    with _EARLIER_LOCK:
+        earlier = _EARLIER.get((key, account))
+        recalled = earlier is not None and limiter.recall(earlier)
+        _EARLIER[(key, account)] = limiter
+        known = _EARLIER_CAPACITY.get((key, account))
+        if capacity is not None:
+            _EARLIER_CAPACITY[(key, account)] = capacity
+    return recalled, known
+
+
 class LocalCoordinator:
     """Shared limits for the runtimes of one job in this process (they run on one event loop).
 
@@ -186,16 +212,11 @@ class LocalCoordinator:
             found = self._limits.get(key)
             if found is None:
                 found = self._limits[key] = SharedLimits.for_config(config, self.clock)
-                with _EARLIER_LOCK:
-                    earlier = _EARLIER.get((key, account))
-                    if earlier is not None and found.limiter.recall(earlier):
-                        found.sized()
-                    _EARLIER[(key, account)] = found.limiter
-                    # The capacity found (a self-hosted server's: no limit headers) is remembered the same way.
-                    capacity = getattr(found.slots, "capacity", None)
-                    if capacity is not None:
-                        known = _EARLIER_CAPACITY.get((key, account))
-                        if known is not None:
-                            found.slots.recall_capacity(known)
-                        _EARLIER_CAPACITY[(key, account)] = capacity
+                # The capacity found (a self-hosted server's: no limit headers) is remembered with the limits.
+                capacity = getattr(found.slots, "capacity", None)
+                recalled, known = learned_earlier(key, account, found.limiter, capacity)
+                if recalled:
+                    found.sized()
+                if capacity is not None and known is not None:
+                    found.slots.recall_capacity(known)
             return found

@@ -316,6 +316,8 @@ class InferenceRuntime(AttemptOutcomes, SenderPool):
             ticket = await limiter.acquire(est)
             self._waited(began)
             self._check_breaker()
+            if self._ready and not self._idle:  # the wait may have raised the bound (a cluster worker's first
+                self._top_up()  # lease tells its share; its bound was 1): senders for the rows waiting, now
         attempt += 1
         slots = self.slots
         slots.size(limiter.requests_per_second())  # the bound follows the limit (Little's law)

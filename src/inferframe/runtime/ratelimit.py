@@ -326,6 +326,7 @@ class RateLimiter:
         self.requests, self.tokens = copy.copy(earlier.requests), copy.copy(earlier.tokens)
         self.mean_tokens = earlier.mean_tokens
         self.paused_until = earlier.paused_until
+        self.answered_at = earlier.answered_at  # what it knows is as old as the earlier one's answer, no newer
         self._size_reserve()
         self._probe_done.set()
         self._probe_round.set()

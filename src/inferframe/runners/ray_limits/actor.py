@@ -12,6 +12,7 @@ from inferframe.runners.ray_limits.relay import CounterBoard
 from inferframe.runners.ray_limits.transport import ray_module
 from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS, IDLE_S, LEASE_WAIT_S, PROBE_TIMEOUT_S
 from inferframe.runtime.clock import REAL, Clock
+from inferframe.runtime.coordinator import learned_earlier
 from inferframe.runtime.ratelimit import RateLimiter, Ticket
 
 
@@ -181,6 +182,12 @@ class LimitsActor:
         st = self.keys.get(key)
         if st is None:  # the first lease's settings win, as with LocalCoordinator
             st = self.keys[key] = _KeyState(config, self.restarted, self.clock)
+            # What this process's latest job at the endpoint learned (its limits, or a capacity found): no probe
+            # again, no ramp from the start again (a coordinator per job: the Spark driver's, the Ray driver host's).
+            finder = st.capacity.finder
+            _, known = learned_earlier(key, str(config.get("account", "")), st.limiter, finder)
+            if finder is not None and known is not None and finder.floor is None:
+                finder.recall(known)
         return st
 
     async def lease(self, key: str, worker: str, config: dict, tokens: int, report: dict | None = None,

@@ -62,13 +62,14 @@ class RayCoordinator:
     def limits(self, key: str, config: RuntimeConfig, account: str = "") -> SharedLimits:
         """The leased limits of ``key`` in this process (built from ``config`` the first time; no call yet).
 
-        ``account`` is not used: the cluster's coordinator holds what its workers learned.
+        ``account`` (the key's fingerprint) goes with its leases: the cluster's coordinator holds what its workers
+        learned, and a later job's starts from it.
         """
         with self._lock:
             found = self._limits.get(key)
             if found is None:
                 slots, breaker = shared_slots(config), shared_breaker()
-                limiter = LeasedLimiter(self._link, key, config, slots, breaker)
+                limiter = LeasedLimiter(self._link, key, config, slots, breaker, account)
                 found = self._limits[key] = SharedLimits(limiter, slots, breaker, BudgetGrants(self._link, key))
             return found
 

@@ -105,6 +105,7 @@ class LeasedLimiter:
         config: the call's RuntimeConfig (rpm, tpm and max_concurrency go to the actor).
         slots: this worker's in-flight bound (its ceiling is set from every reply).
         breaker: this worker's breaker.
+        account: the API key's fingerprint (``secrets.fingerprint``): limits learned are the key's.
 
     Example (needs a running Ray cluster):
         >>> lim = start_coordinator().limits("openai:https://x/v1|gpt-5", RuntimeConfig(rpm=600)).limiter  # doctest: +SKIP
@@ -112,7 +113,7 @@ class LeasedLimiter:
     """
 
     def __init__(self, link: ActorLink | None, key: str, config: RuntimeConfig, slots: AdaptiveLimit,
-                 breaker: Breaker) -> None:
+                 breaker: Breaker, account: str = "") -> None:
         self.clock: Clock = REAL
         # What the cluster knows of the limits (from every reply): the rates, and what a request costs.
         self.known = RateLimiter(config.rpm, config.tpm)
@@ -123,7 +124,8 @@ class LeasedLimiter:
         self._lock = asyncio.Lock()
         self.link, self.key, self.slots, self.breaker = link, key, slots, breaker
         self.config = {"rpm": config.rpm, "tpm": config.tpm, "max_concurrency": config.max_concurrency,
-                       "adaptive": config.adaptive, "base": config.concurrency_base}
+                       "adaptive": config.adaptive, "base": config.concurrency_base,
+                       "account": account}  # the key's fingerprint: a later job starts from what this one learned
         self.slot_base = config.concurrency_base  # the configured bound, applied within each share
         self.slot_initial = config.initial_concurrency or self.slot_base
         self.worker = uuid.uuid4().hex[:16]
