@@ -99,3 +99,15 @@ def test_a_spark_task_that_ended_gives_its_share_back_before_any_grace():
         first, second, waited = asyncio.run(main(service))
     assert first == 0 and second == 8
     assert waited < IDLE_GRACE_S / 2, waited  # one lease call, not a grace
+
+
+def test_a_task_that_ends_after_its_loop_closed_does_not_fail():
+    async def main(service):
+        coordinator = SparkCoordinator(service.link())
+        await _send(coordinator.limits(KEY, CONFIG).limiter, 1)
+        return coordinator
+
+    with JobService() as service:
+        coordinator = asyncio.run(main(service))  # its loop is closed now
+        coordinator.task_ended()  # as the end of a Spark partition calls it: no error
+        assert coordinator.limits(KEY, CONFIG).limiter.share == 8  # nothing ran there

@@ -341,8 +341,12 @@ class LeasedLimiter:
         grace ran out (a small job's second task waited 0.5-1 s).
         """
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is None:
+            return
+        try:
             loop.call_soon_threadsafe(self._leave_now)
+        except RuntimeError:  # its loop closed (the job's end): nothing is held there any more, and the task must not fail
+            pass
 
     def _leave_now(self) -> None:
         if self.in_flight_requests <= 0 and self.share > 0 and self._lease_task is None and not self._lock.locked():
