@@ -5,7 +5,9 @@ includes the server's URL: one cache per session let a later test find an earlie
 """
 
 import ast
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,6 +15,8 @@ import pytest
 from suite_order import DURATIONS, group_of, longest_first  # tests/suite_order.py: what the scheduler orders by
 
 os.environ["INFERFRAME_CACHE_DIR"] = tempfile.mkdtemp(prefix="inferframe-test-cache-")
+# Gone when the process ends: every pytest process made one and left it, and a machine's /tmp filled up.
+atexit.register(shutil.rmtree, os.environ["INFERFRAME_CACHE_DIR"], ignore_errors=True)
 
 # CPython 3.11 keeps one AST-constructor recursion counter per interpreter: a parse that overlaps AST work on
 # another thread (Ray's background threads, left by tests/ray) fails with "SystemError: AST constructor

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -169,3 +170,4 @@ def test_doctor_starts_its_own_ray_cluster_beside_one_another_program_runs(tmp_p
     finally:
         holder.stdin.close()
         holder.wait(timeout=120)
+        shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -2,7 +2,6 @@
 
 import math
 import os
-import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -148,8 +147,8 @@ def test_plan_time_errors():
         left.nearest(left, on="v", k=0)
 
 
-def test_other_runs_lazily_and_once_per_run():
-    log = tempfile.mktemp()
+def test_other_runs_lazily_and_once_per_run(tmp_path):
+    log = str(tmp_path / "calls.log")
 
     @ifr.func.batch(return_dtype=DataType.embedding(DataType.float32(), 2))
     def embed(xs):
@@ -169,7 +168,6 @@ def test_other_runs_lazily_and_once_per_run():
     out.to_pydict()
     with open(log) as f:
         assert sum(int(n) for n in f.read().split()) == 20  # and once more for a second run
-    os.remove(log)
 
 
 def test_works_downstream_of_filters_and_limits():

@@ -1,7 +1,7 @@
 """The response cache and the run history are opened by several processes at once (Ray workers on a fresh cache)."""
 
 import multiprocessing
-import tempfile
+import pathlib
 
 import pytest
 
@@ -21,14 +21,15 @@ def _open(kind, directory, barrier, results):
 
 
 @pytest.mark.parametrize("kind", sorted(OPENERS))
-def test_processes_opening_a_fresh_file_together_all_succeed(kind):
+def test_processes_opening_a_fresh_file_together_all_succeed(kind, tmp_path):
     """A journal-mode change is refused at once ("database is locked") while another opener holds a lock:
     each opener waits its turn instead of failing its job. 20 rounds of 6 processes; before the fix about one
     round in eight had a failure."""
     ctx = multiprocessing.get_context("fork")
     failures = []
-    for _ in range(20):
-        directory = tempfile.mkdtemp()
+    for round_ in range(20):
+        directory = str(tmp_path / str(round_))
+        pathlib.Path(directory).mkdir()
         barrier, results = ctx.Barrier(6), ctx.Queue()
         procs = [ctx.Process(target=_open, args=(kind, directory, barrier, results)) for _ in range(6)]
         for p in procs:

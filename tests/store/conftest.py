@@ -1,5 +1,6 @@
 """A real PostgreSQL 16 (pgserver, from PyPI) for the store tests: one server per session, one database per test."""
 
+import atexit
 import shutil
 import tempfile
 import urllib.parse
@@ -14,8 +15,10 @@ PASSWORD = "Pw-7q3Zk-never-shown"
 
 
 def start_server():
-    """A fresh PostgreSQL (its data under /tmp, which pgserver's own user may enter); (server, data dir)."""
+    """A fresh PostgreSQL (its data under /tmp, which pgserver's own user may enter); (server, data dir).
+    The data dir is removed when the process ends (pytest's tmp_path is closed to pgserver's user)."""
     data = tempfile.mkdtemp(prefix="inferframe-pg-")
+    atexit.register(shutil.rmtree, data, ignore_errors=True)
     return pgserver.get_server(data, cleanup_mode="stop"), data
 
 
