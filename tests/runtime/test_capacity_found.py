@@ -144,43 +144,51 @@ class _InProcess:
         return await getattr(self.actor, method)(*args)
 
 
+async def _cluster_job(loop, clock, actor, answer, workers: int, rows: int, split: list | None = None) -> float:
+    """``workers`` workers (their real leased limits, one LimitsActor) each send ``rows`` rows through ``answer``;
+    the rows/s of all of them. ``split``: (bound, shares summed, workers sharing) sampled every virtual second."""
+    from inferframe.runners.ray_limits import LeasedLimiter, shared_breaker, shared_slots
+    from inferframe.runtime.coordinator import SharedLimits
+
+    config = RuntimeConfig(cache_policy="off")
+    runtimes = []
+    for _ in range(workers):
+        slots, breaker = shared_slots(config, clock), shared_breaker()
+        lim = LeasedLimiter(_InProcess(actor), "k", config, slots, breaker)
+        lim.clock = clock
+        runtimes.append(InferenceRuntime(MockProvider(answer), config, model="m", clock=clock,
+                                         limits=SharedLimits(lim, slots, breaker)))
+    t0 = loop.time()
+    sending = asyncio.gather(*(rt.send_many([Request("chat", {"q": i}, 5) for i in range(rows)], [None] * rows)
+                               for rt in runtimes))
+    while not sending.done():  # the shares while they send (each gives its share back once its rows are done)
+        await asyncio.wait([sending], timeout=1.0)
+        if split is not None:
+            st = actor.describe("k")["keys"]["k"]
+            split.append((st["bound"], sum(st["shares"].values()), len(st["shares"])))
+    outs = sending.result()
+    assert all(r.value == "ok" for out in outs for r in out)
+    assert all(rt.slots.capacity.found for rt in runtimes)
+    return workers * rows / (loop.time() - t0)
+
+
 def test_cluster_workers_find_one_capacity_through_the_coordinator():
     """Four workers (their real leased limits, one LimitsActor) against one capacity-256 server: the coordinator's
     one finder finds the capacity from all their answers, and their shares split it (no worker probes alone)."""
-    from inferframe.runners.ray_limits import IDLE_S, LeasedLimiter, LimitsActor, shared_breaker, shared_slots
-    from inferframe.runtime.coordinator import SharedLimits
+    from inferframe.runners.ray_limits import IDLE_S, LimitsActor
 
     capacity, latency, workers, rows = 256, 1.0, 4, 256 * 6
     loop = VirtualTimeLoop()
     clock = LoopClock(loop)
     actor = LimitsActor(clock=clock)
-    waits = []
+    waits, split = [], []
 
     async def main():
-        answer = _fifo_server(loop, capacity, latency, waits)
-        config = RuntimeConfig(cache_policy="off")
-        runtimes = []
-        for _ in range(workers):
-            slots, breaker = shared_slots(config, clock), shared_breaker()
-            lim = LeasedLimiter(_InProcess(actor), "k", config, slots, breaker)
-            lim.clock = clock
-            runtimes.append(InferenceRuntime(MockProvider(answer), config, model="m", clock=clock,
-                                             limits=SharedLimits(lim, slots, breaker)))
-        t0 = loop.time()
-        sending = asyncio.gather(*(rt.send_many([Request("chat", {"q": i}, 5) for i in range(rows)], [None] * rows)
-                                   for rt in runtimes))
-        while not sending.done():  # the shares while they send (each gives its share back once its rows are done)
-            await asyncio.wait([sending], timeout=latency)
-            st = actor.describe("k")["keys"]["k"]
-            split.append((st["bound"], sum(st["shares"].values()), len(st["shares"])))
-        outs = sending.result()
-        assert all(r.value == "ok" for out in outs for r in out)
-        took = loop.time() - t0
+        rate = await _cluster_job(loop, clock, actor, _fifo_server(loop, capacity, latency, waits), workers, rows, split)
         await asyncio.sleep(IDLE_S)  # virtual: the leases' heartbeats end before the loop closes
-        return workers * rows / took, runtimes
+        return rate
 
-    split = []
-    rate, runtimes = loop.run(main())
+    rate = loop.run(main())
     state = actor.describe("k")["keys"]["k"]
     # Found, then held within the finder's steady state: it grows while the queue is under a tenth of the floor.
     assert state["found"] and 0.8 * capacity <= state["bound"] <= 1.4 * capacity, state
@@ -188,9 +196,38 @@ def test_cluster_workers_find_one_capacity_through_the_coordinator():
     # each worker's next call, so a sample may catch one lagging).
     assert any(n == workers and 0.85 * bound <= shared <= bound for bound, shared, n in split), split
     assert state["shares"] == {}, state  # done: each worker gave its share back
-    assert all(rt.slots.capacity.found for rt in runtimes)
     assert rate >= 0.7 * capacity / latency, rate  # slow start included (one process: 0.67 over as many rows)
     assert sum(waits) / len(waits) <= 0.5 * latency
+
+
+def test_a_later_job_of_a_clusters_coordinator_keeps_the_capacity_found_across_the_pause_between_jobs():
+    """A Spark session's coordinator lives on from job to job (its lazy DataFrames and SQL functions share it). The
+    pause between two jobs is no loss of throughput: before, the first window after it undid the first job's cut
+    (the answers per second over the pause were few), so the later job started past the capacity, found=False,
+    and no later cut went below halfway back (Spark, capacity 64: the later jobs queued 0.05-0.28 s a request)."""
+    from inferframe.runners.ray_limits import IDLE_S, LimitsActor
+
+    capacity, latency, workers, rows = 64, 0.2, 2, 320
+    loop = VirtualTimeLoop()
+    clock = LoopClock(loop)
+    actor = LimitsActor(clock=clock)
+    first, later = [], []
+
+    async def main():
+        await _cluster_job(loop, clock, actor, _fifo_server(loop, capacity, latency, first), workers, rows)
+        await asyncio.sleep(3.0)  # the driver's next job: its tasks start a few seconds later
+        found = actor.describe("k")["keys"]["k"]
+        await _cluster_job(loop, clock, actor, _fifo_server(loop, capacity, latency, later), workers, rows)
+        await asyncio.sleep(IDLE_S)
+        return found
+
+    found = loop.run(main())
+    state = actor.describe("k")["keys"]["k"]
+    assert found["found"] and found["bound"] <= 1.4 * capacity, found
+    # Held within the finder's steady state (it grows while the queue is under a tenth of the floor), as in one job.
+    assert state["found"] and state["bound"] <= 1.4 * capacity, (found["capacity"], state["capacity"])
+    # Half the issue's target (0.5x the floor); 0.13x measured, the steady state's queue of about a tenth of the floor.
+    assert sum(later) / len(later) <= 0.25 * latency, (sum(later) / len(later), state["capacity"])
 
 
 def test_slow_start_grows_a_round_trip_s_worth_per_answer_and_stops_at_the_capacity():

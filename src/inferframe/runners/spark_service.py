@@ -131,6 +131,17 @@ class JobService:
         with self._lock:
             return {k: v for k, v in self._reports.items() if k.startswith(prefix)}
 
+    def limits_state(self) -> dict:
+        """What the service's coordinator knows per key (``LimitsActor.describe``; {} before the first lease)."""
+        if self._limits is None:
+            return {}
+        actor, loop = self._limits
+
+        async def describe() -> dict:  # on the actor's loop: its state is read between two of its steps
+            return actor.describe()["keys"]
+
+        return asyncio.run_coroutine_threadsafe(describe(), loop).result()
+
     def row_counts(self, prefix: str = "") -> list[dict]:
         """Row counters per call label, summed over the finished partitions (whose keys start with ``prefix``)."""
         out: dict[str, dict] = {}

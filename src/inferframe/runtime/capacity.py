@@ -165,6 +165,7 @@ class CapacityFinder:
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
         self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
         self._late = 0  # of them, those SURE x the floor late (queued a round trip)
+        self._latency_sum = 0.0  # of them, their latencies summed (a cluster's mean: Little's law, see ``_judge``)
         self._grown_at = -math.inf  # when the bound last grew past a capacity found
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
@@ -231,6 +232,15 @@ class CapacityFinder:
         self._since = self.clock.monotonic()
         self._floor_at = self.clock.monotonic()
 
+    def idle(self) -> None:
+        """Nothing of this client's is in flight or waiting (a cluster's workers all left: its job ended). The window
+        so far spans the pause, whose few answers a second are no throughput a cut lost: judged afresh from the next
+        requests, and the last cut stands (a Spark session's coordinator lives from job to job, and the first window
+        of the next job undid the cut the job before had found)."""
+        if self.floor is not None:
+            self._cut, self._last_ratio = None, None
+            self._new_window(self.clock.monotonic())
+
     def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None,
                   load: int | None = None) -> bool:
         """One answer after ``latency`` seconds; True when the bound moved.
@@ -253,6 +263,7 @@ class CapacityFinder:
             # What the first answers prove, now that the floor says which came back at it.
             return any([self._slow_start(lat, then, at, now) for lat, then, at in first if then])
         self._answers += 1
+        self._latency_sum += latency
         self._late += latency >= SURE * self.floor if self.floor is not None else 0
         moved = self._slow_start(latency, load, sent_at, now) if load and self.floor is not None else False
         if sent_at < self._since or sent_at > self._cohort_end + self.delay_s:
@@ -351,7 +362,7 @@ class CapacityFinder:
     def _new_window(self, now: float) -> None:
         """The next window: requests sent in the next half floor are not judged (the first ones sent after a move
         find the slots the earlier requests free as they end, and a queue shows only about a round trip later)."""
-        self._answers, self._late, self._judged_at = 0, 0, now
+        self._answers, self._late, self._latency_sum, self._judged_at = 0, 0, 0.0, now
         self._window, self._in_flight = [], 0
         self._since = now + SETTLE * self.floor + self.delay_s
         self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
@@ -369,6 +380,7 @@ class CapacityFinder:
         # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
         # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
         late = self._late / max(1, self._answers)
+        mean = self._latency_sum / self._answers if self._answers else None
         # While slow start watches this client's loop: it ran a timer on time after the cohort's answers were due.
         seen = self._waited(self._cohort_end + (1 + CUT_ABOVE) * self.floor, now)
         self._new_window(now)
@@ -376,12 +388,21 @@ class CapacityFinder:
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
         ratio = sample / floor
+        if self.delay_s and mean is not None:
+            # A cluster's finder: its windows are cohorts of reports, whose first requests found the slots free while
+            # the later ones of the same workers queued (on Spark at a capacity of 64: a cohort's upper quartile at the
+            # floor while 31-57% of the answers came 1.6x the floor late, and slow start doubled 128 to 256). Every
+            # answer since the last window shows the queue: their mean latency is in flight / throughput (Little's
+            # law), and a FIFO's waves serve (1 - late) of what is in flight at once, as if the latency were
+            # 1 / (1 - late) x the floor. (One process sees each answer as it comes: ``_slow_start``.)
+            ratio = max(ratio, mean / floor, 1 / (1 - min(late, 0.9)))
         bound = self.bound
         cut, self._cut = self._cut, None
-        if cut is not None and throughput < KEPT * cut[1]:
+        if cut is not None and throughput < KEPT * cut[1] and used >= USED * bound:
             # The cut cost throughput: it went below what the server serves at once (cutting a queue costs none, by
             # Little's law), or the latency was this client's own loop, whose lag grows with the answers it handles.
-            # Back to the bound before; no later cut goes below halfway between the two.
+            # Back to the bound before; no later cut goes below halfway between the two. Judged only where the window
+            # used its bound: fewer rows to send (a job's tail) lower the throughput as well, and say nothing of it.
             self._least = (cut[0] + self.bound) / 2
             self._last_ratio, self.found = None, cut[2]
             self.bound, self.reason = cut[0], "latency"

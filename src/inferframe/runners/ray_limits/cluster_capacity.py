@@ -99,8 +99,10 @@ class ClusterCapacity:
         return moved
 
     def forget(self, worker: str) -> None:
-        """A worker left (idle): its requests in flight no longer count."""
+        """A worker left (idle): its requests in flight no longer count. The last one gone: the finder is idle."""
         self.peaks.pop(worker, None)
+        if not self.peaks and self.finder is not None:
+            self.finder.idle()
 
     def bound(self, max_concurrency: int, rate_known: bool) -> int:
         """The cluster's in-flight bound: ``max_concurrency``, or less where the finder bounds it."""
