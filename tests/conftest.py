@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from group_scope import close_group  # tests/group_scope.py: what a group started stops when it ends
 from suite_order import DURATIONS, group_of, longest_first  # tests/suite_order.py: what the scheduler orders by
 
 os.environ["INFERFRAME_CACHE_DIR"] = tempfile.mkdtemp(prefix="inferframe-test-cache-")
@@ -79,6 +80,17 @@ def pytest_itemcollected(item):
     if where in SLOW_FILES or where.startswith(("tests/ray/", "tests/spark/")):
         item.add_marker(pytest.mark.slow)
     item.add_marker(pytest.mark.xdist_group(group_of(where)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test of a group (its module fixtures torn down first), the clusters it started stop
+    (``group_scope``): the next test belongs to another group, or none is left."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or getattr(nextitem, "group", None) != getattr(item, "group", None):
+            close_group()
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: `pytest -p no:xdist` has no such hook

@@ -6,9 +6,11 @@ nothing. ``standalone``: a real standalone cluster (a master and a worker, each 
 tests that run scripts on it (tests/spark/spark_cluster.py).
 """
 
+import contextlib
 import os
 
 import pytest
+from group_scope import until_group_ends
 from spark_cluster import TEST_JVM_OPTIONS, StandaloneCluster
 
 
@@ -55,14 +57,17 @@ def spark(tmp_path_factory, spark_log):
         os.close(saved)
         log.close()
     session.sparkContext.setLogLevel("ERROR")
+    until_group_ends(session.stop)
     yield session
     session.stop()
 
 
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory):
-    """A Spark standalone master and one worker (2 cores, 2 GiB), started once, stopped at the end of the session."""
-    with StandaloneCluster(tmp_path_factory.mktemp("standalone")) as cluster:
+    """A Spark standalone master and one worker (2 cores, 2 GiB), started once, stopped after its file's last test."""
+    with contextlib.ExitStack() as stack:
+        cluster = stack.enter_context(StandaloneCluster(tmp_path_factory.mktemp("standalone")))
+        until_group_ends(stack.close)
         yield cluster
 
 
@@ -73,5 +78,7 @@ def connect_server(tmp_path_factory):
 
     from connect_server import ConnectServer
 
-    with ConnectServer(tmp_path_factory.mktemp("connect"), python=sys.executable) as server:
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ConnectServer(tmp_path_factory.mktemp("connect"), python=sys.executable))
+        until_group_ends(stack.close)
         yield server
