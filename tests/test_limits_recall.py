@@ -101,3 +101,22 @@ def test_a_cluster_jobs_coordinator_starts_from_what_the_last_job_learned():
     again, other_key = asyncio.run(main())
     assert not again  # answered once in this process: no probe
     assert other_key  # another API key's limits are its own
+
+
+def test_a_cluster_jobs_answers_keep_what_the_next_job_recalls_fresh():
+    """A Spark session's jobs run for hours: the coordinator's own answer is the probe's, and its workers' answers
+    come in their reports. Before, a job RECALL_SECONDS after the probe probed again, however many answers came."""
+    from inferframe.runners.ray_limits.actor import LimitsActor
+    from inferframe.runtime.ratelimit import RECALL_SECONDS
+
+    config = {"rpm": None, "tpm": None, "max_concurrency": 8, "adaptive": True, "base": 8, "account": "fp"}
+
+    async def main():
+        first = LimitsActor()
+        assert (await first.lease(KEY, "w", config, 10))["probe"]
+        await first.lease(KEY, "w", config, 0, report={"probe_done": True})
+        first.keys[KEY].limiter.answered_at -= RECALL_SECONDS + 1  # the probe answered long ago
+        await first.lease(KEY, "w", config, 10, report={"answered": True})  # a worker's answers since
+        return (await LimitsActor().lease(KEY, "w", config, 10))["probe"]
+
+    assert not asyncio.run(main())

@@ -305,6 +305,11 @@ class RateLimiter:
                 self._probe_done.set()
                 self._probe_round.set()
 
+    def heard(self) -> None:
+        """An answer came, through another limiter (a cluster's worker reported one): what this one knows of the
+        server is that fresh, for ``recall``. (``release`` says so of this limiter's own answers.)"""
+        self.answered_at = self.clock.monotonic()
+
     def recall(self, earlier: "RateLimiter", max_age: float = RECALL_SECONDS) -> bool:
         """Start from what an earlier limiter of the same server, model and key learned; True when it did.
 

@@ -69,6 +69,10 @@ class _KeyState:
             lim.correct(0, int(report["extra_tokens"]))
         if report.get("contradicted"):
             lim.contradicted()  # a 429 with budget left in its headers: smaller bursts for the whole cluster
+        if report.get("answered"):
+            # The workers' answers keep what the key knows fresh: a later job recalls it (``RateLimiter.recall``),
+            # where the coordinator's own answer (the probe's) made every job after RECALL_SECONDS probe again.
+            lim.heard()
         if report.get("probe_done"):
             lim.release(0, None)  # the probe answered: the other workers' leases go on
             self.probe_since = None

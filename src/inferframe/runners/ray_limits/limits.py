@@ -61,6 +61,7 @@ class _Report:
     contradicted: int = 0  # 429s the headers did not predict: the cluster's burst shrinks
     answers: bool = False  # answers for the cluster's capacity finder wait (sent at most once per CHUNK_SECONDS)
     idle: bool = False  # nothing in flight and nothing asked for IDLE_GRACE_S: this worker's share is free
+    answered: bool = False  # an answer came: the cluster's knowledge of the server is that fresh (not urgent)
 
     def urgent(self) -> bool:
         return bool(self.pause_until or self.tripped or self.probe_done or self.ack or self.contradicted
@@ -83,9 +84,11 @@ class _Report:
             out["contradicted"] = self.contradicted
         if self.idle:
             out["idle"] = True
+        if self.answered:
+            out["answered"] = True
         self.hint, self.extra_tokens, self.pause_until, self.tripped, self.probe_done = None, 0, 0.0, None, False
         self.contradicted = 0
-        self.ack = self.answers = self.idle = False
+        self.ack = self.answers = self.idle = self.answered = False
         return out
 
 
@@ -217,6 +220,7 @@ class LeasedLimiter:
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
         self._active_at = self.clock.monotonic()
+        self._pending.answered = True
         if self.in_flight_requests <= 0 and self._idle_task is None and self.share > 0:
             self._idle_task = asyncio.ensure_future(self._leave_when_idle())
         self.observe(hints, ticket)
