@@ -173,6 +173,7 @@ class WorkerServices:
         self.stages: dict[str, Any] = {}
         self.batches: dict[tuple, int] = {}  # (column, partition) -> batches counted (runners.spark_columns)
         self._stop = threading.Event()
+        self._report_lock, self._reported = threading.Lock(), None
         threading.Thread(target=self._report_loop, name="inferframe-spark-report", daemon=True).start()
 
     @classmethod
@@ -189,23 +190,27 @@ class WorkerServices:
     def rows(self) -> dict[str, dict]:
         return {s["label"]: {k: s[k] for k in ROW_FIELDS} for s in self.services.counters.snapshot()}
 
-    def report(self) -> None:
-        """This worker's spending (cumulative) to the driver; row counters travel per partition (``rows``)."""
-        snaps = [{**s, **dict.fromkeys(ROW_FIELDS, 0)} for s in self.services.counters.snapshot()]
-        if snaps:
-            self.link.call("report", self.source, snaps)
+    def report(self, changed_only: bool = False) -> None:
+        """This worker's spending (cumulative) to the driver; row counters travel per partition (``rows``).
+
+        ``changed_only``: only if it changed since the last report, the periodic one's or a batch's. One lock over
+        both: the periodic loop, which knew only its own reports, sent a batch's final spending again after the
+        batch had, so once after a Connect action had ended (the driver took the session for busy again, and the
+        run was not stored in the history until the next action)."""
+        with self._report_lock:
+            snapshot = self.services.counters.snapshot()
+            spent = [(s["label"], s["requests"], s["input_tokens"], s["output_tokens"], s["retries"]) for s in snapshot]
+            if not snapshot or (changed_only and spent == self._reported):
+                return
+            self._reported = spent
+            self.link.call("report", self.source, [{**s, **dict.fromkeys(ROW_FIELDS, 0)} for s in snapshot])
 
     def _report_loop(self) -> None:
-        last = None
         while not self._stop.wait(REPORT_SECONDS):
-            now = [(s["label"], s["requests"], s["input_tokens"], s["output_tokens"], s["retries"])
-                   for s in self.services.counters.snapshot()]
-            if now != last:
-                last = now
-                try:
-                    self.report()
-                except Exception:  # the job ended (its service is gone): nothing more to report
-                    return
+            try:
+                self.report(changed_only=True)
+            except Exception:  # the job ended (its service is gone): nothing more to report
+                return
 
     def close(self) -> None:
         self._stop.set()
