@@ -296,7 +296,7 @@ class RateLimiter:
         self.refusals.answered()
         self.in_flight_requests -= 1
         self.in_flight_tokens -= tokens
-        self.answered_at = self.clock.monotonic()
+        self.heard()
         self.observe(hints, ticket)
         if not self._probe_done.is_set():
             if refused:
@@ -306,8 +306,8 @@ class RateLimiter:
                 self._probe_round.set()
 
     def heard(self) -> None:
-        """An answer came, through another limiter (a cluster's worker reported one): what this one knows of the
-        server is that fresh, for ``recall``. (``release`` says so of this limiter's own answers.)"""
+        """An answer came (this limiter's own, or a cluster's worker's, reported to its coordinator): what this one
+        knows of the server is that fresh, for ``recall``."""
         self.answered_at = self.clock.monotonic()
 
     def recall(self, earlier: "RateLimiter", max_age: float = RECALL_SECONDS) -> bool:
