@@ -402,10 +402,8 @@ class CapacityFinder:
             # The cut cost throughput: it went below what the server serves at once (cutting a queue costs none, by
             # Little's law), or the latency was this client's own loop, whose lag grows with the answers it handles.
             # Back to the bound before; no later cut goes below halfway between the two. Judged only where the window
-            # used its bound: fewer rows to send (a job's tail) lower the throughput as well, and say nothing of it.
-            # And only where the latency fell to the floor: a queue still shown means the cut left the server its
-            # capacity, and the answers a second read low (a cluster's come in reports, late and in batches: Ray's
-            # four workers at a capacity of 64 undid a cut to 77 and held 102-128).
+            # used its bound (a job's tail lowers it too), and where the latency fell to the floor: a queue still
+            # shown says the cut left the server its capacity (a cluster's answers a second read low from late reports).
             self._least = (cut[0] + self.bound) / 2
             self._last_ratio, self.found = None, cut[2]
             self.bound, self.reason = cut[0], "latency"
