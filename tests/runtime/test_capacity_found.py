@@ -331,3 +331,23 @@ def test_a_cut_below_the_capacity_is_undone():
     for _ in range(36):
         finder.on_answer(0.2, 82, sent_at=1.4)
     assert (finder.bound, finder.reason) == (128, "latency")
+
+
+def test_a_cut_held_to_half_leaves_a_queue_and_cuts_again_rather_than_moving_the_floor():
+    """1,024 sent at a capacity of 256 read 2.2x the floor (a cluster's windows mix the answers of a ramp): Little's law
+    says 465, one cut keeps half, 512. The next window still queues (2x the floor): that cut could not drain the queue,
+    so it is no sign of a slower server. On main the floor moved to 2 s and the bound stayed at 512 (the Ray bench of
+    four workers: queued 1.1-1.3 s a request, 1.1-1.3x the latency)."""
+    clock = FakeClock()
+    finder = CapacityFinder(start=64, maximum=4096, clock=clock)
+    sent_at, latency = 0.0, 1.0
+    for n, latency in ((64, 1.0), (128, 1.0), (256, 1.0), (512, 1.0), (1024, 2.2), (512, 2.0)):
+        for _ in range(n):
+            finder.sent(at=sent_at)
+        clock.now = sent_at + latency
+        for _ in range(n):
+            finder.on_answer(latency, n, sent_at=sent_at)
+        sent_at = clock.now + 0.6  # after the next window's settling half floor
+        if n == 1024:
+            assert (finder.bound, finder.reason) == (512, "capacity")
+    assert (finder.floor, finder.bound) == (1.0, 256), (finder.floor, finder.bound)

@@ -397,17 +397,7 @@ class CapacityFinder:
             # 1 / (1 - late) x the floor. (One process sees each answer as it comes: ``_slow_start``.)
             ratio = max(ratio, mean / floor, 1 / (1 - min(late, 0.9)))
         bound = self.bound
-        cut, self._cut = self._cut, None
-        if cut is not None and throughput < KEPT * cut[1] and used >= USED * bound and ratio <= 1 + GROW_BELOW:
-            # The cut cost throughput: it went below what the server serves at once (cutting a queue costs none, by
-            # Little's law), or the latency was this client's own loop, whose lag grows with the answers it handles.
-            # Back to the bound before; no later cut goes below halfway between the two. Judged only where the window
-            # used its bound (a job's tail lowers it too), and where the latency fell to the floor: a queue still
-            # shown says the cut left the server its capacity (a cluster's answers a second read low from late reports).
-            self._least = (cut[0] + self.bound) / 2
-            self._last_ratio, self.found = None, cut[2]
-            self.bound, self.reason = cut[0], "latency"
-            self.moves += 1
+        if self._undo_cut(throughput, used, ratio):
             return True
         quiet, self._quiet = self._quiet, ratio <= 1 + GROW_BELOW
         if self.careful and ratio >= 1 + CUT_ABOVE and (ratio < SURE or self._last_ratio is None):
@@ -428,6 +418,8 @@ class CapacityFinder:
             new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT, self._least)))  # Little's law
             if new >= bound:
                 return False
+            if new > used / ratio + 1:
+                self._last_ratio = None  # held above Little's law: a queue may stay, and says nothing of the floor
             self._cut = (bound, throughput, self.found)
             self.found, reason = True, "capacity"
         else:
@@ -445,6 +437,23 @@ class CapacityFinder:
         if new == bound:
             return False
         self.bound, self.reason = new, reason
+        self.moves += 1
+        return True
+
+
+    def _undo_cut(self, throughput: float, used: int, ratio: float) -> bool:
+        """The window after a cut (``_cut``): back to the bound before where the cut cost throughput; True: undone."""
+        cut, self._cut = self._cut, None
+        if cut is None or throughput >= KEPT * cut[1] or used < USED * self.bound or ratio > 1 + GROW_BELOW:
+            return False
+        # The cut cost throughput: it went below what the server serves at once (cutting a queue costs none, by
+        # Little's law), or the latency was this client's own loop, whose lag grows with the answers it handles.
+        # Back to the bound before; no later cut goes below halfway between the two. Judged only where the window
+        # used its bound (a job's tail lowers it too), and where the latency fell to the floor: a queue still
+        # shown says the cut left the server its capacity (a cluster's answers a second read low from late reports).
+        self._least = (cut[0] + self.bound) / 2
+        self._last_ratio, self.found = None, cut[2]
+        self.bound, self.reason = cut[0], "latency"
         self.moves += 1
         return True
 
