@@ -440,7 +440,6 @@ class CapacityFinder:
         self.moves += 1
         return True
 
-
     def _undo_cut(self, throughput: float, used: int, ratio: float) -> bool:
         """The window after a cut (``_cut``): back to the bound before where the cut cost throughput; True: undone."""
         cut, self._cut = self._cut, None
