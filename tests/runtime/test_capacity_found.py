@@ -351,3 +351,34 @@ def test_a_cut_held_to_half_leaves_a_queue_and_cuts_again_rather_than_moving_the
         if n == 1024:
             assert (finder.bound, finder.reason) == (512, "capacity")
     assert (finder.floor, finder.bound) == (1.0, 256), (finder.floor, finder.bound)
+
+
+def _windows(finder: CapacityFinder, clock: FakeClock, windows) -> None:
+    """Per window ``(n, latency)``: n requests leave together and are all answered after the latency (the next window
+    leaves 0.6 s after, past its settling half floor): n / (0.6 + latency) answers a second."""
+    sent_at = 0.0
+    for n, latency in windows:
+        for _ in range(n):
+            finder.sent(at=sent_at)
+        clock.now = sent_at + latency
+        for _ in range(n):
+            finder.on_answer(latency, n, sent_at=sent_at)
+        sent_at = clock.now + 0.6
+
+
+def test_more_in_flight_that_answers_more_a_second_is_a_new_floor_not_a_queue():
+    """512 in flight answered 1.4x later than 256 but 1.6x more a second (a client on a busy CPU, or a server whose
+    batch steps slow as it fills): no queue at the server, whose FIFO would answer no more a second. On main it was
+    cut (bench/self_hosted.py, 50 ms: the default bound swung between 140 and 290 at a capacity of 1,024)."""
+    clock = FakeClock()
+    finder = CapacityFinder(start=64, maximum=4096, clock=clock)
+    _windows(finder, clock, [(64, 1.0), (128, 1.0), (256, 1.0), (512, 1.4), (512, 1.4)])
+    assert (finder.bound, finder.floor) == (512, 1.4)
+
+
+def test_more_in_flight_that_answers_no_more_a_second_is_a_queue():
+    """The same 512 in flight against a FIFO that serves 256 at once: twice the latency, the same answers a second."""
+    clock = FakeClock()
+    finder = CapacityFinder(start=64, maximum=4096, clock=clock)
+    _windows(finder, clock, [(64, 1.0), (128, 1.0), (256, 1.0), (512, 2.0)])
+    assert (finder.bound, finder.floor, finder.reason) == (256, 1.0, "capacity")

@@ -25,7 +25,9 @@ from what the latency shows, after the published adaptive concurrency limiters:
   ``1 - KEPT`` of the throughput is undone, and no later cut goes below halfway: cutting a queue at
   the server costs no throughput (Little's law), so that cut went below the capacity, or the latency
   came from elsewhere (this client's own event loop, whose lag grows with the answers it handles on a
-  busy machine).
+  busy machine). And no cut where the window's extra in flight over an earlier one's bought at least half the answers
+  a second it would without a queue (BBR's test of its probes, ``_bought``): a FIFO past its capacity answers no more
+  a second, so that latency is this load's floor (a busy client, a server whose batch steps slow as it fills).
 * **Growth.** TCP's slow start, per answer, with BBR's startup gain and Vegas's proof of room: until
   the first queueing is seen, the answers within ``1 + CUT_ABOVE`` of the floor whose requests left
   within ``TOGETHER`` x the floor of each other show the server served n of them at once, and the
@@ -168,6 +170,7 @@ class CapacityFinder:
         self._latency_sum = 0.0  # of them, their latencies summed (a cluster's mean: Little's law, see ``_judge``)
         self._grown_at = -math.inf  # when the bound last grew past a capacity found
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
+        self._rates: collections.deque[tuple[int, float]] = collections.deque(maxlen=32)  # windows' (in flight, answers/s)
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
         # Slow start per answer (``GAIN``), where the sends come with their in-flight counts (one process; a cluster's
@@ -376,6 +379,8 @@ class CapacityFinder:
         sample = window[rank] if len(window) > rank else window[-1]
         used = self._in_flight
         throughput = self._answers / max(1e-9, now - self._judged_at)
+        earlier = list(self._rates)
+        self._rates.append((used, throughput))
         # All answers since the last window, not the cohort's alone: a FIFO's answers come in waves, and a queue of a
         # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
         # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
@@ -396,7 +401,7 @@ class CapacityFinder:
             # law), and a FIFO's waves serve (1 - late) of what is in flight at once, as if the latency were
             # 1 / (1 - late) x the floor. (One process sees each answer as it comes: ``_slow_start``.)
             ratio = max(ratio, mean / floor, 1 / (1 - min(late, 0.9)))
-        bound = self.bound
+        bound, after_cut = self.bound, self._cut is not None
         if self._undo_cut(throughput, used, ratio):
             return True
         quiet, self._quiet = self._quiet, ratio <= 1 + GROW_BELOW
@@ -414,6 +419,9 @@ class CapacityFinder:
                 # The last cut did not bring the latency down: no queue of ours made it (a queue shrinks with
                 # the requests in flight), the server or this client's own loop is slower now. A new floor.
                 self.floor, self._last_ratio = sample, None
+                return False
+            if not (after_cut or self.delay_s) and _bought(used, throughput, earlier):  # (see ``_bought``)
+                self.floor, self._last_ratio = sample, None  # the latency of this load, not a queue's: a new floor
                 return False
             new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT, self._least)))  # Little's law
             if new >= bound:
@@ -455,6 +463,22 @@ class CapacityFinder:
         self.bound, self.reason = cut[0], "latency"
         self.moves += 1
         return True
+
+
+def _bought(used: int, throughput: float, earlier: list[tuple[int, float]]) -> bool:
+    """Whether ``used`` in flight bought at least half the throughput it would without a queue, against an earlier
+    window with a quarter to half as few (BBR's test of a probe: more in flight that delivers no more only queued).
+    A FIFO past its capacity delivers no more; a client on a busy CPU (or a server whose batch steps slow as it
+    fills) answers later with more in flight, yet more a second: at 50 ms and a capacity of 1,024 on 2 cores, the
+    latency at 1,024 in flight was 1.3-1.5x the idle floor while the answers a second doubled. One process only, and
+    not in the window after a cut (its queue may stay): a cluster's answers a second come in reports, late and in
+    batches, and read a ramp's windows low (four Ray workers took 512 at a capacity of 256 for a gain, and queued).
+
+    Example:
+        >>> _bought(256, 3900.0, [(170, 2850.0)]), _bought(512, 256.0, [(256, 250.0)])
+        (True, False)
+    """
+    return any(1.25 * u <= used <= 2 * u and throughput >= t * (1 + 0.5 * (used / u - 1)) for u, t in earlier if t > 0)
 
 
 def _upper_quartile(values: list[float]) -> float:
