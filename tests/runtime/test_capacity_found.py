@@ -310,27 +310,18 @@ def _cluster_finder_cut_from_128(clock: FakeClock) -> CapacityFinder:
     return finder
 
 
-def test_a_cut_is_not_undone_while_its_latency_still_shows_a_queue():
-    """The workers' reports of the window after the cut came late, so its answers per second read lower than the
-    window's before (a cluster's throughput is counted from reports that come in batches): no loss a cut made, since
-    the latency still shows a queue (1.2x the floor), so the cut went no lower than the capacity. On main it was
-    undone: back to 128 at a capacity of 64 (the full suite's Ray test, four workers: moves 128, 77, 128, 102, 112;
-    0.115 s of queueing a request, 0.1 allowed)."""
+@pytest.mark.parametrize("latency, after", [(0.24, (82, "capacity")), (0.2, (128, "latency"))], ids=["queue", "floor"])
+def test_a_cut_is_undone_only_where_the_latency_fell_to_the_floor(latency, after):
+    """The window after the cut reads fewer answers a second than the one before (a cluster's come in reports, late
+    and in batches). Where its latency still shows a queue (1.2x the floor) the cut went no lower than the capacity,
+    and stands: on main it was undone, back to 128 at a capacity of 64 (the full suite's Ray test, four workers:
+    moves 128, 77, 128, 102, 112; 0.115 s of queueing a request, 0.1 allowed). Where the latency is at the floor
+    (nothing queues) the cut went below what the server serves at once: back to the bound before."""
     clock = FakeClock()
     finder = _cluster_finder_cut_from_128(clock)
     for _ in range(36):
-        finder.on_answer(0.24, 82, sent_at=1.4)
-    assert (finder.bound, finder.reason) == (82, "capacity")
-
-
-def test_a_cut_below_the_capacity_is_undone():
-    """The window after the cut has its latency at the floor (nothing queues) and fewer answers a second: the cut went
-    below what the server serves at once, so back to the bound before, and no later cut goes below halfway."""
-    clock = FakeClock()
-    finder = _cluster_finder_cut_from_128(clock)
-    for _ in range(36):
-        finder.on_answer(0.2, 82, sent_at=1.4)
-    assert (finder.bound, finder.reason) == (128, "latency")
+        finder.on_answer(latency, 82, sent_at=1.4)
+    assert (finder.bound, finder.reason) == after
 
 
 def test_a_cut_held_to_half_leaves_a_queue_and_cuts_again_rather_than_moving_the_floor():
