@@ -379,7 +379,6 @@ class CapacityFinder:
         sample = window[rank] if len(window) > rank else window[-1]
         used = self._in_flight
         throughput = self._answers / max(1e-9, now - self._judged_at)
-        earlier = list(self._rates)
         self._rates.append((used, throughput))
         # All answers since the last window, not the cohort's alone: a FIFO's answers come in waves, and a queue of a
         # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
@@ -420,7 +419,7 @@ class CapacityFinder:
                 # the requests in flight), the server or this client's own loop is slower now. A new floor.
                 self.floor, self._last_ratio = sample, None
                 return False
-            if not (after_cut or self.delay_s) and _bought(used, throughput, earlier):  # (see ``_bought``)
+            if not (after_cut or self.delay_s) and _bought(used, throughput, list(self._rates)[:-1]):
                 self.floor, self._last_ratio = sample, None  # the latency of this load, not a queue's: a new floor
                 return False
             new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT, self._least)))  # Little's law
