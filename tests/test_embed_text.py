@@ -220,3 +220,42 @@ def test_a_probe_that_cannot_reach_the_server_is_a_plan_error(tmp_path):
 def test_packing_options_are_checked_at_plan_time(sim, tmp_path):
     with pytest.raises(ifr.PlanError, match="max_batch_inputs"):
         embed(sim, tmp_path, max_batch_inputs=0)
+
+
+def test_one_bad_input_split_out_of_its_pack_is_one_refused_row_not_three():
+    """The halves of a refused pack repeat its refusal: they are not more rows refused the same way.
+
+    Found in a full run (tests/io/test_interop.py): one bad input among three, the limits known from an earlier job
+    (no probe), the halves' refusals came back before the good half's answer, and the breaker read pack, half and
+    input as three rows refused alike: "The first 3 rows were refused with the same error" stopped the job.
+    """
+    import asyncio
+
+    from inferframe.ai.embed import EmbeddingOperator
+    from inferframe.errors import ErrorKind
+    from inferframe.functions._embed_api import api_embed_call
+    from inferframe.models.registry import resolve_model
+    from inferframe.providers.interface import MockProvider, Outcome, Usage
+
+    async def answer(request):
+        texts = request.body["input"]
+        if any("POISON" in t for t in texts):  # refused at once; the good inputs' answers come later
+            return Outcome(status=400, error_kind=ErrorKind.BAD_REQUEST, message="HTTP 400: bad input")
+        await asyncio.sleep(0.2)
+        return Outcome(value=[[1.0, 0.0]] * len(texts), usage=Usage(input_tokens=len(texts)))
+
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "cache": "off", "max_batch_inputs": 16}
+    ref = resolve_model("embed_text", "openai", "text-embedding-3-small", kind="embed", options=options)
+    config = api_embed_call(col("t"), ref, 2, options).config
+
+    async def job(texts):
+        op = EmbeddingOperator(config, provider=MockProvider(answer))
+        try:
+            return (await op(pa.array(texts))).to_pylist()
+        finally:
+            await op.aclose()
+
+    asyncio.run(job([f"earlier {i}" for i in range(4)]))  # a job before: the limits are known, no probe
+    out = asyncio.run(job(["row 0 POISON"] + [f"row {i}" for i in range(1, 16)]))
+    assert out[0]["value"] is None and out[0]["error"]["kind"] == "bad_request"
+    assert all(r["value"] == [1.0, 0.0] and r["error"] is None for r in out[1:])

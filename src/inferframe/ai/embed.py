@@ -188,11 +188,11 @@ class EmbeddingOperator(AIOperator):
             packs.append(current)
         return packs
 
-    async def _send_pack(self, pack: list[tuple[str, _Input]]) -> None:
+    async def _send_pack(self, pack: list[tuple[str, _Input]], part_of_refused: bool = False) -> None:
         body = dict(self._pack_body)
         body["input"] = [inp.text for _, inp in pack]
         est = sum(inp.tokens for _, inp in pack)
-        result = await self.runtime.send_uncached(Request("embeddings", body, est + 4))
+        result = await self.runtime.send_uncached(Request("embeddings", body, est + 4, part_of_refused=part_of_refused))
         vectors = result.value
         error = result.error
         if error is None and (not isinstance(vectors, list) or len(vectors) != len(pack)):
@@ -203,7 +203,7 @@ class EmbeddingOperator(AIOperator):
             # One bad input makes the server refuse the whole request: split it until the bad input
             # stands alone, so every other row still gets its vector (about 2*log2(n) more requests).
             mid = len(pack) // 2
-            await asyncio.gather(self._send_pack(pack[:mid]), self._send_pack(pack[mid:]))
+            await asyncio.gather(self._send_pack(pack[:mid], True), self._send_pack(pack[mid:], True))
             return
         shares = _shares(result.usage.input_tokens, [inp.tokens for _, inp in pack])
         store = []

@@ -125,10 +125,10 @@ class EstimatedRequest(Request):
     """
 
     def __init__(self, endpoint: str, body: dict, prompt: str | None = None, max_output_tokens: int | None = None,
-                 model: str | None = None, *, est_tokens: int | None = None) -> None:
+                 model: str | None = None, *, est_tokens: int | None = None, part_of_refused: bool = False) -> None:
         # Frozen, as Request: fields are set once, here (one per row of every batch: kept cheap).
         self.__dict__.update(endpoint=endpoint, body=body, prompt=prompt, max_output_tokens=max_output_tokens,
-                             _model=model, _est=est_tokens)
+                             _model=model, _est=est_tokens, part_of_refused=part_of_refused)
 
     @property
     def est_tokens(self) -> int:  # type: ignore[override]
@@ -139,12 +139,13 @@ class EstimatedRequest(Request):
         return est
 
     def _fields(self) -> tuple:
-        return self.endpoint, self.body, self.est_tokens, self.prompt, self.max_output_tokens
+        return self.endpoint, self.body, self.est_tokens, self.prompt, self.max_output_tokens, self.part_of_refused
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Request):
             return NotImplemented
-        return self._fields() == (other.endpoint, other.body, other.est_tokens, other.prompt, other.max_output_tokens)
+        return self._fields() == (other.endpoint, other.body, other.est_tokens, other.prompt, other.max_output_tokens,
+                                  other.part_of_refused)
 
     __hash__ = None  # type: ignore[assignment]  # a body is a dict, as for Request
 

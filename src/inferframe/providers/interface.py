@@ -82,6 +82,9 @@ class Request:
         prompt: the prompt's text as the server reads it, kept when the body is built: the prefix
             scheduler groups rows by it and the cost estimate finds shared prefixes in it (None: no order).
         max_output_tokens: the answer's token bound as the call set it (None: the server's own).
+        part_of_refused: a part of a packed request the server refused as a whole (``EmbeddingOperator`` splits
+            one until the bad input stands alone): its refusal repeats one already counted, so the breaker does
+            not count it as another row refused the same way.
 
     Example:
         >>> r = Request("chat", {"messages": []}, 12, prompt="Hi", max_output_tokens=5)
@@ -94,10 +97,11 @@ class Request:
     est_tokens: int = 0
     prompt: str | None = None
     max_output_tokens: int | None = None
+    part_of_refused: bool = False
 
     def with_body(self, body: dict) -> "Request":
         """The same request with another body (the server's cache hints added): a plain Request, estimate kept."""
-        return Request(self.endpoint, body, self.est_tokens, self.prompt, self.max_output_tokens)
+        return Request(self.endpoint, body, self.est_tokens, self.prompt, self.max_output_tokens, self.part_of_refused)
 
 
 @dataclasses.dataclass(frozen=True)
