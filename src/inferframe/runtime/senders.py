@@ -228,10 +228,12 @@ class SenderPool:
                     # The row's attempt, inlined: one coroutine less per row (issue 36).
                     request, hold = row.request, None
                     turn = row.turn
-                    if turn is not None and row.attempts == 0:
-                        request = row.request = self._routed(request, turn)
-                        hold = LaneHold(self._scheduler, turn.lane)
                     try:
+                        if turn is not None and row.attempts == 0:
+                            hold = LaneHold(self._scheduler, turn.lane)
+                            # The provider's own code (a plugin's cache hint): what it raises fails the row
+                            # below, as a send does; outside this guard the row was never answered (a hang).
+                            request = row.request = self._routed(request, turn)
                         go = None if row.attempts else self._go_now(request, hold)
                         if go is None:
                             result, row.attempts, delay = await self._try(request, row.key, True, hold, row.attempts)
