@@ -3,29 +3,18 @@
 Spark's workers start ``PYSPARK_PYTHON``, else ``python3``: a system Python without inferframe, where every
 task failed with 20 lines ending in ``ModuleNotFoundError: No module named 'inferframe'``. These tests
 start the product as a user does: a script run by this venv's Python with a shell's environment
-(PATH, HOME, LANG), nothing of the suite's (spark_cluster.user_env).
+(PATH, HOME, LANG), nothing of the suite's (spark_cluster.user_env). The README's own block on ``local[2]`` runs
+as a reader runs it in tests/test_readme.py (workers without inferframe fail its job: the reader's script exits
+non-zero); tests/spark/test_spark_cluster.py runs it on a standalone cluster and counts its requests.
 """
 
 from __future__ import annotations
 
 import sys
 
-from spark_cluster import bare_python, readme_spark_block, run_script, user_env
+from spark_cluster import bare_python, run_script, user_env
 
 import inferframe as ifr
-from inferframe.simulator import Simulator, SimulatorConfig
-
-
-def test_the_readme_spark_section_runs_on_local_2_with_nothing_set(tmp_path):
-    code = readme_spark_block()
-    assert 'master("local[2]")' in code and "with_columns" in code and "count_rows()" in code
-    with Simulator(SimulatorConfig()) as sim:
-        env = {**user_env(tmp_path), "OPENAI_API_KEY": "sk-reader", "OPENAI_BASE_URL": sim.base_url}
-        ran = run_script(code, tmp_path / "reader", env=env)
-        sent = sim.stats()["total_requests"]
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    assert ran.stdout.split() == ["2", "1"], ran.stdout
-    assert sent == 2  # the AI column ran, in Spark's Python workers
 
 
 def test_the_test_sessions_workers_run_this_python_and_no_check_task_on_a_local_master(spark):
