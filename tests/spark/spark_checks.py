@@ -98,12 +98,12 @@ def inferframe_with_columns(sdf, sim):
 
 
 def check_shared_limit(spark) -> None:
-    """Four partitions on two Python workers at once keep to the server's 600 RPM: one budget, not one each."""
-    # 600 RPM with a one-second bucket, learned from the headers (not told to the client). Unshared budgets
-    # each learn 10/s and send twice that.
+    """Four partitions on two Python workers at once keep to the server's 1,200 RPM: one budget, not one each."""
+    # 1,200 RPM with a one-second bucket, learned from the headers (not told to the client). Unshared budgets
+    # each learn 20/s and send twice that. (At 600 RPM the 120 rows took 12 s of waiting, twice per suite run.)
     run = uuid.uuid4().hex
     sdf = spark.createDataFrame([(i, f"q {i} {run}") for i in range(120)], "id long, body string").repartition(4)
-    with Simulator.spawn(SimulatorConfig(rpm=600, ratelimit_burst_s=1.0, latency_ms=50)) as sim:
+    with Simulator.spawn(SimulatorConfig(rpm=1200, ratelimit_burst_s=1.0, latency_ms=50)) as sim:
         out = inferframe_with_columns(sdf, sim)
         rows = out.collect()
         stats = sim.stats()
