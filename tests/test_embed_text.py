@@ -259,3 +259,41 @@ def test_one_bad_input_split_out_of_its_pack_is_one_refused_row_not_three():
     out = asyncio.run(job(["row 0 POISON"] + [f"row {i}" for i in range(1, 16)]))
     assert out[0]["value"] is None and out[0]["error"]["kind"] == "bad_request"
     assert all(r["value"] == [1.0, 0.0] and r["error"] is None for r in out[1:])
+
+
+def test_a_refusal_of_every_pack_still_stops_the_job():
+    """An option the server refuses on every request stops the job once three packs were refused alike, although
+    their halves (split in search of one bad input) are refused too and count neither way."""
+    import asyncio
+
+    from inferframe.ai.embed import EmbeddingOperator
+    from inferframe.errors import ErrorKind, ServiceError
+    from inferframe.functions._embed_api import api_embed_call
+    from inferframe.models.registry import resolve_model
+    from inferframe.providers.interface import MockProvider, Outcome
+
+    packs = []
+
+    async def refuse(request):
+        if request.body["input"][0].startswith("earlier"):
+            return Outcome(value=[[1.0, 0.0]] * len(request.body["input"]))
+        if len(request.body["input"]) == 4:  # a whole pack: refused a little later each, its parts at once
+            packs.append(request)
+            await asyncio.sleep(0.05 * len(packs))
+        return Outcome(status=400, error_kind=ErrorKind.BAD_REQUEST, message="HTTP 400: unknown parameter")
+
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "cache": "off", "max_batch_inputs": 4}
+    ref = resolve_model("embed_text", "openai", "text-embedding-3-small", kind="embed", options=options)
+    config = api_embed_call(col("t"), ref, 2, options).config
+
+    async def job(texts):
+        op = EmbeddingOperator(config, provider=MockProvider(refuse))
+        try:
+            return await op(pa.array(texts))
+        finally:
+            await op.aclose()
+
+    asyncio.run(job([f"earlier {i}" for i in range(4)]))  # the limits known: every pack goes out at once
+    with pytest.raises(ServiceError, match="refused with the same error"):
+        asyncio.run(job([f"row {i}" for i in range(64)]))
+    assert len(packs) == 16  # and the job stopped after three of them, their parts between them

@@ -58,7 +58,7 @@ class AttemptOutcomes:
         wait = self._react(kind, outcome, est)
         self._check_breaker()
         if not self.config.retry.should_retry(kind, attempt):
-            result = self._finish(outcome, attempt, rows, recurring=not request.part_of_refused)
+            result = self._finish(outcome, attempt, rows, counted=not request.part_of_refused)
             self._check_breaker()  # this row may have tripped it (the same refusal again): the job stops now
             return result, attempt, 0.0
         return None, attempt, self.config.retry.delay(attempt, wait, self.rng, self.slots.failing)
@@ -119,7 +119,8 @@ class AttemptOutcomes:
                                      f"the job's {cap_text(self.stats.budget)}; it runs on the next start", None,
                                      attempts), attempts=attempts)
 
-    def _finish(self, outcome: Outcome, attempts: int, rows: bool = True, recurring: bool = True) -> Result:
+    def _finish(self, outcome: Outcome, attempts: int, rows: bool = True, counted: bool = True) -> Result:
+        """The row's result, counted in the stats and (``counted``: not a refused pack's part) by the breaker."""
         usage = outcome.usage or Usage()
         price, cached = self.config.price, usage.cached_tokens
         cost = cost_of(price, usage.input_tokens, usage.output_tokens, cached)
@@ -134,8 +135,8 @@ class AttemptOutcomes:
         err = RowError(outcome.error_kind or ErrorKind.UNKNOWN, outcome.message, outcome.status, attempts, outcome.raw)
         self.stats.rows_done += rows
         self.stats.errors += rows
-        self.breaker.row(False, outcome.error_kind, outcome.message, outcome.status,
-                         self.config.stop_on_recurring and recurring)
+        if counted:  # a refused pack's part repeats the pack's refusal: it neither adds to nor breaks the streak
+            self.breaker.row(False, outcome.error_kind, outcome.message, outcome.status, self.config.stop_on_recurring)
         if self.config.on_error == "raise":
             raise RowFailed.of(err.as_dict())  # the shape every AI function raises (see RowFailed)
         return Result(value=None, error=err, usage=usage, cost=cost, attempts=attempts)
