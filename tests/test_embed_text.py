@@ -222,29 +222,17 @@ def test_packing_options_are_checked_at_plan_time(sim, tmp_path):
         embed(sim, tmp_path, max_batch_inputs=0)
 
 
-def test_one_bad_input_split_out_of_its_pack_is_one_refused_row_not_three():
-    """The halves of a refused pack repeat its refusal: they are not more rows refused the same way.
-
-    Found in a full run (tests/io/test_interop.py): one bad input among three, the limits known from an earlier job
-    (no probe), the halves' refusals came back before the good half's answer, and the breaker read pack, half and
-    input as three rows refused alike: "The first 3 rows were refused with the same error" stopped the job.
-    """
+def _embedded_after_an_earlier_job(answer, texts: list[str], max_batch_inputs: int) -> list[dict]:
+    """``texts`` embedded through a MockProvider that calls ``answer``, after a job of four texts at the same endpoint
+    (the limits are known then: no one-at-a-time probe, every pack goes out at once)."""
     import asyncio
 
     from inferframe.ai.embed import EmbeddingOperator
-    from inferframe.errors import ErrorKind
     from inferframe.functions._embed_api import api_embed_call
     from inferframe.models.registry import resolve_model
-    from inferframe.providers.interface import MockProvider, Outcome, Usage
+    from inferframe.providers.interface import MockProvider
 
-    async def answer(request):
-        texts = request.body["input"]
-        if any("POISON" in t for t in texts):  # refused at once; the good inputs' answers come later
-            return Outcome(status=400, error_kind=ErrorKind.BAD_REQUEST, message="HTTP 400: bad input")
-        await asyncio.sleep(0.2)
-        return Outcome(value=[[1.0, 0.0]] * len(texts), usage=Usage(input_tokens=len(texts)))
-
-    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "cache": "off", "max_batch_inputs": 16}
+    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "cache": "off", "max_batch_inputs": max_batch_inputs}
     ref = resolve_model("embed_text", "openai", "text-embedding-3-small", kind="embed", options=options)
     config = api_embed_call(col("t"), ref, 2, options).config
 
@@ -255,8 +243,30 @@ def test_one_bad_input_split_out_of_its_pack_is_one_refused_row_not_three():
         finally:
             await op.aclose()
 
-    asyncio.run(job([f"earlier {i}" for i in range(4)]))  # a job before: the limits are known, no probe
-    out = asyncio.run(job(["row 0 POISON"] + [f"row {i}" for i in range(1, 16)]))
+    asyncio.run(job([f"earlier {i}" for i in range(4)]))
+    return asyncio.run(job(texts))
+
+
+def test_one_bad_input_split_out_of_its_pack_is_one_refused_row_not_three():
+    """The halves of a refused pack repeat its refusal: they are not more rows refused the same way.
+
+    Found in a full run (tests/io/test_interop.py): one bad input among three, the limits known from an earlier job
+    (no probe), the halves' refusals came back before the good half's answer, and the breaker read pack, half and
+    input as three rows refused alike: "The first 3 rows were refused with the same error" stopped the job.
+    """
+    import asyncio
+
+    from inferframe.errors import ErrorKind
+    from inferframe.providers.interface import Outcome, Usage
+
+    async def answer(request):
+        texts = request.body["input"]
+        if any("POISON" in t for t in texts):  # refused at once; the good inputs' answers come later
+            return Outcome(status=400, error_kind=ErrorKind.BAD_REQUEST, message="HTTP 400: bad input")
+        await asyncio.sleep(0.2)
+        return Outcome(value=[[1.0, 0.0]] * len(texts), usage=Usage(input_tokens=len(texts)))
+
+    out = _embedded_after_an_earlier_job(answer, ["row 0 POISON"] + [f"row {i}" for i in range(1, 16)], 16)
     assert out[0]["value"] is None and out[0]["error"]["kind"] == "bad_request"
     assert all(r["value"] == [1.0, 0.0] and r["error"] is None for r in out[1:])
 
@@ -266,11 +276,8 @@ def test_a_refusal_of_every_pack_still_stops_the_job():
     their halves (split in search of one bad input) are refused too and count neither way."""
     import asyncio
 
-    from inferframe.ai.embed import EmbeddingOperator
     from inferframe.errors import ErrorKind, ServiceError
-    from inferframe.functions._embed_api import api_embed_call
-    from inferframe.models.registry import resolve_model
-    from inferframe.providers.interface import MockProvider, Outcome
+    from inferframe.providers.interface import Outcome
 
     packs = []
 
@@ -282,18 +289,6 @@ def test_a_refusal_of_every_pack_still_stops_the_job():
             await asyncio.sleep(0.05 * len(packs))
         return Outcome(status=400, error_kind=ErrorKind.BAD_REQUEST, message="HTTP 400: unknown parameter")
 
-    options = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "cache": "off", "max_batch_inputs": 4}
-    ref = resolve_model("embed_text", "openai", "text-embedding-3-small", kind="embed", options=options)
-    config = api_embed_call(col("t"), ref, 2, options).config
-
-    async def job(texts):
-        op = EmbeddingOperator(config, provider=MockProvider(refuse))
-        try:
-            return await op(pa.array(texts))
-        finally:
-            await op.aclose()
-
-    asyncio.run(job([f"earlier {i}" for i in range(4)]))  # the limits known: every pack goes out at once
     with pytest.raises(ServiceError, match="refused with the same error"):
-        asyncio.run(job([f"row {i}" for i in range(64)]))
+        _embedded_after_an_earlier_job(refuse, [f"row {i}" for i in range(64)], 4)
     assert len(packs) == 16  # and the job stopped after three of them, their parts between them
