@@ -248,13 +248,31 @@ def test_the_runner_is_chosen_by_environment_and_joins_the_running_cluster(ray_c
 
     script = ("import inferframe as ifr, ray\n"
               "from inferframe.runners import get_runner\n"
-              "df = ifr.from_pydict({'a': [1, 2, 3]}).with_column('b', ifr.col('a') * 10)\n"
+              "times10 = ifr.func(lambda a: a * 10, return_dtype=ifr.DataType.int64())\n"
+              "df = ifr.from_pydict({'a': [1, 2, 3]}).with_column('b', times10(ifr.col('a')))  # a UDF: work for Ray\n"
               "print(get_runner().name, df.to_pydict()['b'], ray.get_runtime_context().gcs_address)\n")
     address = ray.get_runtime_context().gcs_address
     env = {**os.environ, "INFERFRAME_RUNNER": "ray", "INFERFRAME_RAY_ADDRESS": address, "RAY_AUTH_MODE": "disabled"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == f"ray [10, 20, 30] {address}"  # joined this cluster, did not start one
+
+
+def test_a_plan_with_no_user_code_over_rows_on_the_driver_starts_no_ray():
+    # A projection, filter and sort of an in-memory table: a Ray job would only ship the rows to the workers and back.
+    import subprocess
+    import sys
+
+    script = ("import inferframe as ifr, ray\n"
+              "from inferframe.runners import get_runner\n"
+              "df = ifr.from_pydict({'a': [3, 1, 2]}).where(ifr.col('a') > 1).sort('a').with_column('b', ifr.col('a') * 10)\n"
+              "print(get_runner().name, df.to_pydict()['b'], ray.is_initialized())\n")
+    env = {**os.environ, "INFERFRAME_RUNNER": "ray"}
+    env.pop("RAY_ADDRESS", None)
+    env.pop("INFERFRAME_RAY_ADDRESS", None)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "ray [20, 30] False"
 
 
 def _stage_pids() -> list[int]:

@@ -92,21 +92,43 @@ def test_the_runner_is_chosen_by_environment():
 
 
 
+def answer_and_spark_jobs(spark, df, group: str) -> tuple[dict, int]:
+    """``df``'s answer on the Spark runner, and the Spark jobs it ran (counted in a job group of its own)."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        out = df.to_pydict()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return out, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_a_plan_with_no_user_code_over_rows_on_the_driver_runs_no_spark_job(on_spark, data):
+    # A SQL subquery over an in-memory table, a projection of gathered rows: a Spark job would only ship them there
+    # and back (0.15-0.3 s a job). A UDF or AI call, or files the executors read, still make Spark jobs.
+    names = ifr.from_pydict({"g": [0, 1, 2, 9, None], "name": ["zero", "one", "two", "nine", "none"]})
+    same = ifr.func(lambda g: g, return_dtype=ifr.DataType.int64())
+    plans = {"driver": names.where(col("g") > 0).sort("g", desc=True).join(names, on="g").select("name"),
+             "udf": names.with_column("g", same(col("g"))).where(col("g") > 0),
+             "files": ifr.read_parquet(data).where(col("g") > 0).select("g")}
+    jobs = {}
+    for name, df in plans.items():
+        out, jobs[name] = answer_and_spark_jobs(on_spark, df, f"ifr-driver-side-{name}")
+        ifr.set_runner_native()
+        assert out == df.to_pydict(), name
+        ifr.set_runner_spark(on_spark)
+    assert jobs["driver"] == 0 and jobs["udf"] >= 1 and jobs["files"] >= 1, jobs
+
+
 def test_a_sort_and_a_distinct_of_few_known_rows_run_without_spark_s_sampling_job(on_spark, spark, monkeypatch):
     from inferframe.runners import spark_runner
 
     rows = {"k": [3, None, 1, 3, 2, 1, None], "v": list(range(7))}
-    tracker = spark.sparkContext.statusTracker()
-    plans = {"sort": lambda: ifr.from_pydict(rows).sort("k", desc=True), "distinct": lambda: ifr.from_pydict(rows).distinct("k")}
+    same = ifr.func(lambda v: v, return_dtype=ifr.DataType.int64())  # work for Spark: without it the driver runs the plan
+    source = lambda: ifr.from_pydict(rows).with_column("v", same(col("v")))  # noqa: E731
+    plans = {"sort": lambda: source().sort("k", desc=True), "distinct": lambda: source().distinct("k")}
 
     def run(name: str, group: str) -> tuple[dict, int]:
-        """The plan's answer and the Spark jobs it ran."""
-        spark.sparkContext.setJobGroup(group, group)
-        try:
-            out = plans[name]().to_pydict()
-        finally:
-            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-        return out, len(tracker.getJobIdsForGroup(group))
+        return answer_and_spark_jobs(spark, plans[name](), group)
 
     ifr.set_runner_native()
     local = {name: plan().to_pydict() for name, plan in plans.items()}

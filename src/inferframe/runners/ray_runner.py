@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from inferframe.ai.run import RunServices
 from inferframe.errors import InferframeError, ServiceError, warn_user
+from inferframe.io.arrow_stream import StreamSource
 from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
 from inferframe.plan.ai_nodes import is_ai_call
@@ -38,6 +39,7 @@ from inferframe.plan.row_bound import rows_at_most
 from inferframe.providers import secrets
 from inferframe.runners import ray_plan as rp
 from inferframe.runners.base import Runner
+from inferframe.runners.local import LocalRunner, on_the_driver_anyway
 from inferframe.runners.ray_job_state import ROW_FIELDS, JobState, JobStateLink
 
 
@@ -211,6 +213,9 @@ class RayRunner(Runner):
     writes_in_workers = True
 
     def execute(self, op: pp.PhysicalOp, counters: RunCounters | None = None) -> Iterator[pa.RecordBatch]:
+        if on_the_driver_anyway(op, lambda read: isinstance(read.source.source, StreamSource)):
+            yield from LocalRunner().execute(op, counters)
+            return
         ray = self.connect()
         _warn_node_local_cache(ray, op)
         with _Job(ray, counters) as job, _own_errors():

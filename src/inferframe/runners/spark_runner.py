@@ -48,9 +48,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 import inferframe.errors as errors
-from inferframe.ai.run import RunServices
 from inferframe.errors import InferframeError, warn_user
-from inferframe.execution.executor import execute as execute_local
 from inferframe.io.arrow_stream import StreamSource
 from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
@@ -59,10 +57,10 @@ from inferframe.plan.row_bound import rows_at_most
 from inferframe.providers import secrets
 from inferframe.runners import spark_plan as sp
 from inferframe.runners.base import Runner
+from inferframe.runners.local import LocalRunner, on_the_driver_anyway
 from inferframe.runners.spark_connect import ConnectActivity, connect_host, is_connect, require_classic, stopped
 from inferframe.runners.spark_python import ensure_executor_python
 from inferframe.runners.spark_service import JobService
-from inferframe.runtime.coordinator import LocalCoordinator
 
 ROW = "__ifr_row"  # a row id: monotonically increasing in the input's order
 # A sort of at most this many rows (known from the plan, ``plan.row_bound``) runs in one partition: Spark's global
@@ -119,6 +117,9 @@ class SparkRunner(Runner):
         if not _mappable(op):
             yield from _on_driver(op, counters)
             return
+        if on_the_driver_anyway(op, _read_on_driver):
+            yield from LocalRunner().execute(op, counters)
+            return
         with Job(self.spark, counters) as job, _own_errors():
             table = _collect(Builder(job).build(op), op.schema)
         yield from table.combine_chunks().to_batches()
@@ -156,7 +157,14 @@ NOT_SPARK_TYPES = ("this plan has a column type Spark cannot hold (unsigned inte
 
 def _on_driver(op: pp.PhysicalOp, counters: RunCounters) -> Iterator[pa.RecordBatch]:
     warn_user(NOT_SPARK_TYPES, RuntimeWarning)
-    return execute_local(op, services=RunServices(LocalCoordinator(), counters, secrets.worker_env))
+    return LocalRunner().execute(op, counters)
+
+
+def _read_on_driver(op: pp.ReadFiles) -> bool:
+    # An Arrow stream lives in this process, and a limit is the first n rows: the driver reads them.
+    node = op.source
+    return (isinstance(node.source, StreamSource) or node.limit is not None
+            or getattr(node.source, "format", None) not in EXECUTOR_FORMATS)
 
 
 def _collect(sdf, schema: pa.Schema) -> pa.Table:
@@ -334,8 +342,7 @@ class Builder:
     def read_files(self, op: pp.ReadFiles):
         node = op.source
         src = node.source
-        if isinstance(src, StreamSource) or node.limit is not None or getattr(src, "format", None) not in EXECUTOR_FORMATS:
-            # An Arrow stream lives in this process, and a limit is the first n rows: the driver reads them.
+        if _read_on_driver(op):
             return self.gather(op)
         if not src.paths:
             return self.from_table(op.schema.empty_table(), op.schema)
@@ -452,8 +459,7 @@ class Builder:
         """Run ``op`` on the driver with the local executor, its inputs gathered from Spark (see the module's table)."""
         inputs = tuple(pp.ReadTable(schema=i.schema, table=_collect(self.build(i), i.schema)) for i in op.inputs)
         local = dataclasses.replace(op, inputs=inputs) if inputs else op
-        services = RunServices(LocalCoordinator(), self.job.counters, secrets.worker_env)
-        batches = list(execute_local(local, services=services))
+        batches = list(LocalRunner().execute(local, self.job.counters))
         self.read_rows[op] = sum(b.num_rows for b in batches)
         return self.from_table(pa.Table.from_batches(batches, schema=op.schema), op.schema)
 
