@@ -34,7 +34,7 @@ import secrets as _token
 import socket
 import struct
 import threading
-from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any, Callable
 
 from inferframe.errors import ServiceError
@@ -172,6 +172,7 @@ class JobService:
         # A caller that never completes the handshake does not hold the thread (a receive timeout on the
         # blocking socket: multiprocessing's Connection reads the descriptor itself).
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", int(CALL_TIMEOUT_S), 0))
+        _no_delay(sock)
         conn = Connection(sock.detach())
         try:
             deliver_challenge(conn, self._token)
@@ -221,6 +222,12 @@ class JobService:
         self.close()
 
 
+def _no_delay(sock: socket.socket) -> None:
+    # The handshake and each call are small messages sent back to back: with Nagle's algorithm the second waited for
+    # the peer's delayed ACK, 40 ms a new connection (each Python worker's first call of each job).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def _on_socket(conn: Connection, action: Callable[[socket.socket], Any]) -> None:
     """``action`` on the socket under ``conn`` (borrowed: the connection keeps its descriptor)."""
     try:
@@ -265,12 +272,17 @@ class ServiceLink:
 
     def _connect(self):
         """A new authenticated connection within ``timeout_s`` (the handshake has no timeout of its own)."""
-        socket.create_connection(self.address, timeout=self.timeout_s).close()  # nobody listening: fail fast
+        sock = socket.create_connection(self.address, timeout=self.timeout_s)  # nobody listening: fail fast
+        sock.setblocking(True)  # multiprocessing's Connection reads the descriptor itself
+        _no_delay(sock)
         box: dict = {}
 
         def connect() -> None:
             try:
-                box["conn"] = Client(self.address, authkey=self.token)
+                conn = Connection(sock.detach())
+                answer_challenge(conn, self.token)  # what multiprocessing's Client does, on a socket without Nagle
+                deliver_challenge(conn, self.token)
+                box["conn"] = conn
             except Exception as e:  # handed to the caller
                 box["error"] = e
 
