@@ -86,10 +86,10 @@ ALLOWED = {
     "inferframe.sql.nested:_WITH_AI": ("weak set of the DataFrames planned from a CTE or subquery with AI calls, by "
                                        "identity: an entry lives as long as its DataFrame"),
     "inferframe.runners.ray_runner:_RESTART_WARNING_ABSORBED": "the filter on Ray's restart warning is installed once per process",
-    "inferframe.runners.spark_runner:_SESSION_SERVICES": ("handles weakly keyed by SparkContext (by the session over Spark "
+    "inferframe.runners.spark_jobs:_SESSION_SERVICES": ("handles weakly keyed by SparkContext (by the session over Spark "
                                                           "Connect): the one driver service of a session's lazy Spark "
                                                           "DataFrames and AI columns, ended with the context"),
-    "inferframe.runners.spark_runner:_SESSION_LOCK": "lock: one service per SparkContext",
+    "inferframe.runners.spark_jobs:_SESSION_LOCK": "lock: one service per SparkContext",
     "inferframe.runners.spark_python:_CHECKED": ("what each SparkContext's executors run, weakly keyed by the context "
                                                  "(by the session over Spark Connect): chosen and checked once (one "
                                                  "task on a cluster or a Connect server), gone with it"),

@@ -61,7 +61,7 @@ def check_a_plan_matches_local(spark, data: str, out_dir: pathlib.Path) -> None:
         assert spark_.num_rows == local.num_rows == 1750
         assert spark_.equals(local)  # row for row, order included
         run = last_run()[0]  # the Spark run's counters, merged on the driver from every Python worker
-        assert run["rows_done"] == 1750 and run["cache_hits"] == 1750 - spark_.column("q").null_count
+        assert run["rows_done"] == 1750 and run["cache_hits"] == 1750 - spark_.column("q").null_count, run
         assert spark_.column("a_error").null_count == spark_.num_rows
         sent = sim.stats()["total_requests"]
         assert sent <= 400 + 250  # distinct questions only: the Spark run found the local run's answers

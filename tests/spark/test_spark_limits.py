@@ -15,7 +15,7 @@ import inferframe as ifr
 from inferframe import col
 from inferframe.errors import ServiceError
 from inferframe.functions import prompt
-from inferframe.runners.spark_runner import session_service
+from inferframe.runners.spark_jobs import session_service
 from inferframe.runners.spark_service import JobService, ServiceLink
 from inferframe.simulator import Simulator, SimulatorConfig
 

@@ -140,3 +140,14 @@ def test_a_sort_and_a_distinct_of_few_known_rows_run_without_spark_s_sampling_jo
         monkeypatch.undo()
         assert small == global_ == local[name]  # nulls placed and ties in input order, as locally
         assert small_jobs < global_jobs, name  # no range-bounds sampling job
+
+
+def test_a_file_read_and_the_per_row_steps_after_it_are_one_pass_to_python(on_spark, data, capsys):
+    # Each mapInArrow is a pass of every partition's rows to a Python worker and back: the read, the filter, the
+    # @func and the projection were four; the rows and their answers are those of the local runner.
+    df = ifr.read_parquet(data).where(col("id") % 2 == 0).with_column("s", scaled(col("id"))).select("id", "s")
+    df.to_spark(on_spark).explain()
+    plan = capsys.readouterr().out
+    assert plan.count("MapInArrow") == 1, plan
+    local, spark_ = both(df, on_spark)
+    assert spark_.equals(local)

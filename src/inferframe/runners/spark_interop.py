@@ -71,7 +71,8 @@ def plan_to_spark(plan: lp.LogicalPlan | None, result: pa.Table | None, spark: A
 
 def spark_with_columns(sdf: Any, plan: lp.LogicalPlan) -> Any:
     """``plan`` (columns added to an empty table of ``sdf``'s schema) run over ``sdf``, as a lazy Spark DataFrame."""
-    from inferframe.runners.spark_runner import Builder, Job
+    from inferframe.runners.spark_jobs import Job
+    from inferframe.runners.spark_runner import Builder
 
     _check_spark_frame(sdf, "with_columns()")
     require_classic(sdf, "inferframe.spark.with_columns()")

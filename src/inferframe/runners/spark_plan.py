@@ -261,21 +261,33 @@ class UDFPartitions:
         return stage
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
+        worker = self.started()
+        before = worker.rows()
+        yield from self.answers(worker, batches)
+        self.finish(worker, before, self.stage)
 
+    def started(self) -> WorkerServices:
+        """This worker's services for the job, its trace told that a task started."""
         worker = WorkerServices.for_job(self.job, self.link)
         counters = worker.services.counters
         if self.tracing is not None and counters.trace is None:
             from inferframe.observe.otel_workers import worker_trace
 
             counters.trace = worker_trace(self.tracing, counters, worker.source)
-        stage = self.built(worker)
-        before = worker.rows()
         if counters.trace is not None:
             counters.trace.task_started()
-        for out in stage.op.run(batches):
+        return worker
+
+    def answers(self, worker: WorkerServices, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The stage's output batches, in the Spark schema's Arrow types."""
+        for out in self.built(worker).op.run(batches):
             if out.num_rows:
                 yield conform(out, self.out)
+
+    def finish(self, worker: WorkerServices, before: dict, key: str) -> None:
+        """A task's end: its answers stored, its in-flight share given back, its rows counted under ``key``."""
+        from pyspark import TaskContext
+
         # The task's answers are stored before Spark counts it done: a retry elsewhere then pays nothing again.
         flush_open_stores()
         worker.services.coordinator.task_ended()  # its in-flight share to the job's other tasks now
@@ -284,10 +296,33 @@ class UDFPartitions:
                  for label, rows in worker.rows().items()}
         context = TaskContext.get()
         part = context.partitionId() if context is not None else 0
-        self.link.call("rows", f"{self.stage}:{part}", delta)  # a partition run again replaces its count
+        self.link.call("rows", f"{key}:{part}", delta)  # a partition run again replaces its count
         worker.report()
-        if counters.trace is not None:
-            counters.trace.task_done()
+        if worker.services.counters.trace is not None:
+            worker.services.counters.trace.task_done()
+
+
+class Steps:
+    """Per-partition steps (``MapPartitions``, ``UDFPartitions``) in one pass: each step's batches feed the next's."""
+
+    def __init__(self, steps: list) -> None:
+        self.steps = tuple(steps)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        stages = [s for s in self.steps if isinstance(s, UDFPartitions)]
+        if len(stages) < 2:
+            for step in self.steps:
+                batches = step(batches)
+            yield from batches
+            return
+        # Several UDF stages run interleaved in this task: one count of the rows for them all, one end of the task.
+        first = stages[0]
+        worker = first.started()
+        before = worker.rows()
+        for step in self.steps:
+            batches = step.answers(worker, batches) if isinstance(step, UDFPartitions) else step(batches)
+        yield from batches
+        first.finish(worker, before, "+".join(s.stage for s in stages))
 
 
 # --- writes ---------------------------------------------------------------------------------------

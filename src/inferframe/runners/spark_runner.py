@@ -9,6 +9,7 @@ does not change. Each physical operator (``plan.physical``) becomes Spark operat
 | an in-memory table, an Arrow stream, a source with a limit | read on the driver, handed to Spark as Arrow |
 | projections, filters, explode, ``map_batches`` | ``mapInArrow`` (``MapPartitions``) |
 | ``@func``, ``@cls``, AI calls | ``mapInArrow``, the operator built once per Python worker (``UDFPartitions``) |
+| a run of the steps above (and a file read below them) | ONE ``mapInArrow`` (``Steps``): one pass to Python and back |
 | ``sort`` | Spark's sort; nulls placed as locally, ties in input order (a row id breaks them) |
 | ``groupby().agg()`` | Spark's ``groupBy().applyInArrow`` with the local aggregation per group, then groups in key order |
 | ``distinct`` | a window per key keeping the first row, in input order |
@@ -20,7 +21,8 @@ does not change. Each physical operator (``plan.physical``) becomes Spark operat
 | writes | each task writes part files under ``root/._inferframe_tmp_<id>/``; the driver renames them once, in order, when every task succeeded |
 
 A plan with a type Spark cannot hold (unsigned integers, dictionaries, extension types) runs on the
-driver with the local executor, with a warning. Each job gets a service on the driver
+driver with the local executor, with a warning; one with no ``@func``, ``@cls`` or AI call whose rows all
+come from the driver runs there too, silently (a Spark job would only ship them out and back). Each job gets a service on the driver
 (``spark_service``): key handles for the executors and their counters back.
 
 Example:
@@ -35,13 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import itertools
 import math
 import re
-import threading
-import uuid
-import weakref
 from types import MappingProxyType
 from typing import Any, Iterator
 
@@ -54,13 +51,12 @@ from inferframe.observe.stats import RunCounters
 from inferframe.plan import logical as lp
 from inferframe.plan import physical as pp
 from inferframe.plan.row_bound import rows_at_most
-from inferframe.providers import secrets
 from inferframe.runners import spark_plan as sp
 from inferframe.runners.base import Runner
 from inferframe.runners.local import LocalRunner, on_the_driver_anyway
-from inferframe.runners.spark_connect import ConnectActivity, connect_host, is_connect, require_classic, stopped
+from inferframe.runners.spark_connect import require_classic
+from inferframe.runners.spark_jobs import Job
 from inferframe.runners.spark_python import ensure_executor_python
-from inferframe.runners.spark_service import JobService
 
 ROW = "__ifr_row"  # a row id: monotonically increasing in the input's order
 # A sort of at most this many rows (known from the plan, ``plan.row_bound``) runs in one partition: Spark's global
@@ -201,113 +197,6 @@ def _own_errors():
         raise error from None
 
 
-def _driver_host(spark) -> str:
-    # Spark's local master runs every task on this machine: the loopback suffices; a cluster reaches the driver's host.
-    on_this_machine = re.match(r"local(\[|$)", spark.sparkContext.master) is not None
-    return "127.0.0.1" if on_this_machine else spark.conf.get("spark.driver.host")
-
-
-def _running(context_ref: weakref.ref) -> bool:
-    """Whether the SparkContext is still there and not stopped (``stop()`` drops its Java context)."""
-    context = context_ref()
-    return context is not None and getattr(context, "_jsc", None) is not None
-
-
-# SparkContext -> the service of the lazy Spark DataFrames made on it (one per session, not one per DataFrame).
-_SESSION_SERVICES: "weakref.WeakKeyDictionary[Any, JobService]" = weakref.WeakKeyDictionary()
-_SESSION_LOCK = threading.Lock()
-
-
-def session_service(spark) -> JobService:
-    """The one service of ``spark``'s lazy DataFrames (``to_spark``, ``inferframe.spark.with_columns``).
-
-    Such a DataFrame may run any time later, and again: its service cannot end with a job. One per
-    SparkContext (per session over Spark Connect, which has no SparkContext: ``spark_connect``) serves
-    them all (one budget per endpoint and model for all of them), hands workers the keys registered at
-    the time they ask, and ends by itself once the SparkContext (the Connect session) is stopped.
-    """
-    connect = is_connect(spark)
-    owner = spark if connect else spark.sparkContext
-    with _SESSION_LOCK:
-        found = _SESSION_SERVICES.get(owner)
-        if found is None or not found.open:
-            host = connect_host(spark) if connect else _driver_host(spark)
-            ended = functools.partial(stopped, weakref.ref(owner)) if connect else None
-            alive = (lambda: not ended()) if connect else functools.partial(_running, weakref.ref(owner))
-            found = _SESSION_SERVICES[owner] = JobService(secrets.worker_env, host=host, alive=alive,
-                                                          name="inferframe-spark-session")
-        return found
-
-
-def session_job(spark) -> tuple[str, Any]:
-    """The session's one job id and its service's link, for AI columns inside Spark's plans (``spark_columns``).
-
-    Every AI column and Spark SQL function of a SparkContext (a Connect session) shares them: a Python
-    worker keeps one set of services (clients, the leased budget) for all of them. The service publishes
-    each Spark SQL execution's totals as ``last_run()`` while its tasks report, and stores it in the run
-    history once Spark runs no job (a classic session's status tracker; a Connect client's progress handler).
-    """
-    from inferframe.observe.progress import publish_last
-    from inferframe.runners.spark_columns import SessionRuns, record_run
-
-    ensure_executor_python(spark)  # before the UDFs are made: each takes the executors' Python then
-    service = session_service(spark)
-    with _SESSION_LOCK:
-        if service.on_change is None:
-            if is_connect(spark):
-                activity = ConnectActivity(spark)
-                spark.registerProgressHandler(activity)
-                service.on_change = activity.watching(SessionRuns(publish_last, busy=activity.busy, record=record_run))
-            else:
-                tracker = spark.sparkContext.statusTracker()
-                service.on_change = SessionRuns(publish_last, busy=lambda: bool(tracker.getActiveJobsIds()),
-                                                record=record_run)
-            service.job_id = uuid.uuid4().hex[:12]
-    return service.job_id, service.link()
-
-
-class Job:
-    """One job's state on the driver: the service for its tasks, and the merge of their counters into ``counters``."""
-
-    def __init__(self, spark, counters: RunCounters) -> None:
-        self.spark, self.counters = spark, counters
-        self.id = uuid.uuid4().hex[:12]
-        self.stage_ids = (f"{self.id}-s{i}" for i in itertools.count())
-
-    @classmethod
-    def lazy(cls, spark) -> "Job":
-        """A job for a lazy Spark DataFrame: its tasks reach the session's service; no counters are merged."""
-        job = cls(spark, RunCounters())
-        job.service = session_service(spark)
-        job.link = job.service.link()
-        return job
-
-    def __enter__(self) -> "Job":
-        self.service = JobService(secrets.worker_env(), host=_driver_host(self.spark))
-        self.link = self.service.link()
-        self._stop = threading.Event()
-        self._poller = threading.Thread(target=self._poll, name="inferframe-spark-counters", daemon=True)
-        self._poller.start()
-        return self
-
-    def _merge(self) -> None:
-        for source, snaps in self.service.counter_reports().items():
-            self.counters.merge(source, snaps)  # spending, per Python worker
-        rows = self.service.row_counts()
-        if rows:
-            self.counters.merge("spark:rows", [{**dict.fromkeys(sp.ROW_FIELDS, 0), **r} for r in rows])
-
-    def _poll(self) -> None:
-        while not self._stop.wait(0.5):
-            self._merge()
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._poller.join(timeout=5)
-        self._merge()
-        self.service.close()
-
-
 class Builder:
     """Physical operators -> one lazy Spark DataFrame (see the module's table).
 
@@ -346,19 +235,37 @@ class Builder:
             return self.gather(op)
         if not src.paths:
             return self.from_table(op.schema.empty_table(), op.schema)
-        n = len(src.paths)
-        ids = self.spark.range(0, n, 1, numPartitions=n)
-        return ids.mapInArrow(sp.ReadPaths(node), sp.spark_schema(op.schema))
+        return self.per_partition(op)
 
     # --- streaming -----------------------------------------------------------------------------
     def map(self, op: pp.Map):
-        return self.build(op.input).mapInArrow(sp.MapPartitions(op), sp.spark_schema(op.schema))
+        return self.per_partition(op)
 
     def udf_stage(self, op: pp.UDFStage):
+        return self.per_partition(op)
+
+    def per_partition(self, op: pp.PhysicalOp):
+        """``op`` and the per-partition steps right below it (projections, filters, UDF stages) in ONE ``mapInArrow``.
+
+        Each ``mapInArrow`` is a pass of every partition's rows to a Python worker and back: an AI column
+        followed by its projection made three, 0.1-0.2 s of a small job each on a 2-core machine.
+        """
+        below, steps = self.steps(op)
+        return below.mapInArrow(steps[0] if len(steps) == 1 else sp.Steps(steps), sp.spark_schema(op.schema))
+
+    def steps(self, op: pp.PhysicalOp) -> tuple[Any, list]:
+        """The Spark DataFrame under ``op``'s run of per-partition steps, and those steps, first first."""
+        if isinstance(op, pp.ReadFiles) and not _read_on_driver(op) and op.source.source.paths:
+            n = len(op.source.source.paths)  # a partition per file, which reads it
+            return self.spark.range(0, n, 1, numPartitions=n), [sp.ReadPaths(op.source)]
+        if not isinstance(op, (pp.Map, pp.UDFStage)):
+            return self.build(op), []
+        below, steps = self.steps(op.input)  # the stages below take their ids first, as they run first
+        if isinstance(op, pp.Map):
+            return below, [*steps, sp.MapPartitions(op)]
         trace = self.job.counters.trace  # the driver's job trace (None: not traced): its context goes to the workers
-        stage = sp.UDFPartitions(self.job.id, next(self.job.stage_ids), op, self.job.link,
-                                 trace.for_workers() if trace is not None else None)
-        return self.build(op.input).mapInArrow(stage, sp.spark_schema(op.schema))
+        return below, [*steps, sp.UDFPartitions(self.job.id, next(self.job.stage_ids), op, self.job.link,
+                                                trace.for_workers() if trace is not None else None)]
 
     def union(self, op: pp.Union):
         parts = [self.build(pp.MapBatches(inputs=(i,), schema=op.schema, fn=sp.Conform(op.schema), name="conform"))

@@ -72,7 +72,7 @@ class JobService:
         self._budgets = None  # the job's budget grants (max_cost/max_tokens_budget), made at the first grant
         # Called with (service, key) after each report or row count, on the connection's thread.
         self.on_change: Callable[["JobService", str], None] | None = None
-        self.job_id: str | None = None  # a session service's job (runners.spark_runner.session_job)
+        self.job_id: str | None = None  # a session service's job (runners.spark_jobs.session_job)
         threading.Thread(target=self._accept, name=name, daemon=True).start()
 
     @property

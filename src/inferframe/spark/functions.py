@@ -90,7 +90,7 @@ def ai_column(build: Callable[[list[Expression]], Expression], args: list[Any], 
     from inferframe.dataframe.constructors import in_memory
     from inferframe.plan import physical as pp
     from inferframe.runners.spark_plan import spark_arrow, spark_schema
-    from inferframe.runners.spark_runner import session_job
+    from inferframe.runners.spark_jobs import session_job
 
     spark = _spark()
     # First: over Spark Connect, a server this process's service cannot serve is an error before any call to it.

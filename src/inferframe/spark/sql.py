@@ -59,7 +59,7 @@ class SqlFunction:
 
     Parameters:
         name: the SQL function (a key of ``FUNCTIONS``).
-        job, link: the session's job and service (``runners.spark_runner.session_job``).
+        job, link: the session's job and service (``runners.spark_jobs.session_job``).
         session: the driver's settings at ``register`` (provider, prices, cache), without its runner; keys
             are handles in it, never values.
     """
@@ -202,7 +202,7 @@ def register(spark: Any, **defaults: Any) -> list[str]:
             ``system_message=...``), checked here. ``ai_error(<call>)`` needs them: Spark hands a UDF nested in
             another no named arguments, so a call inside ``ai_error`` takes its options from here.
     """
-    from inferframe.runners.spark_runner import session_job
+    from inferframe.runners.spark_jobs import session_job
     from inferframe.session import current
     from inferframe.spark.functions import scalar_udf
 
