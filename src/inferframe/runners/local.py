@@ -63,7 +63,7 @@ def on_the_driver_anyway(op: PhysicalOp, read_on_driver: Callable[[pp.ReadFiles]
         >>> on_the_driver_anyway(op, lambda read: False)
         True
     """
-    if type(op) not in _NO_USER_CODE and not isinstance(op, pp.Exchange):
+    if type(op) not in _NO_USER_CODE:
         return False
     if isinstance(op, pp.ReadFiles) and not read_on_driver(op):
         return False

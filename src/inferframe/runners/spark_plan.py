@@ -310,19 +310,13 @@ class Steps:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         stages = [s for s in self.steps if isinstance(s, UDFPartitions)]
-        if len(stages) < 2:
-            for step in self.steps:
-                batches = step(batches)
-            yield from batches
-            return
-        # Several UDF stages run interleaved in this task: one count of the rows for them all, one end of the task.
-        first = stages[0]
-        worker = first.started()
-        before = worker.rows()
+        worker = stages[0].started() if stages else None
+        before = worker.rows() if stages else None
         for step in self.steps:
             batches = step.answers(worker, batches) if isinstance(step, UDFPartitions) else step(batches)
         yield from batches
-        first.finish(worker, before, "+".join(s.stage for s in stages))
+        if stages:  # the UDF stages ran interleaved in this task: one count of the rows for them all, one end of it
+            stages[0].finish(worker, before, "+".join(s.stage for s in stages))
 
 
 # --- writes ---------------------------------------------------------------------------------------
