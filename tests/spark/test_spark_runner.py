@@ -91,7 +91,6 @@ def test_the_runner_is_chosen_by_environment():
     assert out.stdout.split() == ["spark"]
 
 
-
 def answer_and_spark_jobs(spark, df, group: str) -> tuple[dict, int]:
     """``df``'s answer on the Spark runner, and the Spark jobs it ran (counted in a job group of its own)."""
     spark.sparkContext.setJobGroup(group, group)
@@ -127,16 +126,13 @@ def test_a_sort_and_a_distinct_of_few_known_rows_run_without_spark_s_sampling_jo
     source = lambda: ifr.from_pydict(rows).with_column("v", same(col("v")))  # noqa: E731
     plans = {"sort": lambda: source().sort("k", desc=True), "distinct": lambda: source().distinct("k")}
 
-    def run(name: str, group: str) -> tuple[dict, int]:
-        return answer_and_spark_jobs(spark, plans[name](), group)
-
     ifr.set_runner_native()
     local = {name: plan().to_pydict() for name, plan in plans.items()}
     ifr.set_runner_spark(spark)
     for name in plans:
-        small, small_jobs = run(name, f"ifr-small-{name}")
+        small, small_jobs = answer_and_spark_jobs(spark, plans[name](), f"ifr-small-{name}")
         monkeypatch.setattr(spark_runner, "SMALL_SORT_ROWS", 0)  # as for an input of unknown or many rows
-        global_, global_jobs = run(name, f"ifr-global-{name}")
+        global_, global_jobs = answer_and_spark_jobs(spark, plans[name](), f"ifr-global-{name}")
         monkeypatch.undo()
         assert small == global_ == local[name]  # nulls placed and ties in input order, as locally
         assert small_jobs < global_jobs, name  # no range-bounds sampling job
