@@ -324,6 +324,42 @@ def test_a_cut_is_undone_only_where_the_latency_fell_to_the_floor(latency, after
     assert (finder.bound, finder.reason) == after
 
 
+def test_a_cluster_s_window_after_a_cut_that_still_shows_its_queue_moves_neither_floor_nor_bound():
+    """A cluster's cut reaches the workers at their next call and the queue drains a round trip after: the window after
+    the cut still shows it. On main the floor moved to that queued latency (four Ray workers under load at a capacity of
+    64: 0.258 -> 0.458 s, and the bound then grew to 104) or the bound was cut a second time (64 -> 32)."""
+    clock = FakeClock()
+    finder = _cluster_finder_cut_from_128(clock)
+    for _ in range(36):
+        finder.on_answer(0.32, 82, sent_at=1.4)
+    assert (finder.floor, finder.bound, finder.reason) == (0.2, 82, "capacity")
+
+
+def test_a_cluster_s_later_job_past_the_capacity_is_judged_on_a_round_not_on_what_the_fifo_served_first():
+    """A later job starts from the bound the earlier one left (128, not yet a capacity found) and its workers send
+    it at once: a FIFO of 64 serves the first 64 at the floor and the rest a round trip later. On main the window was
+    the first sends' cohort, answered at the floor: the bound doubled to 256 (a Spark job under load queued 0.29 s a
+    row, 0.1 allowed)."""
+    clock = FakeClock()
+    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
+    finder.delay_s = 0.05
+    for _ in range(64):
+        finder.sent(at=0.0)
+    clock.now = 0.2
+    for _ in range(64):
+        finder.on_answer(0.2, 64, sent_at=0.0)
+    assert (finder.floor, finder.bound, finder.found) == (0.2, 128, False)
+    clock.now = 1.0
+    finder.idle()  # the job ended
+    for _ in range(128):
+        finder.sent(at=3.0)
+    for latency in (0.2, 0.4):  # served at once, then queued a round
+        clock.now = 3.0 + latency
+        for _ in range(64):
+            finder.on_answer(latency, 128, sent_at=3.0)
+    assert (finder.bound, finder.found, finder.reason) == (64, True, "capacity")
+
+
 def test_a_cut_held_to_half_leaves_a_queue_and_cuts_again_rather_than_moving_the_floor():
     """1,024 sent at a capacity of 256 read 2.2x the floor (a cluster's windows mix the answers of a ramp): Little's law
     says 465, one cut keeps half, 512. The next window still queues (2x the floor): that cut could not drain the queue,

@@ -150,6 +150,7 @@ class CapacityFinder:
         self.floor: float | None = None
         self.reason = ""
         self.moves = 0  # times the bound moved
+        self._job_start = False  # the next window is a later job's first (its sends left at once): judged on a round
         self._sends = 0  # requests sent while the first FIRST were counted
         self._first: list[tuple] = []  # the first FIRST requests sent: (latency, load, send time)
         self._first_by: float | None = None  # when the FIRST-th request was sent
@@ -166,6 +167,7 @@ class CapacityFinder:
         self._floor_at = 0.0
         self._quiet = False  # the last window's latency was within GROW_BELOW of the floor
         self._answers, self._judged_at = 0, clock.monotonic()  # answers since the last window was judged, and when
+        self._round = 0  # of them, answers to requests sent since the window began (``_since``)
         self._late = 0  # of them, those SURE x the floor late (queued a round trip)
         self._latency_sum = 0.0  # of them, their latencies summed (a cluster's mean: Little's law, see ``_judge``)
         self._grown_at = -math.inf  # when the bound last grew past a capacity found
@@ -243,6 +245,7 @@ class CapacityFinder:
         if self.floor is not None:
             self._cut, self._last_ratio = None, None
             self._new_window(self.clock.monotonic())
+            self._job_start = True
 
     def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None,
                   load: int | None = None) -> bool:
@@ -266,6 +269,7 @@ class CapacityFinder:
             # What the first answers prove, now that the floor says which came back at it.
             return any([self._slow_start(lat, then, at, now) for lat, then, at in first if then])
         self._answers += 1
+        self._round += sent_at >= self._since
         self._latency_sum += latency
         self._late += latency >= SURE * self.floor if self.floor is not None else 0
         moved = self._slow_start(latency, load, sent_at, now) if load and self.floor is not None else False
@@ -274,6 +278,11 @@ class CapacityFinder:
         self._window.append(latency)
         self._in_flight = max(self._in_flight, in_flight)
         if self.floor is None or self._cohort_left or len(self._window) < 0.75 * self._cohort:
+            return moved
+        if self.delay_s and self._job_start and self._round < min(self._in_flight, self.bound):
+            # A later cluster job's workers send their shares at once: a FIFO serves the cohort first, the rest a round
+            # trip later. Judged on the cohort, a later Spark job at 128 in flight at a capacity of 64 doubled: its
+            # first window waits for a round of answers to requests sent since it began.
             return moved
         return self._judge(now) or moved
 
@@ -366,6 +375,7 @@ class CapacityFinder:
         """The next window: requests sent in the next half floor are not judged (the first ones sent after a move
         find the slots the earlier requests free as they end, and a queue shows only about a round trip later)."""
         self._answers, self._late, self._latency_sum, self._judged_at = 0, 0, 0.0, now
+        self._round, self._job_start = 0, False  # answers to requests sent since the window began; not idle()'s
         self._window, self._in_flight = [], 0
         self._since = now + SETTLE * self.floor + self.delay_s
         self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
@@ -393,12 +403,10 @@ class CapacityFinder:
         self._floor_at = now
         ratio = sample / floor
         if self.delay_s and mean is not None:
-            # A cluster's finder: its windows are cohorts of reports, whose first requests found the slots free while
-            # the later ones of the same workers queued (on Spark at a capacity of 64: a cohort's upper quartile at the
-            # floor while 31-57% of the answers came 1.6x the floor late, and slow start doubled 128 to 256). Every
-            # answer since the last window shows the queue: their mean latency is in flight / throughput (Little's
-            # law), and a FIFO's waves serve (1 - late) of what is in flight at once, as if the latency were
-            # 1 / (1 - late) x the floor. (One process sees each answer as it comes: ``_slow_start``.)
+            # A cluster's cohorts of reports found slots free while the same workers' later requests queued (Spark, a
+            # capacity of 64: the quartile at the floor, 31-57% of answers 1.6x late, 128 doubled). All answers show
+            # the queue: their mean is in flight / throughput (Little's law), and a FIFO's waves serve (1 - late) of
+            # what is in flight at once, as if at 1 / (1 - late) x the floor. (One process: ``_slow_start``.)
             ratio = max(ratio, mean / floor, 1 / (1 - min(late, 0.9)))
         bound, after_cut = self.bound, self._cut is not None
         if self._undo_cut(throughput, used, ratio):
@@ -412,12 +420,19 @@ class CapacityFinder:
         if ratio >= 1 + CUT_ABOVE and quiet and ratio < SURE:
             self._last_ratio = None
             return False  # once after a quiet window, and not by far: noise of this client's own loop, perhaps
+        if ratio >= 1 + CUT_ABOVE and after_cut and self.delay_s:
+            # A cluster's cut reaches its workers a call late, and the queue drains a round trip after: judged on the
+            # next window, the floor moved to the queued latency (0.258 -> 0.458 s at a capacity of 64) or cut again.
+            return False
         if ratio >= 1 + CUT_ABOVE:
             last, self._last_ratio = self._last_ratio, ratio
-            if last is not None and ratio >= STALE * last and not self.careful:
+            # A FIFO's waves bias a cluster's cohort (at 72 in flight at a capacity of 64 its upper quartile read 1.8x
+            # the floor, all answers' mean 1.05x): a new floor only where the mean stayed up too.
+            level = min(sample, mean) if self.delay_s and mean is not None else sample
+            if last is not None and level / floor >= STALE * last and not self.careful:
                 # The last cut did not bring the latency down: no queue of ours made it (a queue shrinks with
                 # the requests in flight), the server or this client's own loop is slower now. A new floor.
-                self.floor, self._last_ratio = sample, None
+                self.floor, self._last_ratio = level, None
                 return False
             if not (after_cut or self.delay_s) and _bought(used, throughput, list(self._rates)[:-1]):
                 self.floor, self._last_ratio = sample, None  # the latency of this load, not a queue's: a new floor
