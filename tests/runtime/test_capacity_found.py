@@ -286,9 +286,8 @@ def test_answers_late_because_this_client_was_busy_are_no_queue_at_the_server():
     assert (finder.bound, finder.found) == (32, True)
 
 
-def _cluster_finder_cut_from_128(clock: FakeClock) -> CapacityFinder:
-    """A cluster's finder (answers a report late) at a 0.2 s floor that doubled 64 to 128, then cut to 82 by two
-    windows of answers 1.4x and 1.55x the floor (a capacity of about 82), and sent 82 more."""
+def _cluster_finder_at_128(clock: FakeClock) -> CapacityFinder:
+    """A cluster's finder (answers a report late) whose first 64 came back at a 0.2 s floor: doubled to 128."""
     finder = CapacityFinder(start=64, maximum=1024, clock=clock)
     finder.delay_s = 0.05
     for _ in range(64):
@@ -296,7 +295,14 @@ def _cluster_finder_cut_from_128(clock: FakeClock) -> CapacityFinder:
     clock.now = 0.2
     for _ in range(64):
         finder.on_answer(0.2, 64, sent_at=0.0)
-    assert (finder.floor, finder.bound) == (0.2, 128)
+    assert (finder.floor, finder.bound, finder.found) == (0.2, 128, False)
+    return finder
+
+
+def _cluster_finder_cut_from_128(clock: FakeClock) -> CapacityFinder:
+    """``_cluster_finder_at_128``, then cut to 82 by two windows of answers 1.4x and 1.55x the floor (a capacity of
+    about 82), and sent 82 more."""
+    finder = _cluster_finder_at_128(clock)
     for sent_at, latency in ((0.4, 0.28), (0.9, 0.31)):  # each window judges 36 answers of a cohort of 48
         for _ in range(128):
             finder.sent(at=sent_at)
@@ -341,14 +347,7 @@ def test_a_cluster_s_later_job_past_the_capacity_is_judged_on_a_round_not_on_wha
     the first sends' cohort, answered at the floor: the bound doubled to 256 (a Spark job under load queued 0.29 s a
     row, 0.1 allowed)."""
     clock = FakeClock()
-    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
-    finder.delay_s = 0.05
-    for _ in range(64):
-        finder.sent(at=0.0)
-    clock.now = 0.2
-    for _ in range(64):
-        finder.on_answer(0.2, 64, sent_at=0.0)
-    assert (finder.floor, finder.bound, finder.found) == (0.2, 128, False)
+    finder = _cluster_finder_at_128(clock)
     clock.now = 1.0
     finder.idle()  # the job ended
     for _ in range(128):

@@ -261,10 +261,7 @@ class UDFPartitions:
         return stage
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        worker = self.started()
-        before = worker.rows()
-        yield from self.answers(worker, batches)
-        self.finish(worker, before, self.stage)
+        return Steps([self])(batches)  # one stage: its rows counted under its own id
 
     def started(self) -> WorkerServices:
         """This worker's services for the job, its trace told that a task started."""
