@@ -156,9 +156,8 @@ class CapacityFinder:
         self._first_by: float | None = None  # when the FIRST-th request was sent
         self._first_last = -math.inf  # the latest send time of the first FIRST + 1 counted
         self._latest = -math.inf  # the latest send time counted
-        # A window is a cohort: the next ``_cohort`` requests sent from ``_since`` on (until ``_cohort_end``), judged
-        # when most are answered. Judging the first answers back instead judged the fastest: they were the ones
-        # that found a free slot, while the rest of their cohort still queued.
+        # A window is a cohort: the next ``_cohort`` requests sent from ``_since`` on (to ``_cohort_end``), judged when
+        # most are answered (the first answers back were the fastest: they found a free slot while the rest queued).
         self._since = -math.inf
         self._cohort = self._cohort_left = WINDOW + min(256, int(self.bound) // 4)
         self._cohort_end = math.inf
@@ -172,7 +171,7 @@ class CapacityFinder:
         self._latency_sum = 0.0  # of them, their latencies summed (a cluster's mean: Little's law, see ``_judge``)
         self._grown_at = -math.inf  # when the bound last grew past a capacity found
         self._least = 0.0  # no cut goes below this: a cut there cost throughput once
-        self._rates: collections.deque[tuple[int, float]] = collections.deque(maxlen=32)  # windows' (in flight, answers/s)
+        self._rates: collections.deque[tuple[int, float]] = collections.deque(maxlen=32)  # (in flight, answers/s)
         self._cut: tuple | None = None  # the last window cut: (the bound before, the throughput before, found before)
         self._last_ratio: float | None = None  # the latency / floor that made the last window cut (None: it did not)
         # Slow start per answer (``GAIN``), where the sends come with their in-flight counts (one process; a cluster's
@@ -238,14 +237,18 @@ class CapacityFinder:
         self._floor_at = self.clock.monotonic()
 
     def idle(self) -> None:
-        """Nothing of this client's is in flight or waiting (a cluster's workers all left: its job ended). The window
-        so far spans the pause, whose few answers a second are no throughput a cut lost: judged afresh from the next
-        requests, and the last cut stands (a Spark session's coordinator lives from job to job, and the first window
-        of the next job undid the cut the job before had found)."""
+        """Nothing of this client's is in flight or waiting (a cluster's job ended). The window so far spans the pause,
+        no throughput a cut lost: judged afresh from the next requests, and the last cut stands (a Spark session's
+        coordinator lives from job to job: the next job's first window undid the cut the job before had found)."""
         if self.floor is not None:
             self._cut, self._last_ratio = None, None
             self._new_window(self.clock.monotonic())
             self._job_start = True
+
+    def window_from(self, at: float) -> None:
+        """The next window: the requests sent from ``at`` on (a cluster's, once its workers filled a bound grown)."""
+        self._new_window(self.clock.monotonic())
+        self._since = at
 
     def on_answer(self, latency: float, in_flight: int, sent_at: float | None = None,
                   load: int | None = None) -> bool:
@@ -265,7 +268,7 @@ class CapacityFinder:
             if len(self._first) < FIRST:
                 return False
             first, self._first = self._first, []
-            self.floor, self._floor_at = _upper_quartile([f[0] for f in first]), now
+            self.floor, self._floor_at = statistics.quantiles([f[0] for f in first], n=4, method="inclusive")[2], now
             # What the first answers prove, now that the floor says which came back at it.
             return any([self._slow_start(lat, then, at, now) for lat, then, at in first if then])
         self._answers += 1
@@ -347,9 +350,8 @@ class CapacityFinder:
 
     def _waited(self, due: float, now: float) -> bool:
         """This client's loop ran a timer on time after ``due`` and within a quarter floor before ``now`` (or it is not
-        watched): what it reads now was not there when it waited, so it is late at the server. A loop on time once,
-        then busy reading a burst of answers that came before, says nothing of them (at 50 ms on a loaded machine,
-        slow start ended on them and cut 231 to the 80 proven at a capacity of 256)."""
+        watched): what it reads now was late at the server. A loop on time once, then busy reading a burst that came
+        before, says nothing of it (at 50 ms on a loaded machine, slow start cut 231 to 80 at a capacity of 256)."""
         seen = self.responsive_at
         return seen is None or seen >= max(due, now - CUT_ABOVE * self.floor)
 
@@ -382,32 +384,32 @@ class CapacityFinder:
         self._cohort_end = math.inf
 
     def _judge(self, now: float) -> bool:
-        # The cohort's upper quartile: the answers not back yet are the slowest (its requests left together). Not the
-        # median: a cohort that left at a job's start or just after a move is half served at once and half queued.
+        # The cohort's upper quartile (those not back yet are its slowest), not the median: after a move, half queue.
         window = sorted(self._window)
         rank = (3 * self._cohort) // 4
         sample = window[rank] if len(window) > rank else window[-1]
+        spread = (sum(window) + max(0, self._cohort - len(window)) * sample) / max(self._cohort, len(window))
         used = self._in_flight
         throughput = self._answers / max(1e-9, now - self._judged_at)
         self._rates.append((used, throughput))
-        # All answers since the last window, not the cohort's alone: a FIFO's answers come in waves, and a queue of a
-        # few slots makes a few answers a whole round trip late while the cohort's quartile stays at the floor (the
-        # bound crept up by its square root each window, 32 to 49 at 1 s, then a cut went to 25).
+        # All answers since the last window, not the cohort's alone: a FIFO's answers come in waves, a queue of a few
+        # slots makes a few a round trip late while the cohort's quartile stays at the floor (32 crept to 49 at 1 s).
         late = self._late / max(1, self._answers)
         mean = self._latency_sum / self._answers if self._answers else None
-        # While slow start watches this client's loop: it ran a timer on time after the cohort's answers were due.
-        seen = self._waited(self._cohort_end + (1 + CUT_ABOVE) * self.floor, now)
+        seen = self._waited(self._cohort_end + (1 + CUT_ABOVE) * self.floor, now)  # the loop waited after they were due
         self._new_window(now)
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
-        ratio = sample / floor
+        ratio = little = sample / floor  # ``little``: the cut's, by Little's law
         if self.delay_s and mean is not None:
-            # A cluster's cohorts of reports found slots free while the same workers' later requests queued (Spark, a
-            # capacity of 64: the quartile at the floor, 31-57% of answers 1.6x late, 128 doubled). All answers show
-            # the queue: their mean is in flight / throughput (Little's law), and a FIFO's waves serve (1 - late) of
-            # what is in flight at once, as if at 1 / (1 - late) x the floor. (One process: ``_slow_start``.)
+            # A cluster's cohorts found slots free while the same workers' later requests queued (Spark, 64: the
+            # quartile at the floor, 31-57% of answers 1.6x late, 128 doubled): all answers' mean is in flight /
+            # throughput, and a FIFO's waves serve (1 - late) of it at once. Past a capacity found a probe is cut on its
+            # cohort's mean (the rest at ``sample``): its quartile cut 304 to 160 at 256 (a FIFO's wave). Not in a ramp:
+            # a burst's first round is served half at once, yet every later round queues. (One process: _slow_start.)
             ratio = max(ratio, mean / floor, 1 / (1 - min(late, 0.9)))
+            little = max(1.0, spread / floor) if self.found else ratio
         bound, after_cut = self.bound, self._cut is not None
         if self._undo_cut(throughput, used, ratio):
             return True
@@ -437,10 +439,10 @@ class CapacityFinder:
             if not (after_cut or self.delay_s) and _bought(used, throughput, list(self._rates)[:-1]):
                 self.floor, self._last_ratio = sample, None  # the latency of this load, not a queue's: a new floor
                 return False
-            new = max(self.minimum, int(max(used / ratio, bound * LEAST_GRADIENT, self._least)))  # Little's law
+            new = max(self.minimum, int(max(used / little, bound * LEAST_GRADIENT, self._least)))  # Little's law
             if new >= bound:
                 return False
-            if new > used / ratio + 1:
+            if new > used / little + 1:
                 self._last_ratio = None  # held above Little's law: a queue may stay, and says nothing of the floor
             self._cut = (bound, throughput, self.found)
             self.found, reason = True, "capacity"
@@ -482,19 +484,13 @@ class CapacityFinder:
 def _bought(used: int, throughput: float, earlier: list[tuple[int, float]]) -> bool:
     """Whether ``used`` in flight bought at least half the throughput it would without a queue, against an earlier
     window with a quarter to half as few (BBR's test of a probe: more in flight that delivers no more only queued).
-    A FIFO past its capacity delivers no more; a client on a busy CPU (or a server whose batch steps slow as it
-    fills) answers later with more in flight, yet more a second: at 50 ms and a capacity of 1,024 on 2 cores, the
-    latency at 1,024 in flight was 1.3-1.5x the idle floor while the answers a second doubled. One process only, and
-    not in the window after a cut (its queue may stay): a cluster's answers a second come in reports, late and in
-    batches, and read a ramp's windows low (four Ray workers took 512 at a capacity of 256 for a gain, and queued).
+    A FIFO past its capacity delivers no more; a busy client (or a server whose batch steps slow as it fills) answers
+    later with more in flight, yet more a second: at 50 ms and a capacity of 1,024 on 2 cores, 1.3-1.5x the idle floor
+    at 1,024 in flight while the answers a second doubled. One process only, not in the window after a cut: a cluster's
+    answers come in reports, late and in batches (four Ray workers took 512 at a capacity of 256 for a gain).
 
     Example:
         >>> _bought(256, 3900.0, [(170, 2850.0)]), _bought(512, 256.0, [(256, 250.0)])
         (True, False)
     """
     return any(1.25 * u <= used <= 2 * u and throughput >= t * (1 + 0.5 * (used / u - 1)) for u, t in earlier if t > 0)
-
-
-def _upper_quartile(values: list[float]) -> float:
-    """The upper quartile of the latencies (the statistic of the floor and of every window)."""
-    return statistics.quantiles(values, n=4, method="inclusive")[2]

@@ -27,11 +27,14 @@ Example (two workers, 64 in flight each, against a server that serves 64 at once
     >>> cap.bound(1024, rate_known=False), cap.found
     (256, False)
     >>> clock.now = 1.8
-    >>> for w in ("w1", "w2"):
+    >>> for w in ("w1", "w2"):   # each fills its share of 128: the next window is the requests sent after that
     ...     _ = cap.observe(w, {"sent": [0.0] * 128, "peak": 128, "answers": []})
-    >>> clock.now = 3.8
+    >>> clock.now = 2.5
+    >>> for w in ("w1", "w2"):
+    ...     _ = cap.observe(w, {"sent": [0.0] * 64, "peak": 128, "answers": []})
+    >>> clock.now = 4.5
     >>> for w in ("w1", "w2"):   # sent at 256 in all, answered in twice the floor: the capacity is 128
-    ...     _ = cap.observe(w, {"sent": [], "peak": 128, "answers": [(2.0, 2.0)] * 128})
+    ...     _ = cap.observe(w, {"sent": [], "peak": 128, "answers": [(2.0, 2.0)] * 64})
     >>> cap.bound(1024, rate_known=False), cap.found, cap.reason
     (128, True, 'capacity')
 """
@@ -39,11 +42,13 @@ Example (two workers, 64 in flight each, against a server that serves 64 at once
 from __future__ import annotations
 
 from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS
-from inferframe.runtime.capacity import CapacityFinder
+from inferframe.runtime.capacity import USED, CapacityFinder
 from inferframe.runtime.clock import Clock
 
 # Sends and answers one report carries at most (about 100 ms of a worker's answers: more is a worker far past any server).
 MAX_ANSWERS = 4096
+# A window after the bound grew waits at most this many latency floors for the workers to fill it.
+FILL_FLOORS = 2.0
 # Moves of the bound kept for ``describe`` (the first ones: how it was found).
 HISTORY_MAX = 200
 
@@ -64,6 +69,7 @@ class ClusterCapacity:
         self.finder = CapacityFinder(start, top, clock=clock) if config.get("adaptive") else None
         if self.finder is not None:  # answers come a report late, a move reaches the workers at their next call
             self.finder.delay_s = 2 * CHUNK_SECONDS
+        self._filling = 0  # a bound grown that the workers have not yet filled (``observe``)
         self.peaks: dict[str, int] = {}  # worker -> the most it had in flight since its report before the last
         self._t0 = clock.monotonic()
         # (seconds since the first lease, bound, why it moved): what ``describe`` shows, as ``AdaptiveLimit.history``.
@@ -89,11 +95,23 @@ class ClusterCapacity:
             return False
         self.peaks[worker] = int(observed.get("peak", 0))
         in_flight = sum(self.peaks.values())
-        now, moved = self.clock.monotonic(), False
+        now, moved, before = self.clock.monotonic(), False, finder.bound
         for age in observed.get("sent", ())[:MAX_ANSWERS]:  # when each left: a cohort is the requests sent after a move
             finder.sent(now - float(age))
+        if self._filling and in_flight >= USED * self._filling:
+            self._filling = 0  # the workers filled the bound grown: the next window is the requests sent from now on
+            finder.window_from(now)
         for latency, age in observed.get("answers", ())[:MAX_ANSWERS]:
             moved |= finder.on_answer(float(latency), in_flight, sent_at=now - float(age))
+        if moved and finder.bound > before and finder.floor is not None:
+            # A bound grown reaches the workers at their next lease calls, and they fill it as answers free their
+            # requests: a window of requests sent before then found the server's old load (four workers at 512 sent a
+            # cohort at 256 in flight, served at the floor, and doubled to 1,024 at a capacity of 256). No window until
+            # they filled it, or ``FILL_FLOORS`` floors (a job's tail may never fill it).
+            self._filling = finder.bound
+            finder.window_from(now + FILL_FLOORS * finder.floor)
+        elif moved:
+            self._filling = 0
         if moved and len(self.history) < HISTORY_MAX:
             self.history.append((round(now - self._t0, 3), finder.bound, finder.reason))
         return moved
