@@ -64,3 +64,20 @@ def test_a_probe_past_the_capacity_found_is_cut_by_littles_law_not_by_its_last_w
         finder.on_answer(1.0, 304, sent_at=1.1)
     assert (finder.found, finder.reason) == (True, "capacity")
     assert 200 <= finder.bound <= 260, finder.bound
+
+
+def test_a_job_that_ends_before_its_workers_filled_a_grown_bound_leaves_the_next_job_its_first_round():
+    """A Spark session's coordinator lives from job to job. A job that ended right after the bound grew (its window
+    held for the fill) must not hand that wait to the next job: the next job's first window still waits for a round
+    of answers (``CapacityFinder.idle``), and its burst past the capacity is cut, not doubled."""
+    clock = FakeClock()
+    cap = ClusterCapacity({"adaptive": True, "base": 64, "max_concurrency": 4096}, clock)
+    _report(cap, clock, 0.0, sent=16, peak=16)
+    _report(cap, clock, 1.0, peak=16, answers=(16, 1.0))  # the floor, the bound used: doubled, the window held
+    assert cap.bound(4096, rate_known=False) == 128
+    for w in WORKERS:
+        cap.forget(w)  # the job ended
+    _report(cap, clock, 5.0, sent=32, peak=32)  # the next job's workers send their shares of 128 at once
+    _report(cap, clock, 6.0, peak=32, answers=(16, 1.0))  # a FIFO of 64 serves half at once...
+    _report(cap, clock, 7.0, peak=32, answers=(16, 2.0))  # ... and the rest a round trip later
+    assert (cap.bound(4096, rate_known=False), cap.found) == (64, True), cap.history

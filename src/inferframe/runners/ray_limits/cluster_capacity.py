@@ -120,6 +120,7 @@ class ClusterCapacity:
         """A worker left (idle): its requests in flight no longer count. The last one gone: the finder is idle."""
         self.peaks.pop(worker, None)
         if not self.peaks and self.finder is not None:
+            self._filling = 0  # the job ended: the next one's first window is judged as ``idle`` says
             self.finder.idle()
 
     def bound(self, max_concurrency: int, rate_known: bool) -> int:
