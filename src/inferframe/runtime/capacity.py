@@ -237,9 +237,9 @@ class CapacityFinder:
         self._floor_at = self.clock.monotonic()
 
     def idle(self) -> None:
-        """Nothing of this client's is in flight or waiting (a cluster's job ended). The window so far spans the pause,
-        no throughput a cut lost: judged afresh from the next requests, and the last cut stands (a Spark session's
-        coordinator lives from job to job: the next job's first window undid the cut the job before had found)."""
+        """Nothing of this client's is in flight or waiting (a cluster's job ended). The window so far spans the pause
+        (its few answers a second are no lost throughput): judged afresh from the next requests; the last cut stands (a
+        Spark session's coordinator lives from job to job: the next job's first window undid the cut found before)."""
         if self.floor is not None:
             self._cut, self._last_ratio = None, None
             self._new_window(self.clock.monotonic())

@@ -9,7 +9,11 @@ serves at once, whoever sent the requests). A finder per worker instead probes a
 against one server each find its capacity and together queue it N-fold, or, each cut by the queue
 the others made, ramp slowly. The workers' shares (``actor._KeyState.share_for``) split
 ``min(max_concurrency, bound)``, so together they never hold more than the capacity found, and a
-worker's own bound is its share (``AdaptiveLimit.follow``).
+worker's own bound is its share (``AdaptiveLimit.follow``). One difference: a bound grown reaches the
+workers at their next calls, so the window after a growth is the requests sent once their reports show
+they filled it (``USED`` of it in flight), and past a capacity found a probe that queued is cut by
+Little's law on its cohort's mean (``CapacityFinder._judge``), not on its quartile, which a FIFO's
+last wave of a few late answers puts a round trip high.
 
 While a rate limit is known and no queue was seen, the finder's probe does not bound the cluster
 (as in one process: ``AdaptiveLimit.size`` caps the rate's need by a capacity found only); with a
