@@ -69,6 +69,13 @@ def prefetch(source: Iterator[pa.RecordBatch], ctx: ExecContext, maxsize: int = 
             if ctx.stop.is_set():
                 raise Cancelled()
             continue
+        except RuntimeError as e:
+            # Ctrl-C that lands inside the queue's Condition.wait (CPython 3.11: between its lock's release and
+            # re-acquire) surfaces as "release unlocked lock" with the KeyboardInterrupt as its context: the user
+            # pressed Ctrl-C, so that is what is raised (seen once in a full run: exit 1 and the executor's frames).
+            if isinstance(e.__context__, KeyboardInterrupt):
+                raise e.__context__ from None
+            raise
         if item is _DONE:
             return
         if isinstance(item, _Failure):
