@@ -255,7 +255,10 @@ def _spark(a, variant: int) -> dict:
     _job(a.url, a.cache, f"{a.tag} driver")
     from pyspark.sql import SparkSession
 
+    # C1 only and serial GC: a session of four rows, whose C2 compiles never repay (the soak is of the Python
+    # workers; a local session's start and job took 8.6-8.7 CPU-seconds against 14.7-15.6 with Java's defaults).
     spark = (SparkSession.builder.master("local[1]").appName("inferframe-http-soak")
+             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
              .config("spark.ui.enabled", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     url, cache = a.url, a.cache

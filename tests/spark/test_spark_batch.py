@@ -19,11 +19,12 @@ import inferframe as ifr
 from inferframe import col
 from inferframe.functions import prompt
 from inferframe.simulator import Simulator, SimulatorConfig
+from spark_cluster import short_jvm
 from test_batch_api import batch_controls
 
 ROWS = 24
 
-DRIVER = textwrap.dedent("""
+DRIVER = short_jvm(textwrap.dedent("""
     import os, sys
     from pyspark.sql import SparkSession
     import inferframe as ifr
@@ -36,7 +37,7 @@ DRIVER = textwrap.dedent("""
     ask = prompt(col("q"), provider="openai", base_url=base_url, api_key="k", model="gpt-5-mini", cache_dir=cache_dir,
                  batch=True, batch_poll_interval=0.05)
     ifr.read_parquet(data).with_column("a", ask).to_arrow()
-""")
+"""))
 
 
 def _data(root) -> str:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from spark_cluster import bare_python, readme_spark_block, run_script, user_env
+from spark_cluster import bare_python, readme_spark_block, run_script, short_jvm, user_env
 
 import inferframe as ifr
 from inferframe.simulator import Simulator, SimulatorConfig
@@ -36,7 +36,7 @@ def test_the_readme_spark_section_runs_on_a_standalone_cluster_with_nothing_set(
     assert standalone.state()["completedapps"], "the script ran as an application of the standalone master"
 
 
-NO_INFERFRAME = """
+NO_INFERFRAME = short_jvm("""
 import sys
 import inferframe as ifr
 import inferframe.spark
@@ -56,7 +56,7 @@ for attempt in attempts:
         print("ran")
     except Exception as e:
         print(type(e).__name__ + ": " + str(e).replace(chr(10), " | "))
-"""
+""")
 
 
 def test_a_python_without_inferframe_stops_the_first_job_before_any_request(standalone, tmp_path):
@@ -75,7 +75,7 @@ def test_a_python_without_inferframe_stops_the_first_job_before_any_request(stan
     assert sent == 0
 
 
-PACKED = """
+PACKED = short_jvm("""
 import sys
 import inferframe.spark
 from inferframe import col
@@ -93,7 +93,7 @@ sdf = spark.createDataFrame([("good",), ("bad",)], "body string")
 out = inferframe.spark.with_columns(sdf, a=prompt(col("body"), provider="openai", base_url=base_url, api_key="k",
                                                   model="gpt-5-mini")).collect()
 print(sum(r.a is not None for r in out))
-"""
+""")
 
 
 def _pack_a_venv_with_inferframe(where: Path) -> Path:
@@ -138,7 +138,7 @@ def test_a_venv_packed_with_venv_pack_and_shipped_with_spark_archives_runs_the_j
     print(f"packing the venv took {packed_s:.0f} s")
 
 
-CHECKS = """
+CHECKS = short_jvm("""
 import pathlib
 import sys
 
@@ -151,7 +151,7 @@ spark_checks.check_a_plan_matches_local(spark, spark_checks.write_data(pathlib.P
 print("the plan matches the local runner")
 spark_checks.check_shared_limit(spark)
 print("the executors share the limit")
-"""
+""")
 
 
 def test_the_local_comparison_and_the_shared_limit_hold_on_the_cluster(standalone, tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from spark_cluster import bare_python, run_script, user_env
+from spark_cluster import bare_python, run_script, short_jvm, user_env
 
 import inferframe as ifr
 
@@ -27,7 +27,7 @@ def test_the_test_sessions_workers_run_this_python_and_no_check_task_on_a_local_
     assert executor_python(spark) is found  # once per SparkContext
 
 
-SCRIPT = """
+SCRIPT = short_jvm("""
 import inferframe.spark
 from inferframe import col
 from pyspark.sql import SparkSession
@@ -38,7 +38,7 @@ try:
 except Exception as e:
     print(type(e).__name__)
     print(e)
-"""
+""")
 
 
 def test_a_users_pyspark_python_is_kept_and_a_python_without_inferframe_is_one_clear_error(tmp_path):
