@@ -115,15 +115,11 @@ def _order(q: Query, modifier: dict, columns: list[str]) -> str | None:
 def chain_ok(query: str, frames: dict[str, Any]) -> bool:
     """Whether DuckDB's plan of ``query`` is only limits, projections and filters over one scan."""
     schemas = {name: frame.schema().to_arrow() for name, frame in frames.items()}
-    con = None
     try:
-        con = connect(schemas, scanned=next(iter(schemas), ""))  # an Arrow scan: DuckDB cannot see it empty
-        return _only_chain(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
+        with connect(schemas, scanned=next(iter(schemas), "")) as con:  # an Arrow scan: DuckDB cannot see it empty
+            return _only_chain(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
     except Exception:  # noqa: BLE001 - no plan to read: do not push, which is always right
         return False
-    finally:
-        if con is not None:
-            con.close()
 
 
 def _only_chain(nodes: Any) -> bool:

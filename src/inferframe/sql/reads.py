@@ -58,19 +58,15 @@ def reads(query: str, schemas: dict[str, pa.Schema], cheap: dict[str, list[str]]
     for name, schema in schemas.items():
         first = [f for f in schema if f.name in cheap.get(name, [])]
         ordered = pa.schema(first + [f for f in schema if f.name not in cheap.get(name, [])])
-        con = None
         try:
-            con = connect({**schemas, name: ordered}, scanned=name)
-            scans = _arrow_scans(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
+            with connect({**schemas, name: ordered}, scanned=name) as con:
+                scans = _arrow_scans(json.loads(con.execute("EXPLAIN (FORMAT json) " + query).fetchall()[0][1]))
             infos = [info for info, _ in scans]
             # Read once: the rows its WHERE drops (read off the query's tree) need no computing.
             rows = wheres.get(name) if len(scans) == 1 else None
             out[name] = _Read(_columns(infos, schema.names, ordered.names[0]), len(scans), rows)
         except Exception:  # noqa: BLE001 - no plan to read: read every column and row, once, which is always right
             out[name] = _Read(None, 1, None)
-        finally:
-            if con is not None:
-                con.close()
     return out
 
 

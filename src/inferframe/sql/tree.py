@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -43,10 +44,21 @@ class _Parser:
                             after_in_child=self._lock.release)
 
     def ask(self, sql: str, value: str) -> str:
+        with self.cursor() as con:
+            return con.execute(sql, [value]).fetchone()[0]
+
+    @contextlib.contextmanager
+    def cursor(self) -> Iterator[Any]:
+        """A connection of its own (a cursor: its registrations and temporary tables are its own) to this
+        process's parsing database, for a look at a plan; closed, and the next fork let through, on leaving."""
         with self._lock:
             if self._con is None:
                 self._con = optional("duckdb", "sql", "sql()").connect()
-            return self._con.execute(sql, [value]).fetchone()[0]
+            con = self._con.cursor()
+            try:
+                yield con
+            finally:
+                con.close()
 
     def _close_for_fork(self) -> None:
         self._lock.acquire()
@@ -92,14 +104,12 @@ def statement_kind(query: str) -> str:
         >>> statement_kind("COPY (SELECT 1) TO 'x.csv'"), statement_kind("select 1"), statement_kind("select 1; select 2")
         ('COPY', 'SELECT', '')
     """
-    con = optional("duckdb", "sql", "sql()").connect()
-    try:
-        found = con.extract_statements(query)
-        return str(found[0].type).rsplit(".", 1)[-1] if len(found) == 1 else ""
-    except Exception:  # noqa: BLE001 - not even statements: the parse error says why
-        return ""
-    finally:
-        con.close()
+    with _PARSER.cursor() as con:
+        try:
+            found = con.extract_statements(query)
+        except Exception:  # noqa: BLE001 - not even statements: the parse error says why
+            return ""
+    return str(found[0].type).rsplit(".", 1)[-1] if len(found) == 1 else ""
 
 
 def to_sql(node: dict) -> str:
