@@ -17,15 +17,15 @@ import pyarrow as pa
 
 from inferframe.errors import PlanError
 from inferframe.io.interop import optional, quote_sql
-from inferframe.sql.tree import _PARSER
+from inferframe.sql.tree import planning_cursor
 
 
 @contextlib.contextmanager
 def connect(schemas: dict[str, pa.Schema], scanned: str) -> Iterator[Any]:
     """A DuckDB connection with an empty stand-in for each DataFrame, ``scanned``'s the only Arrow scan, for a
-    look at a plan; closed on leaving. A cursor of the planner's one database (``tree._PARSER``): a new
+    look at a plan; closed on leaving. A cursor of the planner's one database (``tree.planning_cursor``): a new
     database took 12 ms, and a query's planning asked for one per DataFrame it reads, and again."""
-    with _PARSER.cursor() as con:
+    with planning_cursor() as con:
         con.execute("SET python_enable_replacements = false")
         for name, schema in schemas.items():
             empty = schema.empty_table()

@@ -71,6 +71,11 @@ _PARSER = _Parser()
 _ask = _PARSER.ask
 
 
+def planning_cursor() -> contextlib.AbstractContextManager[Any]:
+    """A DuckDB connection of its own to the planner's one database, for a look at a plan (``with ... as con``)."""
+    return _PARSER.cursor()
+
+
 def parsed(query: str) -> dict:
     """DuckDB's parse of ``query``: {"error": ..., "statements": [...]}."""
     return json.loads(_ask("SELECT json_serialize_sql(?)", query))
