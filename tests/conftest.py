@@ -51,6 +51,7 @@ SLOW_FILES = (
     "tests/test_promise_readme_examples.py", "tests/test_classify_cascade.py", "tests/test_local_server_restart.py",
     "tests/test_otel_backend.py", "tests/test_promise_structured_quality.py", "tests/test_semantic_search_example.py",
     "tests/test_classify_embedding.py", "tests/test_llama_variants.py", "tests/test_suite_groups.py",
+    "tests/test_openmp_wait.py",
 )
 
 
