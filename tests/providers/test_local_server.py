@@ -305,6 +305,33 @@ def test_model_assembly_removes_partial_files_of_killed_assemblers(tmp_path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.gguf", "model.gguf.lock"]
 
 
+def test_a_verified_model_is_not_hashed_again_until_it_changes(tmp_path) -> None:
+    from inferframe.providers.local_files import _assemble_locked
+
+    class Package:
+        EXPECTED_SHA256 = "ab" * 32
+        calls: list[tuple[str, bool]] = []
+
+        @classmethod
+        def assemble(cls, path, overwrite=False):
+            cls.calls.append((path.name, overwrite))
+            if overwrite or not path.exists():
+                path.write_bytes(b"GGUF model")
+            elif path.read_bytes() != b"GGUF model":
+                raise FileExistsError(path)
+            return path
+
+    target = tmp_path / "model.gguf"
+    assert _assemble_locked(Package, target) == target
+    assert len(Package.calls) == 1 and Package.calls[0][1]  # assembled (into a partial file), then stamped
+    assert _assemble_locked(Package, target) == target
+    assert len(Package.calls) == 1  # the stamp matched: no hash of the whole file
+    target.write_bytes(b"GGUF mod")  # cut short (a full disk, a killed copy): verified again, and rebuilt
+    assert _assemble_locked(Package, target) == target and target.read_bytes() == b"GGUF model"
+    assert [c[1] for c in Package.calls[1:]] == [False, True]
+    assert _assemble_locked(Package, target) == target and len(Package.calls) == 3
+
+
 def test_startup_failure_shows_log_tail(tmp_path) -> None:
     fake = tmp_path / "llama-server"
     fake.write_text("#!/bin/sh\necho 'fatal: this is not llama-server' >&2\nexit 3\n")

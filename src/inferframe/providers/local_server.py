@@ -324,7 +324,8 @@ class LocalServer:
                     f"command: {self._command_for_display()}\nlog tail:\n{tail}"
                 )
             time.sleep(delay)
-            delay = min(delay * 1.5, 0.5)
+            # A start takes 1.5-5 s: polls 0.2 s apart cost a few ms each and leave at most 0.2 s unused.
+            delay = min(delay * 1.5, 0.2)
 
     def _log_tail(self, lines: int = 30) -> str:
         try:
