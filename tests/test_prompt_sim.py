@@ -143,10 +143,13 @@ def test_wrong_key_stops_fast_without_leaking_it(sim, caplog):
 
 def test_unreachable_server_stops_fast():
     t = time.perf_counter()
-    with pytest.raises(Exception, match="Cannot reach"):
+    with pytest.raises(Exception, match="Cannot reach") as e:
         rows(100).with_column("a", prompt(col("q"), provider="openai", base_url="http://127.0.0.1:9/v1", api_key="k",
                                           model="gpt-5-mini", max_retries=10)).collect()
     assert time.perf_counter() - t < 15
+    # Where nothing answered and what to do, said once.
+    assert "nothing answers at http://127.0.0.1:9/v1/responses" in str(e.value)
+    assert str(e.value).count("base_url") == 1 and ".." not in str(e.value)
 
 
 def test_missing_key_and_unknown_provider_fail_before_any_request(monkeypatch):

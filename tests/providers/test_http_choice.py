@@ -75,7 +75,10 @@ def test_a_closed_port_gives_equal_rows_through_both_clients(monkeypatch):
         port = s.getsockname()[1]
     out = [_rows(f"http://127.0.0.1:{port}/v1", client, monkeypatch, ["a", "b"])["a_error"] for client in CLIENTS]
     assert out[0] == out[1]
-    assert out[0][0]["kind"] == "connection" and out[0][0]["message"] == "connection failed (Connection refused)"
+    # The row says where nothing answered and what to do about it.
+    assert out[0][0]["kind"] == "connection" and out[0][0]["message"] == (
+        f"connection failed (Connection refused): nothing answers at http://127.0.0.1:{port}/v1/responses. "
+        "Start the server there, or point base_url at a running one.")
 
 
 def _answers_and_limits(base_url: str) -> list:

@@ -66,20 +66,20 @@ class AiohttpTransport:
         except asyncio.TimeoutError:  # aiohttp's whole-request timeout (TimeoutError on 3.11)
             raise failure("timeout", timeout=self.timeout) from None
         except (aiohttp.ClientError, OSError) as e:
-            raise self._failed(e) from None
+            raise self._failed(e, url) from None
 
-    def _failed(self, e: Exception) -> SendFailed:
+    def _failed(self, e: Exception, url: str = "") -> SendFailed:
         if self.closed:
             return failure("stopped")
         if isinstance(e, aiohttp.ClientConnectorDNSError):
             os_error = e.os_error
-            return failure("dns", detail=os_error.strerror or str(os_error), secrets=self._secrets)
+            return failure("dns", detail=os_error.strerror or str(os_error), secrets=self._secrets, url=url)
         if isinstance(e, aiohttp.ClientConnectorError):
-            return failure("connect", errno=e.errno, detail=str(e.os_error), secrets=self._secrets)
+            return failure("connect", errno=e.errno, detail=str(e.os_error), secrets=self._secrets, url=url)
         if isinstance(e, aiohttp.ServerDisconnectedError):
             return failure("closed")
         if isinstance(e, OSError) and e.errno:  # ClientOSError: the connection broke (reset) mid-request
-            return failure("connect", errno=e.errno)
+            return failure("connect", errno=e.errno, url=url)
         return failure("other", detail=f"{type(e).__name__}: {e}", secrets=self._secrets)
 
     async def aclose(self) -> None:

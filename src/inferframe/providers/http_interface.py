@@ -7,20 +7,25 @@ kind and message do not depend on the client; ``providers/http.py`` chooses betw
 Example:
     >>> failure("timeout", timeout=2.5).message
     'No answer within 2.5 s'
-    >>> e = failure("connect", errno=111)
+    >>> e = failure("connect", errno=111, url="http://127.0.0.1:8000/v1/chat/completions?key=k")
     >>> e.kind.value, e.message
-    ('connection', 'connection failed (Connection refused)')
+    ('connection', 'connection failed (Connection refused): nothing answers at http://127.0.0.1:8000/v1/chat/completions. Start the server there, or point base_url at a running one.')
     >>> failure("other", detail="bad header Bearer sk-1", secrets=("Bearer sk-1",)).message
     'request failed (bad header ***)'
 """
 
 from __future__ import annotations
 
+import errno as errnos
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from inferframe.errors import ErrorKind
+
+# No server listens there (or none can be reached): the fix is the server or the base_url, so the message names both.
+NO_SERVER = frozenset({errnos.ECONNREFUSED, errnos.EHOSTUNREACH, errnos.ENETUNREACH, errnos.EADDRNOTAVAIL})
 
 # Header names whose values are secrets: marked sensitive (reqwest), masked in any message.
 SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
@@ -52,7 +57,7 @@ class HttpTransport(Protocol):
 
 
 def failure(reason: str, *, timeout: float | None = None, errno: int | None = None, detail: str = "",
-            secrets: Iterable[str] = ()) -> SendFailed:
+            secrets: Iterable[str] = (), url: str | None = None) -> SendFailed:
     """The one mapping from a failed request to a row's error: the same for every client.
 
     Parameters:
@@ -63,19 +68,37 @@ def failure(reason: str, *, timeout: float | None = None, errno: int | None = No
         errno: the operating system's error number, when the client gives one (it names the cause).
         detail: the client's own words, used only where no errno names the cause.
         secrets: header values masked out of ``detail`` (the key).
+        url: the request's address: where no server answered (refused, unreachable, an unknown host), the
+            message names it (without its query or user part, which may carry a key) and the fix.
     """
     if reason == "timeout":
         return SendFailed(ErrorKind.TIMEOUT, f"No answer within {timeout:g} s")
     if reason == "stopped":
         return SendFailed(ErrorKind.CONNECTION, "the job stopped before this request had its answer")
     cause = os.strerror(errno) if errno and errno > 0 else _masked(detail, secrets)
+    where = _address(url)
     if reason == "dns":
-        return SendFailed(ErrorKind.CONNECTION, f"connection failed (the host name did not resolve: {cause})")
+        fix = f": {where} names a host that does not resolve. Fix the host in base_url." if where else ""
+        return SendFailed(ErrorKind.CONNECTION, f"connection failed (the host name did not resolve: {cause}){fix}")
     if reason == "closed" and not errno:
         return SendFailed(ErrorKind.CONNECTION, "connection failed (the server closed it before answering)")
     if reason in ("connect", "closed"):
-        return SendFailed(ErrorKind.CONNECTION, f"connection failed ({cause})")
+        fix = (f": nothing answers at {where}. Start the server there, or point base_url at a running one."
+               if where and errno in NO_SERVER else "")
+        return SendFailed(ErrorKind.CONNECTION, f"connection failed ({cause}){fix}")
     return SendFailed(ErrorKind.CONNECTION, f"request failed ({cause})")
+
+
+def _address(url: str | None) -> str:
+    """``url`` without its user part, query and fragment (a key may ride in any of them)."""
+    if not url:
+        return ""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _masked(text: str, secrets: Iterable[str]) -> str:

@@ -126,18 +126,18 @@ class ReqwestTransport:
         except _errors.ClientClosedError:
             raise failure("stopped") from None
         except _errors.PyreqwestError as e:
-            raise self._failed(e) from None
+            raise self._failed(e, url) from None
         return resp.status, bytes(raw), resp.headers
 
-    def _failed(self, e: Exception) -> SendFailed:
+    def _failed(self, e: Exception, url: str = "") -> SendFailed:
         cause = _cause(e)
         found = _OS_ERROR.search(cause)
         if found:
-            return failure("connect", errno=int(found.group(1)))
+            return failure("connect", errno=int(found.group(1)), url=url)
         if "lookup address" in cause or "dns error" in cause:
-            return failure("dns", detail=cause.rpartition(": ")[2], secrets=self._secrets)
+            return failure("dns", detail=cause.rpartition(": ")[2], secrets=self._secrets, url=url)
         if isinstance(e, _errors.ConnectError):
-            return failure("connect", detail=cause, secrets=self._secrets)
+            return failure("connect", detail=cause, secrets=self._secrets, url=url)
         if "connection closed" in cause or "IncompleteMessage" in cause or isinstance(e, _errors.ReadError):
             return failure("closed")
         return failure("other", detail=f"{type(e).__name__}: {cause}", secrets=self._secrets)

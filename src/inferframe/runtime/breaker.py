@@ -112,7 +112,9 @@ class Breaker:
         elif kind == ErrorKind.CONNECTION:
             self.connection_failures += 1
             if not self.any_success and self.connection_failures >= self.unreachable_after:
-                self.trip(f"Cannot reach {service}: {message}. Is the server running and the base_url right?")
+                # The transport's message names the address and the fix where it knows that nothing listens there.
+                advice = "" if "base_url" in message else ". Is the server running and the base_url right?"
+                self.trip(f"Cannot reach {service}: {message}{advice}")
         elif kind == ErrorKind.TIMEOUT:
             self.timeouts += 1
             if not self.any_success and self.timeouts >= self.unanswered_after:
