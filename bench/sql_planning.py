@@ -29,10 +29,6 @@ tree = importlib.import_module("inferframe.sql.tree")  # (inferframe.sql is also
 class _DatabaseEach:
     """The planner's parser as it was: a new DuckDB database for every call, closed at once."""
 
-    def ask(self, sql: str, value: str) -> str:
-        with self.cursor() as con:
-            return con.execute(sql, [value]).fetchone()[0]
-
     @contextlib.contextmanager
     def cursor(self):
         import duckdb
@@ -47,13 +43,12 @@ class _DatabaseEach:
 @contextlib.contextmanager
 def database_each():
     """Swap the planner's one database for a database per call, and put it back."""
-    kept_parser, kept_ask = tree._PARSER, tree._ask
-    tree._PARSER = before = _DatabaseEach()
-    tree._ask = before.ask
+    kept = tree._PARSER  # every parse and plan look goes through planning_cursor(), which asks it
+    tree._PARSER = _DatabaseEach()
     try:
         yield
     finally:
-        tree._PARSER, tree._ask = kept_parser, kept_ask
+        tree._PARSER = kept
 
 
 def one_pass(queries, sim, frames) -> tuple[float, int]:

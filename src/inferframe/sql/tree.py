@@ -43,10 +43,6 @@ class _Parser:
         os.register_at_fork(before=self._close_for_fork, after_in_parent=self._lock.release,
                             after_in_child=self._lock.release)
 
-    def ask(self, sql: str, value: str) -> str:
-        with self.cursor() as con:
-            return con.execute(sql, [value]).fetchone()[0]
-
     @contextlib.contextmanager
     def cursor(self) -> Iterator[Any]:
         """A connection of its own (a cursor: its registrations and temporary tables are its own) to this
@@ -68,12 +64,16 @@ class _Parser:
 
 
 _PARSER = _Parser()
-_ask = _PARSER.ask
 
 
 def planning_cursor() -> contextlib.AbstractContextManager[Any]:
     """A DuckDB connection of its own to the planner's one database, for a look at a plan (``with ... as con``)."""
     return _PARSER.cursor()
+
+
+def _ask(sql: str, value: str) -> str:
+    with planning_cursor() as con:
+        return con.execute(sql, [value]).fetchone()[0]
 
 
 def parsed(query: str) -> dict:
@@ -109,7 +109,7 @@ def statement_kind(query: str) -> str:
         >>> statement_kind("COPY (SELECT 1) TO 'x.csv'"), statement_kind("select 1"), statement_kind("select 1; select 2")
         ('COPY', 'SELECT', '')
     """
-    with _PARSER.cursor() as con:
+    with planning_cursor() as con:
         try:
             found = con.extract_statements(query)
         except Exception:  # noqa: BLE001 - not even statements: the parse error says why
