@@ -14,6 +14,7 @@ import pytest
 from inferframe.providers.interface import MockProvider, Outcome, Request
 from inferframe.runtime import InferenceRuntime, RuntimeConfig
 from inferframe.runtime.capacity import CapacityFinder
+from inferframe.runtime.capacity_cluster import ClusterFinder
 from inferframe.runtime.clock import FakeClock
 from inferframe.runtime.concurrency import AdaptiveLimit
 from inferframe.simulator.capacity import ServingSlots
@@ -288,8 +289,7 @@ def test_answers_late_because_this_client_was_busy_are_no_queue_at_the_server():
 
 def _cluster_finder_at_128(clock: FakeClock) -> CapacityFinder:
     """A cluster's finder (answers a report late) whose first 64 came back at a 0.2 s floor: doubled to 128."""
-    finder = CapacityFinder(start=64, maximum=1024, clock=clock)
-    finder.delay_s = 0.05
+    finder = ClusterFinder(start=64, maximum=1024, delay_s=0.05, clock=clock)
     for _ in range(64):
         finder.sent(at=0.0)
     clock.now = 0.2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from inferframe.runners.ray_limits.cluster_capacity import ClusterCapacity
 from inferframe.runtime.capacity import CapacityFinder
+from inferframe.runtime.capacity_cluster import ClusterFinder
 from inferframe.runtime.clock import FakeClock
 
 WORKERS = ("w1", "w2", "w3", "w4")
@@ -50,8 +51,7 @@ def test_a_probe_past_the_capacity_found_is_cut_by_littles_law_not_by_its_last_w
     clock = FakeClock()
     earlier = CapacityFinder(start=64, maximum=4096, clock=clock)
     earlier.floor, earlier.bound, earlier.found = 1.0, 304, True
-    finder = CapacityFinder(start=64, maximum=4096, clock=clock)
-    finder.delay_s = 0.2  # a cluster's
+    finder = ClusterFinder(start=64, maximum=4096, delay_s=0.2, clock=clock)  # a cluster's
     finder.recall(earlier)
     cohort = 16 + 64 // 4  # the window's cohort, as this finder counts it (it started at 64)
     for at in [0.1] * (cohort // 4) + [1.1] * (cohort - cohort // 4):

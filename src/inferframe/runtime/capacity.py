@@ -142,9 +142,8 @@ class CapacityFinder:
         # Starting at the ceiling: the user's own max_concurrency (or a local server's slots). A queue beyond doubt
         # (SURE, two windows in a row) cuts it; what a busy client's own loop adds to the latency must not.
         self.careful = start >= maximum
-        # Seconds more before a window's cohort starts, and of slack on send times: a cluster's answers reach its finder
-        # a report late, a move reaches the workers at their next call, and a send time from one report and an
-        # answer's from another are each a call's delay off (``runners.ray_limits.cluster_capacity``); 0 in one process.
+        # Seconds more before a window's cohort starts, and of slack on send times: 0 in one process; a cluster's
+        # reports lag (``runtime.capacity_cluster.ClusterFinder``).
         self.delay_s = 0.0
         self.found = False
         self.floor: float | None = None
@@ -282,12 +281,24 @@ class CapacityFinder:
         self._in_flight = max(self._in_flight, in_flight)
         if self.floor is None or self._cohort_left or len(self._window) < 0.75 * self._cohort:
             return moved
-        if self.delay_s and self._job_start and self._round < min(self._in_flight, self.bound):
-            # A later cluster job's workers send their shares at once: a FIFO serves the cohort first, the rest a round
-            # trip later. Judged on the cohort, a later Spark job at 128 in flight at a capacity of 64 doubled: its
-            # first window waits for a round of answers to requests sent since it began.
+        if self._waits_for_a_round():
             return moved
         return self._judge(now) or moved
+
+    # The rules a cluster's finder (``runtime.capacity_cluster.ClusterFinder``) changes; these are one process's.
+    reports_late = False  # answers and sends come as they happen, not a report late
+
+    def _waits_for_a_round(self) -> bool:
+        """The window waits for more answers than its cohort's (never, in one process)."""
+        return False
+
+    def _gradient(self, sample: float, floor: float, mean: float | None, late: float, spread: float) -> tuple:
+        """(ratio, little): the window's latency over the floor that judges it, and the one a cut divides by."""
+        return sample / floor, sample / floor
+
+    def _level(self, sample: float, mean: float | None) -> float:
+        """The latency a new floor is set to when a cut did not bring the latency down."""
+        return sample
 
     def _slow_start(self, latency: float, bound_then: int, sent_at: float, now: float) -> bool:
         """One answer whose request left under ``bound_then`` (see ``sent``): slow start grows or ends; True: moved."""
@@ -401,15 +412,7 @@ class CapacityFinder:
         floor = self.floor = min(self.floor * (1 + DRIFT_PER_S * (now - self._floor_at)), max(sample, 1e-6)) \
             if sample < self.floor * (1 + CUT_ABOVE) else self.floor
         self._floor_at = now
-        ratio = little = sample / floor  # ``little``: the cut's, by Little's law
-        if self.delay_s and mean is not None:
-            # A cluster's cohorts found slots free while the same workers' later requests queued (Spark, 64: the
-            # quartile at the floor, 31-57% of answers 1.6x late, 128 doubled): all answers' mean is in flight /
-            # throughput, and a FIFO's waves serve (1 - late) of it at once. Past a capacity found a probe is cut on its
-            # cohort's mean (the rest at ``sample``): its quartile cut 304 to 160 at 256 (a FIFO's wave). Not in a ramp:
-            # a burst's first round is served half at once, yet every later round queues. (One process: _slow_start.)
-            ratio = max(ratio, mean / floor, 1 / (1 - min(late, 0.9)))
-            little = max(1.0, spread / floor) if self.found else ratio
+        ratio, little = self._gradient(sample, floor, mean, late, spread)  # ``little``: the cut's, by Little's law
         bound, after_cut = self.bound, self._cut is not None
         if self._undo_cut(throughput, used, ratio):
             return True
@@ -422,21 +425,17 @@ class CapacityFinder:
         if ratio >= 1 + CUT_ABOVE and quiet and ratio < SURE:
             self._last_ratio = None
             return False  # once after a quiet window, and not by far: noise of this client's own loop, perhaps
-        if ratio >= 1 + CUT_ABOVE and after_cut and self.delay_s:
-            # A cluster's cut reaches its workers a call late, and the queue drains a round trip after: judged on the
-            # next window, the floor moved to the queued latency (0.258 -> 0.458 s at a capacity of 64) or cut again.
-            return False
+        if ratio >= 1 + CUT_ABOVE and after_cut and self.reports_late:
+            return False  # a cut reaches a cluster's workers a call late: the next window judges it
         if ratio >= 1 + CUT_ABOVE:
             last, self._last_ratio = self._last_ratio, ratio
-            # A FIFO's waves bias a cluster's cohort (at 72 in flight at a capacity of 64 its upper quartile read 1.8x
-            # the floor, all answers' mean 1.05x): a new floor only where the mean stayed up too.
-            level = min(sample, mean) if self.delay_s and mean is not None else sample
+            level = self._level(sample, mean)
             if last is not None and level / floor >= STALE * last and not self.careful:
                 # The last cut did not bring the latency down: no queue of ours made it (a queue shrinks with
                 # the requests in flight), the server or this client's own loop is slower now. A new floor.
                 self.floor, self._last_ratio = level, None
                 return False
-            if not (after_cut or self.delay_s) and _bought(used, throughput, list(self._rates)[:-1]):
+            if not (after_cut or self.reports_late) and _bought(used, throughput, list(self._rates)[:-1]):
                 self.floor, self._last_ratio = sample, None  # the latency of this load, not a queue's: a new floor
                 return False
             new = max(self.minimum, int(max(used / little, bound * LEAST_GRADIENT, self._least)))  # Little's law

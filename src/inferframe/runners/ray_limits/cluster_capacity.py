@@ -12,7 +12,7 @@ the others made, ramp slowly. The workers' shares (``actor._KeyState.share_for``
 worker's own bound is its share (``AdaptiveLimit.follow``). One difference: a bound grown reaches the
 workers at their next calls, so the window after a growth is the requests sent once their reports show
 they filled it (``USED`` of it in flight), and past a capacity found a probe that queued is cut by
-Little's law on its cohort's mean (``CapacityFinder._judge``), not on its quartile, which a FIFO's
+Little's law on its cohort's mean (``runtime.capacity_cluster.ClusterFinder``), not on its quartile, which a FIFO's
 last wave of a few late answers puts a round trip high.
 
 While a rate limit is known and no queue was seen, the finder's probe does not bound the cluster
@@ -46,7 +46,8 @@ Example (two workers, 64 in flight each, against a server that serves 64 at once
 from __future__ import annotations
 
 from inferframe.runners.ray_limits.tuning import CHUNK_SECONDS
-from inferframe.runtime.capacity import USED, CapacityFinder
+from inferframe.runtime.capacity import USED
+from inferframe.runtime.capacity_cluster import ClusterFinder
 from inferframe.runtime.clock import Clock
 
 # Sends and answers one report carries at most (about 100 ms of a worker's answers: more is a worker far past any server).
@@ -70,9 +71,8 @@ class ClusterCapacity:
         top = max(1, int(config.get("max_concurrency") or 1))
         start = int(config.get("base") or top)
         self.clock = clock
-        self.finder = CapacityFinder(start, top, clock=clock) if config.get("adaptive") else None
-        if self.finder is not None:  # answers come a report late, a move reaches the workers at their next call
-            self.finder.delay_s = 2 * CHUNK_SECONDS
+        # Answers come a report late, a move reaches the workers at their next call: two calls' slack.
+        self.finder = ClusterFinder(start, top, delay_s=2 * CHUNK_SECONDS, clock=clock) if config.get("adaptive") else None
         self._filling = 0  # a bound grown that the workers have not yet filled (``observe``)
         self.peaks: dict[str, int] = {}  # worker -> the most it had in flight since its report before the last
         self._t0 = clock.monotonic()
