@@ -91,8 +91,8 @@ async def _chunks(text):
 
 @LOCAL_TIMEOUT
 def test_local_long_text_is_the_weighted_mean_of_its_chunks(server, tmp_path):
-    # ~900 tokens: llama.cpp refuses a single input over its 512-token batch.
-    long = " ".join(ifr.read_csv("examples/data/reviews.csv").limit(200).to_pydict()["review"])[:4000]
+    # ~600 tokens, two chunks: llama.cpp refuses a single input over its 512-token batch.
+    long = " ".join(ifr.read_csv("examples/data/reviews.csv").limit(200).to_pydict()["review"])[:2900]
     chunks = asyncio.run(_chunks(long))
     assert len(chunks) >= 2 and "".join(c for c, _ in chunks) == long
     assert all(n <= LOCAL_MAX_INPUT_TOKENS for _, n in chunks)
