@@ -82,6 +82,40 @@ def test_transformers_provider_mean_pools_like_sentence_transformers():
     np.testing.assert_allclose(np.array(st), np.array(tf), atol=1e-4)
 
 
+def test_a_sentence_transformers_model_that_mean_pools_runs_through_transformers_with_its_own_vectors(tmp_path):
+    import json
+    import shutil
+
+    from inferframe.models.loading import packaged_minilm
+    from inferframe.models.registry import resolve_model
+    from inferframe.models.text import MeanPooledSentenceTransformer, SentenceTransformerEmbedder, mean_pooled
+
+    path = packaged_minilm()
+    assert resolve_model("embed_text", "sentence_transformers", None, kind="text", options={}).runner \
+        is MeanPooledSentenceTransformer
+    # Its Normalize module makes unit vectors whatever normalize= says, as sentence-transformers' encode does.
+    texts = _texts(12) + ["  spaced out  ", "x", "Ünïcödé ✓ 日本語"]
+    for normalize in (True, False):
+        ours = MeanPooledSentenceTransformer(str(path), device="cpu", normalize=normalize)._encode(texts)
+        theirs = SentenceTransformerEmbedder(str(path), device="cpu", normalize=normalize)._encode(texts)
+        np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    # Any other configuration runs on sentence-transformers itself.
+    changes = {"1_Pooling/config.json": {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True},
+               "sentence_bert_config.json": {"do_lower_case": True},
+               "config_sentence_transformers.json": {"prompts": {"query": "query: "}, "default_prompt_name": "query"}}
+    for name, change in changes.items():
+        copy = tmp_path / name.replace("/", "_")
+        shutil.copytree(path, copy, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+        (copy / name).write_text(json.dumps({**json.loads((copy / name).read_text()), **change}))
+        assert mean_pooled(str(copy)) is None, name
+    extra = tmp_path / "dense"
+    shutil.copytree(path, extra, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    modules = json.loads((extra / "modules.json").read_text())
+    (extra / "modules.json").write_text(json.dumps(modules + [{"idx": 3, "name": "3", "path": "3_Dense",
+                                                                "type": "sentence_transformers.models.Dense"}]))
+    assert mean_pooled(str(extra)) is None and mean_pooled(str(path)) == (256, True)
+
+
 def test_shortened_vectors_are_known_at_plan_time_and_renormalised():
     df = ifr.from_pydict({"t": TOPICS}).with_column("v", embed_text(col("t"), dimensions=128))
     assert df.schema()["v"].to_arrow() == pa.list_(pa.float32(), 128)

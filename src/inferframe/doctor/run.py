@@ -212,12 +212,12 @@ def measure_speed(server: Any) -> Check:
 def check_embedding() -> Check:
     """Load the packaged MiniLM in this process and embed one text."""
     try:
-        from inferframe.models.loading import model_files
-        from inferframe.models.text import SentenceTransformerEmbedder
+        from inferframe.models.registry import resolve_model
         from inferframe.series import Series
 
         started = time.perf_counter()
-        embedder = SentenceTransformerEmbedder(str(model_files(None)))
+        ref = resolve_model("embed_text", "sentence_transformers", None, kind="text", options={})  # as embed_text's
+        embedder = ref.runner(ref.path)
         out = embedder.embed(Series.from_pylist(["inferframe checks its embedding model"]))
         vector = out.field("value").to_pylist()[0]
         if not vector:

@@ -10,7 +10,7 @@ Example:
     ('local', 'gemma-3-270m', False)
     >>> text = resolve_model("embed_text", "sentence_transformers", None, kind="text", options={})
     >>> text.runner.__name__, text.size, text.model
-    ('SentenceTransformerEmbedder', 384, 'all-MiniLM-L6-v2')
+    ('MeanPooledSentenceTransformer', 384, 'all-MiniLM-L6-v2')
     >>> resolve_model("embed_text", None, None, kind="embedding", options={}).in_process  # no API configured
     True
 """
@@ -24,7 +24,8 @@ from inferframe.ai.call import ModelRef
 from inferframe.errors import PlanError
 from inferframe.models.image import INSTALL_HINT, ClipImageEmbedder, image_dimensions
 from inferframe.models.loading import model_files, require, text_dimensions
-from inferframe.models.text import SentenceTransformerEmbedder, TransformersEmbedder
+from inferframe.models.text import (MeanPooledSentenceTransformer, SentenceTransformerEmbedder, TransformersEmbedder,
+                                    mean_pooled)
 from inferframe.providers.interface import RequestFormat, embedding_size, reads_images, require as require_protocol
 from inferframe.providers.registry import REGISTRY, base_url_for, check_ready, resolve, resolved
 from inferframe.providers.spec import ProviderSpec
@@ -62,8 +63,7 @@ def resolve_model(fn: str, provider: Any, model: str | None, *, kind: str, optio
         require(provider)
         path = model_files(model)
         return ModelRef(provider, model or DEFAULT_TEXT_MODEL, caps=REGISTRY.get(provider).capabilities,
-                        path=str(path), runner=SentenceTransformerEmbedder if provider == "sentence_transformers" else TransformersEmbedder,
-                         size=text_dimensions(provider, path))
+                        path=str(path), runner=_text_runner(provider, str(path)), size=text_dimensions(provider, path))
     if kind == "image":
         if provider != "transformers":
             raise PlanError(f"{fn}() runs on provider='transformers' (a CLIP-style model in this process), "
@@ -144,3 +144,11 @@ def image_refusal(ref: ModelRef) -> str:
     if reads_images(ref.spec.wire_format(), ref.model, ref.caps) is False:
         return f"the model {ref.model!r} of provider {ref.provider!r}"
     return ""
+
+
+def _text_runner(provider: str, path: str) -> type:
+    """The class that runs an in-process text model: a sentence-transformers model that only mean-pools its encoder
+    runs through transformers (the same vectors, without sentence-transformers' import); any other on its library."""
+    if provider != "sentence_transformers":
+        return TransformersEmbedder
+    return MeanPooledSentenceTransformer if mean_pooled(path) is not None else SentenceTransformerEmbedder

@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -185,7 +187,8 @@ class TransformersEmbedder(_Embedder):
     def __init__(self, path: str, *, device: str | None = None, normalize: bool = True, dimensions: int | None = None,
                  encode_batch_size: int = 32, long_inputs: str = "chunk", label: str = "embed",
                  counters: RunCounters | None = None, on_error: str = "null") -> None:
-        self.device = pick_device(device)
+        with offline():  # torch loads here: with its OpenMP threads asleep (``offline``)
+            self.device = pick_device(device)
 
         def load():
             with offline():
@@ -193,6 +196,7 @@ class TransformersEmbedder(_Embedder):
 
                 return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).to(self.device).eval()
 
+        self.unit_vectors = normalize  # each pooled vector scaled to length 1 (before any shortening)
         self.tokenizer, self.model = shared_model(("tf", path, self.device), load)
         cfg = self.model.config
         # A CLIP-style model embeds text with its text tower, into the space its images share.
@@ -223,7 +227,80 @@ class TransformersEmbedder(_Embedder):
                     hidden = self.model(**enc).last_hidden_state
                     mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                     pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                if self.normalize:
+                if self.unit_vectors:
                     pooled = torch.nn.functional.normalize(pooled, dim=1)
                 out[idx] = pooled.float().cpu().numpy()
         return out
+
+
+class MeanPooled(NamedTuple):
+    """What a sentence-transformers model of an encoder, mean pooling and (or not) a unit norm does on top of it."""
+
+    max_seq_length: int
+    normalizes: bool
+
+
+_PLAIN_MODULES = ("Transformer", "Pooling")
+_OTHER_POOLING = ("cls_token", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")
+
+
+def mean_pooled(path: str) -> MeanPooled | None:
+    """How a sentence-transformers model directory pools, when it is only an encoder at its root, mean pooling
+    and an optional unit norm, with no prompt, lower-casing or loading arguments; None for anything else.
+
+    Example:
+        >>> from inferframe.models.loading import model_files
+        >>> mean_pooled(str(model_files(None)))
+        MeanPooled(max_seq_length=256, normalizes=True)
+    """
+    root = Path(path)
+
+    def read(name: str) -> dict | list | None:
+        try:
+            return json.loads((root / name).read_text())
+        except (OSError, ValueError):
+            return None
+
+    modules, bert, pooling = read("modules.json"), read("sentence_bert_config.json"), read("1_Pooling/config.json")
+    if not isinstance(modules, list) or not isinstance(bert, dict) or not isinstance(pooling, dict):
+        return None
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    if kinds not in (list(_PLAIN_MODULES), [*_PLAIN_MODULES, "Normalize"]) or modules[0].get("path") not in ("", None) \
+            or modules[1].get("path") != "1_Pooling":
+        return None
+    if set(bert) - {"max_seq_length", "do_lower_case"} or bert.get("do_lower_case") \
+            or not isinstance(bert.get("max_seq_length"), int):
+        return None
+    if not pooling.get("pooling_mode_mean_tokens") or any(pooling.get(f"pooling_mode_{m}") for m in _OTHER_POOLING) \
+            or pooling.get("include_prompt") is False:
+        return None
+    st = read("config_sentence_transformers.json") or {}
+    if not isinstance(st, dict) or st.get("prompts") or st.get("default_prompt_name"):
+        return None
+    return MeanPooled(bert["max_seq_length"], kinds[-1] == "Normalize")
+
+
+class MeanPooledSentenceTransformer(TransformersEmbedder):
+    """A sentence-transformers model that is an encoder with mean pooling (``mean_pooled``), run through transformers.
+
+    The vectors are sentence-transformers' own (within 2e-7 on the packaged MiniLM, ``tests/test_embed_inprocess.py``),
+    without importing sentence-transformers, which cost 2-3 CPU-s of every process that loaded the model (it
+    imports scikit-learn and more of transformers). The registry picks it for such a model under
+    ``provider="sentence_transformers"``; any other model there runs on ``SentenceTransformerEmbedder``.
+
+    Parameters: as ``TransformersEmbedder``'s.
+
+    Example:
+        >>> from inferframe.models.loading import model_files
+        >>> e = MeanPooledSentenceTransformer(str(model_files(None)))
+        >>> e.max_tokens, e.width
+        (256, 384)
+    """
+
+    def __init__(self, path: str, *, normalize: bool = True, **options: Any) -> None:
+        plain = mean_pooled(path)
+        if plain is None:
+            raise ValueError(f"{path} is not an encoder with mean pooling: run it on SentenceTransformerEmbedder")
+        super().__init__(path, normalize=normalize, **options)
+        self.max_tokens = min(self.max_tokens, plain.max_seq_length)  # where sentence-transformers truncates
+        self.unit_vectors = normalize or plain.normalizes  # its Normalize module runs whatever encode() was asked
