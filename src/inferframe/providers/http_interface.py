@@ -93,12 +93,14 @@ def _address(url: str | None) -> str:
     """``url`` without its user part, query and fragment (a key may ride in any of them)."""
     if not url:
         return ""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port that is no number: say nothing of the address rather than fail the row's error
+        return ""
     if ":" in host:
         host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path}"
 
 
 def _masked(text: str, secrets: Iterable[str]) -> str:
