@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from inferframe.ai.columns import ERROR_TYPE, USAGE_TYPE
 from inferframe.ai.embed import EMPTY_TEXT
-from inferframe.errors import ErrorKind, RowFailed
+from inferframe.errors import ErrorKind, PlanError, RowFailed
 from inferframe.models.loading import offline, pick_device
 from inferframe.observe.stats import RunCounters, RunStats
 from inferframe.ai.vectors import combine_chunks, to_vectors, unit_rows
@@ -300,7 +300,8 @@ class MeanPooledSentenceTransformer(TransformersEmbedder):
     def __init__(self, path: str, *, normalize: bool = True, **options: Any) -> None:
         plain = mean_pooled(path)
         if plain is None:
-            raise ValueError(f"{path} is not an encoder with mean pooling: run it on SentenceTransformerEmbedder")
+            raise PlanError(f"{path} is not a sentence-transformers encoder with mean pooling only: "
+                            "run it on SentenceTransformerEmbedder (embed_text chooses by itself)")
         super().__init__(path, normalize=normalize, **options)
         self.max_tokens = min(self.max_tokens, plain.max_seq_length)  # where sentence-transformers truncates
         self.unit_vectors = normalize or plain.normalizes  # its Normalize module runs whatever encode() was asked
