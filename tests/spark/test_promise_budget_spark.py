@@ -52,7 +52,10 @@ def test_promise_a_budget_is_a_cap_across_spark_executors():
             t.start()
         for t in threads:
             t.join(120)
-    # Two workers at least spent from the one cap (a late one may find it granted: a cap, not a quota, as
-    # runners/ray_limits/budget_grants.py says; on a loaded machine one worker answered none: [0, 14, 64]).
-    assert len(out) == 3 and sum(1 for _, answered in out if answered) >= 2, out
-    assert sum(cost for cost, _ in out) <= cap, out  # one cap for the job, not one per executor
+    # Which workers spend the cap is a race (a late one may find it granted: a cap, not a quota, as
+    # runners/ray_limits/budget_grants.py says; fresh clones saw [0, 14, 64] and [0, 0, 82] rows answered): the
+    # workers together spent most of the one cap, and never more.
+    spent = sum(cost for cost, _ in out)
+    assert len(out) == 3 and sum(answered for _, answered in out) > 0, out
+    assert spent <= cap, out  # one cap for the job, not one per executor
+    assert spent >= 0.5 * cap, out  # what was granted was spent, not held back from the job
